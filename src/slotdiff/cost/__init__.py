@@ -1,0 +1,1 @@
+"""The cost pass: pure functions of (Architecture, Workload) giving params, bytes, FLOPs, time."""

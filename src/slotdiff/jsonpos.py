@@ -1,0 +1,187 @@
+"""Parse JSON text into Python values and remember where every key sits (line, column).
+
+Python's ``json`` module gives values but not positions; diagnostics must point at
+``file:line:col``. A single regex tokenizer pass records the position of each object
+member's key and each array element, checks nesting depth and member count against caps
+*before* the full parse, and notes duplicate keys (which ``json`` would silently merge).
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import re
+from bisect import bisect_right
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+Path = tuple[str | int, ...]
+
+# Caps for hostile input; a real config.json is a few KB with depth < 6.
+MAX_BYTES = 4 * 1024 * 1024
+MAX_DEPTH = 64
+MAX_MEMBERS = 100_000
+
+_TOKEN = re.compile(
+    r"""
+    (?P<ws>[ \t\r\n]+)
+  | (?P<str>"(?:[^"\\\x00-\x1f]|\\.)*")
+  | (?P<punct>[{}\[\]:,])
+  | (?P<atom>[^ \t\r\n{}\[\]:,"]+)
+    """,
+    re.VERBOSE,
+)
+
+
+class JSONInputError(ValueError):
+    """The text is not acceptable JSON; carries a 1-based line and column."""
+
+    def __init__(self, message: str, line: int, col: int) -> None:
+        super().__init__(message)
+        self.message = message
+        self.line = line
+        self.col = col
+
+
+@dataclass(frozen=True)
+class Parsed:
+    """A parsed JSON document: its value, key positions, and the duplicate keys seen."""
+
+    value: Any
+    positions: Mapping[Path, tuple[int, int]] = field(default_factory=dict)
+    duplicates: tuple[tuple[Path, tuple[int, int]], ...] = ()
+
+    def where(self, path: Path) -> tuple[int, int]:
+        """Position of ``path``, or of its nearest ancestor that has one (else 1:1)."""
+        while path:
+            pos = self.positions.get(path)
+            if pos is not None:
+                return pos
+            path = path[:-1]
+        return (1, 1)
+
+
+class _Lines:
+    def __init__(self, text: str) -> None:
+        self.starts = [0] + [m.end() for m in re.finditer("\n", text)]
+
+    def at(self, offset: int) -> tuple[int, int]:
+        line = bisect_right(self.starts, offset)
+        return line, offset - self.starts[line - 1] + 1
+
+
+def _scan(text: str) -> tuple[dict[Path, tuple[int, int]], list[tuple[Path, tuple[int, int]]]]:
+    """Walk the tokens once, recording positions; raise on depth or member-count caps."""
+    lines = _Lines(text)
+    positions: dict[Path, tuple[int, int]] = {}
+    duplicates: list[tuple[Path, tuple[int, int]]] = []
+    # Each frame: [path, is_object, next_index, pending_key, keys_seen]
+    stack: list[list[Any]] = []
+    members = 0
+    expect_key = False
+    for m in _TOKEN.finditer(text):
+        kind = m.lastgroup
+        if kind == "ws":
+            continue
+        tok = m.group()
+        if kind == "punct":
+            if tok in "{[":
+                if len(stack) >= MAX_DEPTH:
+                    line, col = lines.at(m.start())
+                    raise JSONInputError(f"nesting deeper than {MAX_DEPTH} levels", line, col)
+                path = _value_path(stack, positions, lines, m.start())
+                stack.append([path, tok == "{", 0, None, set()])
+                expect_key = tok == "{"
+            elif tok in "}]":
+                if stack:
+                    stack.pop()
+                expect_key = False
+            elif tok == ",":
+                expect_key = bool(stack) and stack[-1][1]
+            elif tok == ":":
+                expect_key = False
+            continue
+        if expect_key and kind == "str":
+            frame = stack[-1]
+            try:
+                key = json.loads(tok)
+            except ValueError:
+                key = tok[1:-1]
+            pos = lines.at(m.start())
+            kpath = (*frame[0], key)
+            if key in frame[4]:
+                duplicates.append((kpath, pos))
+            else:
+                frame[4].add(key)
+                positions[kpath] = pos
+            frame[3] = key
+            members += 1
+            if members > MAX_MEMBERS:
+                raise JSONInputError(f"more than {MAX_MEMBERS} keys", *pos)
+            expect_key = False
+            continue
+        _value_path(stack, positions, lines, m.start())
+    return positions, duplicates
+
+
+def _value_path(
+    stack: list[list[Any]], positions: dict[Path, tuple[int, int]], lines: _Lines, offset: int
+) -> Path:
+    """Path of the value starting at ``offset``; array elements get their own position."""
+    if not stack:
+        positions.setdefault((), lines.at(offset))
+        return ()
+    frame = stack[-1]
+    if frame[1]:
+        return (*frame[0], frame[3])
+    idx = frame[2]
+    frame[2] += 1
+    path = (*frame[0], idx)
+    positions[path] = lines.at(offset)
+    return path
+
+
+def _reject_constant(name: str) -> float:
+    # NaN / Infinity are not JSON, but transformers writes them; accept and let the
+    # schema layer reject them where a finite number is required.
+    return {"NaN": math.nan, "Infinity": math.inf, "-Infinity": -math.inf}[name]
+
+
+def parse(text: str | bytes, *, with_positions: bool = True) -> Parsed:
+    """Parse ``text``; raise :class:`JSONInputError` with a position on any problem."""
+    if isinstance(text, bytes):
+        if len(text) > MAX_BYTES:
+            raise JSONInputError(
+                f"file is {len(text):,} bytes, over the {MAX_BYTES:,}-byte cap", 1, 1
+            )
+        try:
+            text = text.decode("utf-8-sig")
+        except UnicodeDecodeError as err:
+            raise JSONInputError(
+                f"not UTF-8 text ({err.reason} at byte {err.start})", 1, 1
+            ) from err
+    elif len(text) > MAX_BYTES:
+        raise JSONInputError(f"text is {len(text):,} characters, over the {MAX_BYTES:,} cap", 1, 1)
+    positions: dict[Path, tuple[int, int]] = {}
+    duplicates: list[tuple[Path, tuple[int, int]]] = []
+    if with_positions:
+        positions, duplicates = _scan(text)
+    try:
+        value = json.loads(text, parse_constant=_reject_constant)
+    except json.JSONDecodeError as err:
+        raise JSONInputError(f"invalid JSON: {err.msg}", err.lineno, err.colno) from err
+    except RecursionError as err:
+        raise JSONInputError("nesting too deep", 1, 1) from err
+    return Parsed(value, positions, tuple(duplicates))
+
+
+def dotted(path: Path) -> str:
+    """``("text_config", "layer_types", 3)`` → ``text_config.layer_types[3]``."""
+    out = ""
+    for part in path:
+        if isinstance(part, int):
+            out += f"[{part}]"
+        else:
+            out += f".{part}" if out else str(part)
+    return out

@@ -1,0 +1,275 @@
+"""Weight number formats: read torch_dtype and quantization_config into a WeightFormat.
+
+The format says which modules are quantized (and which are left in the checkpoint's dtype),
+how many bits each quantized element takes, and the block or group scales stored beside
+them, so weight bytes can be counted exactly, module by module.
+"""
+
+from __future__ import annotations
+
+import fnmatch
+import math
+import re
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from functools import cache
+from typing import Any
+
+from .arch import Architecture
+from .resources import load_schema_file
+
+
+@cache
+def formats() -> Mapping[str, Any]:
+    return load_schema_file("formats.json")
+
+
+def canonical_dtype(name: str | None) -> str | None:
+    """``bf16`` / ``torch.bfloat16`` / ``bfloat16`` → ``bfloat16``; None when unknown."""
+    if not isinstance(name, str):
+        return None
+    key = name.lower().removeprefix("torch.")
+    table = formats()
+    key = table["dtype_aliases"].get(key, key)
+    return key if key in table["dtypes"] else None
+
+
+def dtype_bits(name: str) -> int:
+    return formats()["dtypes"][name]["bits"]
+
+
+@dataclass(frozen=True)
+class WeightFormat:
+    """How the checkpoint stores its weights."""
+
+    kind: str  # bf16, fp16, fp32, fp8, fp8-block, mxfp4, nvfp4, int4-awq, int4-gptq, int8, ...
+    detail: str
+    base_dtype: str | None  # unquantized tensors (None: the config does not say)
+    quant_dtype: str | None = None  # element format of quantized linears
+    block: tuple[int, int] | None = None  # 2-D scale tile (rows, cols), e.g. fp8 128x128
+    group: int | None = None  # scale group along the input dimension
+    scale_bits: int = 0
+    zero_bits: int = 0
+    exclude: tuple[str, ...] = ()
+    supported: bool = True  # False: a scheme slotdiff does not model; bytes are not given
+
+    @property
+    def quantized(self) -> bool:
+        return self.quant_dtype is not None
+
+    def excludes(self, module: str) -> bool:
+        """True when ``module`` (an HF-style dotted name) is left unquantized."""
+        return any(_match(p, module) for p in self.exclude)
+
+    def linear_bytes(self, rows: int, cols: int, quantized: bool) -> int:
+        """Exact bytes of one ``rows × cols`` linear weight (out × in), with its scales."""
+        if not quantized or self.quant_dtype is None:
+            return rows * cols * dtype_bits(self.base_dtype or "bfloat16") // 8
+        bits = rows * cols * dtype_bits(self.quant_dtype)
+        if self.block:
+            tiles = math.ceil(rows / self.block[0]) * math.ceil(cols / self.block[1])
+            bits += tiles * (self.scale_bits + self.zero_bits)
+        elif self.group:
+            groups = rows * math.ceil(cols / self.group)
+            bits += groups * (self.scale_bits + self.zero_bits)
+        else:  # per-tensor / per-channel scale: one per output row at most
+            bits += rows * (self.scale_bits + self.zero_bits)
+        return math.ceil(bits / 8)
+
+    def bits_per_weight(self) -> float:
+        """Average storage bits of a quantized element, scales included (for display)."""
+        if self.quant_dtype is None:
+            return float(dtype_bits(self.base_dtype or "bfloat16"))
+        bits = float(dtype_bits(self.quant_dtype))
+        if self.block:
+            bits += (self.scale_bits + self.zero_bits) / (self.block[0] * self.block[1])
+        elif self.group:
+            bits += (self.scale_bits + self.zero_bits) / self.group
+        return bits
+
+
+def _match(pattern: str, module: str) -> bool:
+    """Match a quantizer exclusion pattern against a dotted module name.
+
+    ``re:<regex>`` (compressed-tensors) must match the whole name; other patterns match a
+    run of whole dotted components (``*`` matches one component), so ``gate`` excludes a
+    router named ``mlp.gate`` but not ``mlp.gate_proj``.
+    """
+    if pattern.startswith("re:"):
+        return re.fullmatch(pattern[3:], module) is not None
+    parts, pat = module.split("."), pattern.split(".")
+    for start in range(len(parts) - len(pat) + 1):
+        if all(fnmatch.fnmatchcase(parts[start + i], p) for i, p in enumerate(pat)):
+            return True
+    return False
+
+
+def _base(arch: Architecture) -> str | None:
+    return canonical_dtype(arch.get("dtype"))
+
+
+def _label(dtype: str | None) -> str:
+    return formats()["dtypes"][dtype]["label"] if dtype else "not stated"
+
+
+def _list(value: Any) -> tuple[str, ...]:
+    if isinstance(value, str):
+        return (value,)
+    if isinstance(value, Sequence):
+        return tuple(str(v) for v in value)
+    return ()
+
+
+def weight_format(arch: Architecture) -> WeightFormat:
+    """Read the weight format of ``arch`` from its dtype and quantization_config."""
+    base = _base(arch)
+    q = arch.get("quantization_config")
+    if not isinstance(q, Mapping) or not q:
+        if base is None:
+            return WeightFormat(
+                "unstated", "dtype not stated in the config (transformers loads fp32)", None
+            )
+        kind = {"bfloat16": "bf16", "float16": "fp16", "float32": "fp32"}.get(base, base)
+        return WeightFormat(kind, _label(base), base)
+    method = str(q.get("quant_method", "")).lower()
+    exclude = _list(q.get("modules_to_not_convert")) + _list(q.get("ignore"))
+    keep = f", rest {_label(base)}" if base else ""
+    if method == "fp8":
+        fmt = canonical_dtype(str(q.get("fmt", "e4m3"))) or "float8_e4m3fn"
+        block = q.get("weight_block_size")
+        if isinstance(block, Sequence) and len(block) == 2:
+            b = (int(block[0]), int(block[1]))
+            return WeightFormat(
+                "fp8-block",
+                f"{_label(fmt)} linears with {b[0]}×{b[1]} block scales{keep}",
+                base,
+                fmt,
+                block=b,
+                scale_bits=32,
+                exclude=exclude,
+            )
+        return WeightFormat(
+            "fp8",
+            f"{_label(fmt)} linears, per-tensor scales{keep}",
+            base,
+            fmt,
+            scale_bits=32,
+            exclude=exclude,
+        )
+    if method == "mxfp4":
+        return WeightFormat(
+            "mxfp4",
+            f"MXFP4 (4-bit E2M1, E8M0 scale per 32){keep}",
+            base,
+            "mxfp4",
+            group=32,
+            scale_bits=8,
+            exclude=exclude,
+        )
+    if method in ("awq", "gptq"):
+        bits = int(q.get("bits", q.get("w_bit", 4)))
+        group = int(q.get("group_size", q.get("q_group_size", 128)))
+        dtype = "int4" if bits == 4 else "int8" if bits == 8 else None
+        if dtype is None:
+            return WeightFormat(
+                f"int{bits}-{method}",
+                f"{method.upper()} {bits}-bit (not modelled)",
+                base,
+                supported=False,
+            )
+        zero = bits if (q.get("zero_point", True) or method == "gptq") else 0
+        g = None if group <= 0 else group
+        return WeightFormat(
+            f"int{bits}-{method}",
+            f"{method.upper()} int{bits}, group {group}, fp16 scales{keep}",
+            base,
+            dtype,
+            group=g,
+            scale_bits=16,
+            zero_bits=zero,
+            exclude=exclude,
+        )
+    if method == "compressed-tensors":
+        return _compressed_tensors(q, base, exclude, keep)
+    return WeightFormat(
+        f"quantized-{method or 'unknown'}",
+        f"quantized with {method or 'an unnamed method'} (not modelled)",
+        base,
+        supported=False,
+        exclude=exclude,
+    )
+
+
+def _compressed_tensors(
+    q: Mapping[str, Any], base: str | None, exclude: tuple[str, ...], keep: str
+) -> WeightFormat:
+    groups = q.get("config_groups") or {}
+    weights = [g.get("weights") for g in groups.values() if isinstance(g, Mapping)]
+    weights = [w for w in weights if isinstance(w, Mapping)]
+    if len(weights) != 1:
+        return WeightFormat(
+            "quantized-compressed-tensors",
+            "compressed-tensors with several groups (not modelled)",
+            base,
+            supported=False,
+            exclude=exclude,
+        )
+    w = weights[0]
+    bits, kind, group = int(w.get("num_bits", 8)), str(w.get("type", "int")), w.get("group_size")
+    fmt = str(q.get("format", ""))
+    if kind == "float" and bits == 4 and group == 32:
+        return WeightFormat(
+            "mxfp4",
+            f"MXFP4 (compressed-tensors {fmt}){keep}",
+            base,
+            "mxfp4",
+            group=32,
+            scale_bits=8,
+            exclude=exclude,
+        )
+    if kind == "float" and bits == 4 and group == 16:
+        return WeightFormat(
+            "nvfp4",
+            f"NVFP4 (compressed-tensors {fmt}){keep}",
+            base,
+            "nvfp4",
+            group=16,
+            scale_bits=8,
+            exclude=exclude,
+        )
+    if kind == "float" and bits == 8:
+        block = w.get("block_structure")
+        b = (
+            (int(block[0]), int(block[1]))
+            if isinstance(block, Sequence) and len(block) == 2
+            else None
+        )
+        return WeightFormat(
+            "fp8-block" if b else "fp8",
+            f"fp8 (compressed-tensors {fmt}){keep}",
+            base,
+            "float8_e4m3fn",
+            block=b,
+            scale_bits=32,
+            exclude=exclude,
+        )
+    if kind == "int" and bits in (4, 8):
+        g = int(group) if isinstance(group, int) and group > 0 else None
+        zero = 0 if w.get("symmetric", True) else bits
+        return WeightFormat(
+            f"int{bits}",
+            f"int{bits} (compressed-tensors {fmt}){keep}",
+            base,
+            f"int{bits}",
+            group=g,
+            scale_bits=16,
+            zero_bits=zero,
+            exclude=exclude,
+        )
+    return WeightFormat(
+        "quantized-compressed-tensors",
+        f"compressed-tensors {kind}{bits} (not modelled)",
+        base,
+        supported=False,
+        exclude=exclude,
+    )

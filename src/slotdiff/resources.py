@@ -1,0 +1,38 @@
+"""Locate the data folders (schemas/, fingerprints/, catalog/) shipped with the package.
+
+In a wheel they live in ``slotdiff/_data``; in a source checkout (editable install or
+tests run from the repository) they are the top-level folders of the repository.
+"""
+
+from __future__ import annotations
+
+import json
+from functools import cache
+from pathlib import Path
+from typing import Any
+
+_PKG = Path(__file__).resolve().parent
+
+
+@cache
+def data_dir(name: str) -> Path:
+    """Return the folder holding the ``name`` data set (``schemas`` or ``fingerprints``)."""
+    packaged = _PKG / "_data" / name
+    if packaged.is_dir():
+        return packaged
+    checkout = _PKG.parent.parent / name
+    if checkout.is_dir():
+        return checkout
+    raise FileNotFoundError(f"slotdiff data folder {name!r} is missing from this installation")
+
+
+def catalog_dir() -> Path:
+    """The bundled catalog of published configs, inside the package itself."""
+    return _PKG / "catalog"
+
+
+@cache
+def load_schema_file(filename: str) -> Any:
+    """Parse one JSON file from ``schemas/`` (cached: these files never change at run time)."""
+    with open(data_dir("schemas") / filename, encoding="utf-8") as fh:
+        return json.load(fh)

@@ -1,0 +1,212 @@
+"""Resolve MODEL to a raw config: local file or folder → Hub → bundled catalog.
+
+The result keeps the parsed JSON, key positions (for ``file:line:col`` diagnostics) and an
+honest account of where the bytes came from. Multimodal configs nest the text model; the
+nested part is located here so later stages read one text config.
+"""
+
+from __future__ import annotations
+
+import csv
+from collections.abc import Mapping
+from dataclasses import dataclass
+from functools import cache
+from pathlib import Path
+from typing import Any
+
+from .errors import SlotdiffError
+from .jsonpos import JSONInputError, Parsed, parse
+from .resources import catalog_dir
+
+# Keys under which multimodal / composite configs keep their language model, in the order
+# they are tried; a value is a path of keys (thinker_config nests once more).
+TEXT_CONFIG_PATHS: tuple[tuple[str, ...], ...] = (
+    ("text_config",),
+    ("llm_config",),
+    ("language_config",),
+    ("text_model_config",),
+    ("thinker_config", "text_config"),
+    ("decoder",),
+)
+VISION_CONFIG_KEYS = ("vision_config", "vision_tower_config", "visual", "vision_encoder")
+AUDIO_CONFIG_KEYS = ("audio_config", "audio_encoder_config", "whisper_config")
+
+
+@dataclass(frozen=True)
+class CatalogEntry:
+    """One bundled published config and where it was taken from."""
+
+    repo_id: str
+    aliases: tuple[str, ...]
+    file: str
+    complete: bool
+    source: str
+    notes: str
+
+
+@dataclass(frozen=True)
+class RawConfig:
+    """A config as read, before any interpretation."""
+
+    name: str  # what the user asked for (path or repo id)
+    data: Mapping[str, Any]
+    parsed: Parsed
+    origin: str  # file | hub | hf-cache | catalog
+    location: str  # path on disk
+    repo_id: str | None = None
+    revision: str | None = None
+    note: str | None = None  # provenance or fallback explanation, shown to the user
+    catalog: CatalogEntry | None = None
+
+    @property
+    def text_path(self) -> tuple[str, ...]:
+        """Where the language model's config sits inside ``data`` (empty at top level)."""
+        return text_config_path(self.data)
+
+    @property
+    def text(self) -> Mapping[str, Any]:
+        """The language model's config mapping (the top level for plain LMs)."""
+        node: Any = self.data
+        for key in self.text_path:
+            node = node[key]
+        return node
+
+
+def text_config_path(data: Mapping[str, Any]) -> tuple[str, ...]:
+    """Path to the nested text config, or ``()`` when the config is a plain LM."""
+    for path in TEXT_CONFIG_PATHS:
+        node: Any = data
+        for key in path:
+            node = node.get(key) if isinstance(node, Mapping) else None
+        if isinstance(node, Mapping) and node:
+            return path
+    return ()
+
+
+@cache
+def catalog() -> dict[str, CatalogEntry]:
+    """Bundled catalog keyed by repo id and by each alias (case-insensitive)."""
+    index = catalog_dir() / "index.tsv"
+    out: dict[str, CatalogEntry] = {}
+    with open(index, encoding="utf-8", newline="") as fh:
+        for row in csv.DictReader(fh, delimiter="\t"):
+            entry = CatalogEntry(
+                repo_id=row["repo_id"],
+                aliases=tuple(a for a in row["aliases"].split(",") if a),
+                file=row["file"],
+                complete=row["complete"] == "yes",
+                source=row["source"],
+                notes=row["notes"],
+            )
+            for key in (entry.repo_id, *entry.aliases):
+                out[key.lower()] = entry
+    return out
+
+
+def catalog_entries() -> list[CatalogEntry]:
+    """Each catalog entry once, in index order."""
+    seen: dict[str, CatalogEntry] = {}
+    for entry in catalog().values():
+        seen.setdefault(entry.repo_id, entry)
+    return list(seen.values())
+
+
+def read_bytes(path: Path, name: str) -> bytes:
+    """Read a config file with the size cap applied before reading it whole."""
+    from .jsonpos import MAX_BYTES
+
+    try:
+        size = path.stat().st_size
+        if size > MAX_BYTES:
+            raise SlotdiffError(name, f"file is {size:,} bytes, over the {MAX_BYTES:,}-byte cap")
+        return path.read_bytes()
+    except IsADirectoryError as err:
+        raise SlotdiffError(name, "is a directory without config.json") from err
+    except PermissionError as err:
+        raise SlotdiffError(name, "permission denied") from err
+    except OSError as err:
+        raise SlotdiffError(name, f"cannot read: {err.strerror or err}") from err
+
+
+def parse_config(raw: bytes | str, name: str) -> tuple[Mapping[str, Any], Parsed]:
+    """Parse config text; the top level must be a JSON object."""
+    try:
+        parsed = parse(raw)
+    except JSONInputError as err:
+        raise SlotdiffError(f"{name}:{err.line}:{err.col}", err.message) from err
+    if not isinstance(parsed.value, dict):
+        kind = type(parsed.value).__name__
+        kind = {"list": "an array", "str": "a string", "NoneType": "null"}.get(kind, f"a {kind}")
+        raise SlotdiffError(name, f"top level is {kind}, not a JSON object")
+    return parsed.value, parsed
+
+
+def from_file(path: Path, name: str | None = None) -> RawConfig:
+    """Load a local config.json (or a folder holding one)."""
+    name = name or str(path)
+    if path.is_dir():
+        path = path / "config.json"
+        if not path.is_file():
+            raise SlotdiffError(name, "folder has no config.json")
+    data, parsed = parse_config(read_bytes(path, name), name)
+    return RawConfig(name=name, data=data, parsed=parsed, origin="file", location=str(path))
+
+
+def from_catalog(repo_id: str, why: str | None = None) -> RawConfig:
+    """Load a bundled published config; ``why`` says why the Hub was not used."""
+    entry = catalog().get(repo_id.lower())
+    if entry is None:
+        raise SlotdiffError(repo_id, "not in the bundled catalog")
+    path = catalog_dir() / entry.file
+    data, parsed = parse_config(read_bytes(path, repo_id), repo_id)
+    note = (
+        f"bundled catalog copy of {entry.repo_id}'s published config.json, "
+        f"taken from {entry.source}"
+    )
+    if not entry.complete:
+        note += " (that copy is trimmed: some keys are missing)"
+    if why:
+        note = f"{why}; served the {note}"
+    return RawConfig(
+        name=repo_id,
+        data=data,
+        parsed=parsed,
+        origin="catalog",
+        location=str(path),
+        repo_id=entry.repo_id,
+        note=note,
+        catalog=entry,
+    )
+
+
+# Hub failures after which a catalog copy is served (the Hub answered nothing useful,
+# but the published file is bundled); a missing repo or revision is an error instead.
+_FALLBACK_KINDS = frozenset({"offline", "network", "http", "gated"})
+
+
+def resolve(spec: str, revision: str | None = None) -> RawConfig:
+    """Resolve ``spec``: existing local path → Hub (huggingface_hub) → bundled catalog."""
+    path = Path(spec).expanduser()
+    if path.exists():
+        return from_file(path, spec)
+    from .hub import HubFailure, download_config, looks_like_repo_id
+
+    if not looks_like_repo_id(spec):
+        raise SlotdiffError(spec, "no such file, and not a Hub repo id (org/name)")
+    try:
+        local, offline = download_config(spec, revision)
+    except HubFailure as fail:
+        in_catalog = spec.lower() in catalog()
+        if in_catalog and fail.kind in _FALLBACK_KINDS and revision in (None, "main"):
+            return from_catalog(spec, why=str(fail))
+        raise SlotdiffError(spec, str(fail)) from fail
+    data, parsed = parse_config(read_bytes(Path(local), spec), spec)
+    return RawConfig(
+        name=spec,
+        data=data,
+        parsed=parsed,
+        origin="hf-cache" if offline else "hub",
+        location=local,
+        repo_id=spec,
+        revision=revision,
+    )

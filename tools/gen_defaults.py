@@ -1,0 +1,105 @@
+"""Regenerate schemas/defaults.json: transformers' config defaults per model_type.
+
+A published config may omit keys (LLaVA's text_config gives only a handful); transformers
+then uses its config class's defaults. This script records those defaults for the keys
+slotdiff reads, so slotdiff can use them without importing transformers. Run it (with
+transformers installed) after upgrading transformers or adding aliases to the key map:
+
+    python tools/gen_defaults.py > schemas/defaults.json
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import sys
+import warnings
+from pathlib import Path
+from typing import Any
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+def read_keys() -> set[str]:
+    """Top-level config keys the key map and model_type files read."""
+    keymap = json.loads((ROOT / "schemas" / "keymap.json").read_text())
+    keys: set[str] = set()
+    for spec in keymap["fields"].values():
+        keys.update(a.split(".")[0] for a in spec["aliases"])
+    for path in (ROOT / "schemas" / "model_types").glob("*.json"):
+        spec = json.loads(path.read_text())
+        for aliases in spec.get("aliases", {}).values():
+            keys.update(a.split(".")[0] for a in aliases)
+        keys.update(spec.get("reads", []))
+    return keys
+
+
+def clean(value: Any) -> Any:
+    """JSON-safe copy (inf/nan become strings transformers-style; tuples become lists)."""
+    if isinstance(value, float) and not math.isfinite(value):
+        return str(value)
+    if isinstance(value, dict):
+        return {str(k): clean(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [clean(v) for v in value]
+    return value
+
+
+def class_defaults(cls: type, config: Any) -> dict[str, Any]:
+    """The defaults a config without the key gets, before values derived from other keys.
+
+    Dataclass field defaults are what transformers starts from (``head_dim=None`` is later
+    derived from hidden_size and heads; slotdiff derives it the same way). RoPE parameters
+    are filled from the class's ``default_theta``, which depends on no other key, so the
+    instance's value is the default.
+    """
+    import dataclasses
+
+    if not dataclasses.is_dataclass(cls):
+        return config.to_dict()
+    out: dict[str, Any] = {}
+    for f in dataclasses.fields(cls):
+        if f.default is not dataclasses.MISSING:
+            out[f.name] = f.default
+        elif f.default_factory is not dataclasses.MISSING:
+            out[f.name] = f.default_factory()
+    rope = getattr(config, "rope_parameters", None)
+    if rope is not None:
+        out["rope_parameters"] = dict(rope)
+    return out
+
+
+def main() -> int:
+    import transformers
+    from transformers import CONFIG_MAPPING
+
+    keys = read_keys()
+    out: dict[str, Any] = {
+        "_about": "transformers config-class defaults for the keys slotdiff reads; generated "
+        f"by tools/gen_defaults.py from transformers {transformers.__version__}",
+        "_transformers_version": transformers.__version__,
+    }
+    warnings.simplefilter("ignore")
+    for model_type in sorted(CONFIG_MAPPING.keys()):
+        cls = CONFIG_MAPPING[model_type]
+        try:
+            config = cls()
+        except Exception as err:
+            print(f"skip {model_type}: {type(err).__name__}", file=sys.stderr)
+            continue
+        entry = {k: clean(v) for k, v in class_defaults(cls, config).items() if k in keys}
+        sub = getattr(config, "sub_configs", None) or {}
+        text = getattr(config, "text_config", None)
+        if text is not None and hasattr(text, "model_type"):
+            entry["_text_model_type"] = text.model_type
+        elif "text_config" in sub and hasattr(sub["text_config"], "model_type"):
+            entry["_text_model_type"] = sub["text_config"].model_type
+        if entry:
+            out[model_type] = entry
+    json.dump(out, sys.stdout, indent=1, sort_keys=True)
+    sys.stdout.write("\n")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

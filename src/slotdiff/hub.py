@@ -38,9 +38,7 @@ def _describe(err: BaseException, repo_id: str, revision: str | None) -> HubFail
     status = getattr(getattr(err, "response", None), "status_code", None)
     # Ordered like huggingface_hub's own CLI: gated is a subclass of not-found.
     if isinstance(err, hf.GatedRepoError):
-        return HubFailure(
-            "gated", f"repo {repo_id} is gated: accept its terms on the Hub and set HF_TOKEN"
-        )
+        return HubFailure("gated", f"repo {repo_id} is gated: accept its terms on the Hub and set HF_TOKEN")
     if isinstance(err, hf.RevisionNotFoundError):
         return HubFailure("revision", f"revision {revision!r} not found in {repo_id}")
     if isinstance(err, hf.RepositoryNotFoundError):
@@ -61,26 +59,55 @@ def _describe(err: BaseException, repo_id: str, revision: str | None) -> HubFail
     name = type(err).__name__
     if "Timeout" in name:
         return HubFailure("network", "the Hub did not answer in time", retryable=True)
-    if isinstance(err, (ConnectionError, OSError)) or "Connect" in name or "Network" in name:
+    if isinstance(err, (ConnectionError, OSError)) or any(
+        part in name for part in ("Connect", "Network", "Protocol", "Transport")
+    ):
         return HubFailure("network", f"the Hub could not be reached ({name})", retryable=True)
     raise err
 
 
-def download_config(repo_id: str, revision: str | None = None) -> tuple[str, bool]:
-    """Download (or take from the HF cache) ``config.json``; return (path, from_cache_only)."""
+def _cached(repo_id: str, revision: str | None) -> str | None:
+    from huggingface_hub import try_to_load_from_cache
+
+    found = try_to_load_from_cache(repo_id, "config.json", revision=revision)
+    return found if isinstance(found, str) else None
+
+
+def download_config(
+    repo_id: str, revision: str | None = None, timeout: float = 10.0
+) -> tuple[str, str, str | None]:
+    """Fetch ``config.json`` through huggingface_hub; return (path, origin, note).
+
+    One metadata request without retries comes first, so an unreachable Hub fails in
+    seconds (huggingface_hub alone would retry for ~20 s) and a cached copy is used
+    instead; the size is checked before anything is downloaded.
+    """
     if not looks_like_repo_id(repo_id):
         raise HubFailure("not_found", f"{repo_id!r} is not a valid repo id")
     import huggingface_hub
     from huggingface_hub import constants
 
-    offline = bool(constants.HF_HUB_OFFLINE) or os.environ.get("HF_HUB_OFFLINE", "") in (
-        "1",
-        "true",
-    )
+    from .jsonpos import MAX_BYTES
+
+    if constants.HF_HUB_OFFLINE or os.environ.get("HF_HUB_OFFLINE", "") in ("1", "true", "True"):
+        cached = _cached(repo_id, revision)
+        if cached:
+            return cached, "hf-cache", "HF_HUB_OFFLINE is set: read from the HF cache"
+        raise HubFailure("offline", "HF_HUB_OFFLINE is set and config.json is not in the HF cache")
     try:
-        path = huggingface_hub.hf_hub_download(
-            repo_id, "config.json", revision=revision, local_files_only=offline
-        )
+        url = huggingface_hub.hf_hub_url(repo_id, "config.json", revision=revision)
+        meta = huggingface_hub.get_hf_file_metadata(url, timeout=timeout)
+    except Exception as err:  # every failure becomes one line
+        fail = _describe(err, repo_id, revision)
+        if fail.retryable:
+            cached = _cached(repo_id, revision)
+            if cached:
+                return cached, "hf-cache", f"{fail.reason}; read from the HF cache"
+        raise fail from err
+    if meta.size is not None and meta.size > MAX_BYTES:
+        raise HubFailure("too_large", f"config.json is {meta.size:,} bytes, over the {MAX_BYTES:,}-byte cap")
+    try:
+        path = huggingface_hub.hf_hub_download(repo_id, "config.json", revision=revision)
     except Exception as err:
         raise _describe(err, repo_id, revision) from err
-    return path, offline
+    return path, "hub", None

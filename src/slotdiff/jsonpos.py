@@ -152,15 +152,11 @@ def parse(text: str | bytes, *, with_positions: bool = True) -> Parsed:
     """Parse ``text``; raise :class:`JSONInputError` with a position on any problem."""
     if isinstance(text, bytes):
         if len(text) > MAX_BYTES:
-            raise JSONInputError(
-                f"file is {len(text):,} bytes, over the {MAX_BYTES:,}-byte cap", 1, 1
-            )
+            raise JSONInputError(f"file is {len(text):,} bytes, over the {MAX_BYTES:,}-byte cap", 1, 1)
         try:
             text = text.decode("utf-8-sig")
         except UnicodeDecodeError as err:
-            raise JSONInputError(
-                f"not UTF-8 text ({err.reason} at byte {err.start})", 1, 1
-            ) from err
+            raise JSONInputError(f"not UTF-8 text ({err.reason} at byte {err.start})", 1, 1) from err
     elif len(text) > MAX_BYTES:
         raise JSONInputError(f"text is {len(text):,} characters, over the {MAX_BYTES:,} cap", 1, 1)
     positions: dict[Path, tuple[int, int]] = {}

@@ -76,9 +76,7 @@ def _layer_types(res: Resolver, layers: list[LayerSpec], args: dict[str, Any]) -
         return layers
     key = res.resolve("layer_types").keys[0] if res.resolve("layer_types").keys else "layer_types"
     if len(types) != len(layers):
-        raise SlotdiffError(
-            res.raw.name, f"has {len(types)} entries for {len(layers)} layers", key=key
-        )
+        raise SlotdiffError(res.raw.name, f"has {len(types)} entries for {len(layers)} layers", key=key)
     window = _window(res) if args.get("window_needs_switch", True) else _get(res, "sliding_window")
     attention = args.get("attention", res.spec.get("attention", "attention"))
     out = []
@@ -123,10 +121,7 @@ def _sliding_from(res: Resolver, layers: list[LayerSpec], args: dict[str, Any]) 
     start = _get(res, "max_window_layers") or 0
     if window is None:
         return layers
-    return [
-        replace(s, window=window) if s.index >= start and s.mixer == "attention" else s
-        for s in layers
-    ]
+    return [replace(s, window=window) if s.index >= start and s.mixer == "attention" else s for s in layers]
 
 
 @rule("alternate")
@@ -159,9 +154,7 @@ def _interval(res: Resolver, layers: list[LayerSpec], args: dict[str, Any]) -> l
         return layers
     other = args.get("other", "linear_attention")
     return [
-        s
-        if (s.index + 1) % n == 0
-        else replace(s, mixer=other, variant=res.spec.get("linear_variant"))
+        s if (s.index + 1) % n == 0 else replace(s, mixer=other, variant=res.spec.get("linear_variant"))
         for s in layers
     ]
 
@@ -173,9 +166,7 @@ def _index_list(res: Resolver, layers: list[LayerSpec], args: dict[str, Any]) ->
     if listed is None:
         return layers
     if not isinstance(listed, list) or not all(isinstance(i, int) for i in listed):
-        raise SlotdiffError(
-            res.raw.name, "expected a list of layer indices", key=res.cite(args["key"])
-        )
+        raise SlotdiffError(res.raw.name, "expected a list of layer indices", key=res.cite(args["key"]))
     base = args.get("base", 0)
     chosen = {i - base for i in listed}
     bad = [i for i in chosen if not 0 <= i < len(layers)]
@@ -211,9 +202,7 @@ def _char_pattern(res: Resolver, layers: list[LayerSpec], args: dict[str, Any]) 
     out = []
     for s, ch in zip(layers, pattern, strict=True):
         if ch not in table:
-            raise SlotdiffError(
-                res.raw.name, f"unknown layer code {ch!r}", key=res.cite(args["key"])
-            )
+            raise SlotdiffError(res.raw.name, f"unknown layer code {ch!r}", key=res.cite(args["key"]))
         out.append(replace(s, **table[ch]))
     return out
 
@@ -311,13 +300,9 @@ def layout(res: Resolver) -> tuple[LayerSpec, ...]:
     """Build the per-layer specs for a resolved config."""
     n = res.resolve("n_layers").value
     if not isinstance(n, int) or n <= 0:
-        raise SlotdiffError(
-            res.raw.name, "missing or invalid layer count", key=res.cite("num_hidden_layers")
-        )
+        raise SlotdiffError(res.raw.name, "missing or invalid layer count", key=res.cite("num_hidden_layers"))
     if n > 100_000:
-        raise SlotdiffError(
-            res.raw.name, f"{n} layers is beyond any real model", key=res.key_of("n_layers")
-        )
+        raise SlotdiffError(res.raw.name, f"{n} layers is beyond any real model", key=res.key_of("n_layers"))
     mixer = res.spec.get("mixer")
     if mixer is None:
         mixer = "mla" if res.resolve("kv_lora_rank").value else "attention"

@@ -126,8 +126,10 @@ def weight_format(arch: Architecture) -> WeightFormat:
     q = arch.get("quantization_config")
     if not isinstance(q, Mapping) or not q:
         if base is None:
+            # transformers builds and loads in torch's default dtype (fp32) when the
+            # config names none; GPT-2's own checkpoint is fp32.
             return WeightFormat(
-                "unstated", "dtype not stated in the config (transformers loads fp32)", None
+                "fp32", "fp32 (assumed: no dtype in the config, transformers' default)", "float32"
             )
         kind = {"bfloat16": "bf16", "float16": "fp16", "float32": "fp32"}.get(base, base)
         return WeightFormat(kind, _label(base), base)
@@ -239,11 +241,7 @@ def _compressed_tensors(
         )
     if kind == "float" and bits == 8:
         block = w.get("block_structure")
-        b = (
-            (int(block[0]), int(block[1]))
-            if isinstance(block, Sequence) and len(block) == 2
-            else None
-        )
+        b = (int(block[0]), int(block[1])) if isinstance(block, Sequence) and len(block) == 2 else None
         return WeightFormat(
             "fp8-block" if b else "fp8",
             f"fp8 (compressed-tensors {fmt}){keep}",

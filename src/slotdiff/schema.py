@@ -144,12 +144,7 @@ def _type_error(value: Any, types: list[str]) -> str | None:
         allowed = _TYPES[t]
         if isinstance(value, bool) and t in ("integer", "number"):
             continue
-        if (
-            t == "integer"
-            and isinstance(value, float)
-            and value.is_integer()
-            and math.isfinite(value)
-        ):
+        if t == "integer" and isinstance(value, float) and value.is_integer() and math.isfinite(value):
             return None  # 4096.0 is an integer for every config loader in use
         if isinstance(value, allowed):
             return None
@@ -190,9 +185,7 @@ class Resolver:
             if sub and not self.text.get("model_type"):
                 self.model_type = sub
                 self.spec = model_type_spec(sub) or {}
-        self.defaults = transformers_defaults().get(
-            self.spec.get("defaults_from", self.model_type), {}
-        )
+        self.defaults = transformers_defaults().get(self.spec.get("defaults_from", self.model_type), {})
         self.values: dict[str, Value] = {}
         self.notes: list[str] = []
         self.layer_types_applied = False
@@ -203,11 +196,7 @@ class Resolver:
     def key_of(self, name: str) -> str:
         """The config key to cite for canonical field ``name``."""
         val = self.resolve(name)
-        return (
-            val.keys[0]
-            if val.keys
-            else self.cite(self.aliases(name)[0] if self.aliases(name) else name)
-        )
+        return val.keys[0] if val.keys else self.cite(self.aliases(name)[0] if self.aliases(name) else name)
 
     def field_spec(self, name: str) -> dict[str, Any]:
         km = keymap()
@@ -319,11 +308,7 @@ class Resolver:
             if isinstance(node, ast.Name):
                 env[node.id] = self.resolve(node.id).value
         value = evaluate(expr, env)
-        if (
-            isinstance(value, float)
-            and value.is_integer()
-            and self.field_spec(name).get("type") == "integer"
-        ):
+        if isinstance(value, float) and value.is_integer() and self.field_spec(name).get("type") == "integer":
             value = int(value)
         return value
 

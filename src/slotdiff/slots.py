@@ -181,15 +181,11 @@ def _position(arch: Architecture) -> Fill:
     pos = ev.use("position")
     if pos == "learned":
         rows = ev.use("max_positions")
-        return ev.fill(
-            "position.encoding", "learned", f"learned table, {rows:,} rows", {}, {"rows": rows}
-        )
+        return ev.fill("position.encoding", "learned", f"learned table, {rows:,} rows", {}, {"rows": rows})
     if pos == "alibi":
         return ev.fill("position.encoding", "alibi", "ALiBi: linear distance bias, no table")
     if pos == "none" or not attention_layers(arch):
-        detail = (
-            "none: recurrent layers carry order" if not attention_layers(arch) else "none (NoPE)"
-        )
+        detail = "none: recurrent layers carry order" if not attention_layers(arch) else "none (NoPE)"
         return ev.fill("position.encoding", "none", detail)
     theta = ev.use("rope_theta")
     rotary = ev.use("rotary_dim")
@@ -197,9 +193,7 @@ def _position(arch: Architecture) -> Fill:
     scaling = rope_scaling_type(arch)
     if scaling:
         ev.use("rope_scaling")
-    mrope = isinstance(arch.get("rope_scaling"), Mapping) and (
-        "mrope_section" in arch.get("rope_scaling")
-    )
+    mrope = isinstance(arch.get("rope_scaling"), Mapping) and ("mrope_section" in arch.get("rope_scaling"))
     partial = frac < 1.0 or bool(rotary and rotary < (arch.get("head_dim") or rotary + 1))
     nope = [s.index for s in arch.layers if s.mixer in ("attention", "mla") and not s.rope]
     detail = ("M-RoPE" if mrope else "RoPE") + f" θ={_num(theta)}"
@@ -207,9 +201,7 @@ def _position(arch: Architecture) -> Fill:
         detail += f", rotary {rotary} dims" if rotary else f", partial {frac:g}"
     if scaling:
         factor = (arch.get("rope_scaling") or {}).get("factor")
-        detail += f", {scaling} scaling" + (
-            f" ×{factor:g}" if isinstance(factor, (int, float)) else ""
-        )
+        detail += f", {scaling} scaling" + (f" ×{factor:g}" if isinstance(factor, (int, float)) else "")
     if nope:
         detail += f", NoPE on {len(nope)} of {len(attention_layers(arch))} attention layers"
     return ev.fill(
@@ -249,9 +241,7 @@ def _kv(arch: Architecture) -> Fill:
     layer_g = {s.n_kv_heads for s in attn if s.n_kv_heads}
     if layer_g:
         detail += f" (some layers {'/'.join(str(x) for x in sorted(layer_g))} KV heads)"
-    return ev.fill(
-        "attention.kv", kind, detail, {}, {"n_heads": h, "n_kv_heads": g, "head_dim": hd}
-    )
+    return ev.fill("attention.kv", kind, detail, {}, {"n_heads": h, "n_kv_heads": g, "head_dim": hd})
 
 
 def _range(arch: Architecture) -> Fill:
@@ -325,9 +315,7 @@ def _mixer(arch: Architecture) -> Fill:
         ev.use("cross_attention_layers")
     if other == 0:
         extra = (
-            f", {counts['cross_attention']} cross-attention layers"
-            if counts.get("cross_attention")
-            else ""
+            f", {counts['cross_attention']} cross-attention layers" if counts.get("cross_attention") else ""
         )
         return ev.fill("attention.mixer", "softmax", f"softmax attention in every layer{extra}")
     ev.use("layer_types")

@@ -159,10 +159,7 @@ def from_catalog(repo_id: str, why: str | None = None) -> RawConfig:
         raise SlotdiffError(repo_id, "not in the bundled catalog")
     path = catalog_dir() / entry.file
     data, parsed = parse_config(read_bytes(path, repo_id), repo_id)
-    note = (
-        f"bundled catalog copy of {entry.repo_id}'s published config.json, "
-        f"taken from {entry.source}"
-    )
+    note = f"bundled catalog copy of {entry.repo_id}'s published config.json, taken from {entry.source}"
     if not entry.complete:
         note += " (that copy is trimmed: some keys are missing)"
     if why:
@@ -194,7 +191,7 @@ def resolve(spec: str, revision: str | None = None) -> RawConfig:
     if not looks_like_repo_id(spec):
         raise SlotdiffError(spec, "no such file, and not a Hub repo id (org/name)")
     try:
-        local, offline = download_config(spec, revision)
+        local, origin, note = download_config(spec, revision)
     except HubFailure as fail:
         in_catalog = spec.lower() in catalog()
         if in_catalog and fail.kind in _FALLBACK_KINDS and revision in (None, "main"):
@@ -205,8 +202,9 @@ def resolve(spec: str, revision: str | None = None) -> RawConfig:
         name=spec,
         data=data,
         parsed=parsed,
-        origin="hf-cache" if offline else "hub",
+        origin=origin,
         location=local,
         repo_id=spec,
         revision=revision,
+        note=note,
     )

@@ -39,9 +39,7 @@ def read_vision(raw: RawConfig) -> dict[str, Value] | None:
     table = load_schema_file("keymap.json").get("vision_fields", {})
     out: dict[str, Value] = {"config_key": Value(key, "explicit", (key,))}
     mt = node.get("model_type")
-    out["model_type"] = (
-        Value(mt, "explicit", (f"{key}.model_type",)) if mt else Value(None, "unknown")
-    )
+    out["model_type"] = Value(mt, "explicit", (f"{key}.model_type",)) if mt else Value(None, "unknown")
     for name, spec in table.items():
         for scope_key, scope in ((key, node), ("", raw.data)):
             if scope is raw.data and not spec.get("top_level"):

@@ -64,9 +64,7 @@ class Unsupported(SlotdiffError):
 def _int(arch: Architecture, name: str) -> int:
     value = arch.get(name)
     if not isinstance(value, int) or isinstance(value, bool):
-        raise Unsupported(
-            arch.name, f"cannot count parameters: {name} is unknown", key=arch.key(name)
-        )
+        raise Unsupported(arch.name, f"cannot count parameters: {name} is unknown", key=arch.key(name))
     return value
 
 
@@ -88,9 +86,7 @@ class _Builder:
     ) -> None:
         if count <= 0 or rows <= 0 or cols <= 0:
             return
-        self.out.append(
-            Tensor(part, slot or part.split("/")[0], rows, cols, count, kind, module, routed)
-        )
+        self.out.append(Tensor(part, slot or part.split("/")[0], rows, cols, count, kind, module, routed))
 
     def norm(self, part: str, width: int, count: int, module: str, slot: str = "norms") -> None:
         self.add(part, width, 1, count, "vector", module, slot)

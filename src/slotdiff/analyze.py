@@ -1,0 +1,128 @@
+"""The pipeline: source → Architecture → fills → diff against baselines (+ class, cost).
+
+``analyze`` is what the CLI and the Python API both call. Baselines (GPT-2 small and
+Llama-3-8B) are read from the bundled catalog through the same pipeline, not hard-coded.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping
+from dataclasses import dataclass
+from functools import cache
+from pathlib import Path
+from typing import Any
+
+from .arch import Architecture
+from .differ import facet_status
+from .errors import SlotdiffError
+from .jsonpos import parse
+from .report import FacetReport, Report, SourceInfo
+from .schema import build
+from .slots import Fills, fill_slots, slot_table
+from .source import RawConfig, from_catalog, resolve
+
+BASELINES = {"gpt2": "openai-community/gpt2", "llama": "meta-llama/Meta-Llama-3-8B"}
+
+
+@dataclass(frozen=True)
+class Model:
+    """A config read through the schema layer, with its fills."""
+
+    raw: RawConfig
+    arch: Architecture
+    fills: Fills
+
+
+def from_mapping(data: Mapping[str, Any], name: str = "<config>") -> RawConfig:
+    """Wrap an in-memory config dict as a RawConfig (positions from its JSON rendering)."""
+    if not isinstance(data, Mapping):
+        raise SlotdiffError(name, f"top level is a {type(data).__name__}, not an object")
+    text = json.dumps(data, indent=2, allow_nan=True, default=str)
+    parsed = parse(text)
+    return RawConfig(name=name, data=parsed.value, parsed=parsed, origin="memory", location=name)
+
+
+def load(source: str | Path | Mapping[str, Any] | RawConfig, revision: str | None = None) -> Model:
+    """Read ``source`` (path, repo id, dict or RawConfig) into a Model."""
+    if isinstance(source, RawConfig):
+        raw = source
+    elif isinstance(source, Mapping):
+        raw = from_mapping(source)
+    else:
+        raw = resolve(str(source), revision)
+    arch = build(raw)
+    return Model(raw, arch, fill_slots(arch))
+
+
+@cache
+def baseline(which: str) -> Model:
+    """GPT-2 small or Llama-3-8B, from the bundled catalog."""
+    raw = from_catalog(BASELINES[which])
+    arch = build(raw)
+    return Model(raw, arch, fill_slots(arch))
+
+
+def facet_reports(model: Model, against: Model | None = None) -> tuple[FacetReport, ...]:
+    """Each facet of ``model`` with GPT-2's, Llama's (and ``against``'s) fill and status."""
+    gpt2, llama = baseline("gpt2").fills, baseline("llama").fills
+    out = []
+    for info, fill, g, ll in zip(slot_table(), model.fills, gpt2, llama, strict=True):
+        other = against.fills[fill.id] if against else None
+        out.append(
+            FacetReport(
+                info=info,
+                fill=fill,
+                gpt2=g,
+                llama=ll,
+                vs_gpt2=facet_status(fill, g),
+                vs_llama=facet_status(fill, ll),
+                against=other,
+                vs_against=facet_status(fill, other) if other else None,
+            )
+        )
+    return tuple(out)
+
+
+def source_info(raw: RawConfig) -> SourceInfo:
+    return SourceInfo(raw.name, raw.origin, raw.location, raw.repo_id, raw.revision, raw.note)
+
+
+def analyze(
+    source: str | Path | Mapping[str, Any] | RawConfig,
+    *,
+    revision: str | None = None,
+    against: str | Path | Mapping[str, Any] | Model | None = None,
+    workload: Any = None,
+    cost: bool = True,
+) -> Report:
+    """Analyze one model: slots vs GPT-2 and Llama-3-8B (and ``against``), class, and cost.
+
+    ``workload`` is a :class:`slotdiff.cost.workload.Workload` (default: H100 SXM, bf16,
+    batch 1, context 8192); ``cost=False`` skips the cost pass.
+    """
+    model = load(source, revision)
+    other = against if isinstance(against, Model) or against is None else load(against)
+    from .classify import classify
+
+    cost_report, changes = None, ()
+    if cost:
+        from .cost import price
+
+        cost_report, changes = price(
+            model.arch,
+            workload,
+            model.fills,
+            baseline_arch=(other or baseline("gpt2")).arch,
+            baseline_fills=(other or baseline("gpt2")).fills,
+        )
+    return Report(
+        model=model.raw.name,
+        source=source_info(model.raw),
+        arch=model.arch,
+        facets=facet_reports(model, other),
+        baselines={**BASELINES, "against": other.raw.name if other else None},
+        classification=classify(model.arch, model.fills),
+        cost=cost_report,
+        changes=changes,
+    )

@@ -1,0 +1,285 @@
+"""Say what a model is: its fingerprint, class label, and nearest known family.
+
+A fingerprint is the tuple of categorical fills (kind + attrs, never sizes) over the slot
+facets; two checkpoints of one design share it, a design change alters it. Known
+families live in ``fingerprints/<slug>.json`` (written by ``slotdiff fingerprint``).
+Precision is left out: an fp8 re-upload of a bf16 model is the same architecture.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import re
+from collections.abc import Mapping
+from dataclasses import dataclass
+from functools import cache
+from typing import Any
+
+from .arch import Architecture
+from .resources import data_dir
+from .slots import Fill, Fills, articles, fill_slots, slot_table
+
+# Facets that are properties of a checkpoint or follow from another facet.
+NOT_IN_FINGERPRINT = frozenset({"precision.weights", "decoding.steps"})
+
+
+def _canon(value: Any) -> Any:
+    if isinstance(value, (list, tuple)):
+        return [_canon(v) for v in value]
+    if isinstance(value, Mapping):
+        return {str(k): _canon(v) for k, v in sorted(value.items())}
+    return value
+
+
+@dataclass(frozen=True)
+class Fingerprint:
+    """The categorical fills of one architecture, canonical and hashable."""
+
+    facets: tuple[tuple[str, str, tuple[tuple[str, Any], ...]], ...]  # (facet, kind, attrs)
+
+    @property
+    def id(self) -> str:
+        """Short stable id: sha256 of the canonical JSON, first 12 hex digits."""
+        return "fp-" + hashlib.sha256(self.canonical().encode()).hexdigest()[:12]
+
+    def canonical(self) -> str:
+        return json.dumps(
+            [[f, k, _canon(dict(a))] for f, k, a in self.facets],
+            separators=(",", ":"),
+            sort_keys=True,
+        )
+
+    def as_dict(self) -> dict[str, dict[str, Any]]:
+        return {f: {"kind": k, "attrs": _canon(dict(a))} for f, k, a in self.facets}
+
+    def __getitem__(self, facet: str) -> tuple[str, tuple[tuple[str, Any], ...]]:
+        for f, k, a in self.facets:
+            if f == facet:
+                return k, a
+        raise KeyError(facet)
+
+
+def _freeze(attrs: Mapping[str, Any]) -> tuple[tuple[str, Any], ...]:
+    def freeze(v: Any) -> Any:
+        return tuple(freeze(x) for x in v) if isinstance(v, list) else v
+
+    return tuple(sorted((k, freeze(v)) for k, v in attrs.items()))
+
+
+def fingerprint(fills: Fills) -> Fingerprint:
+    """The fingerprint of a set of fills."""
+    return Fingerprint(tuple((f.id, f.kind, f.attrs) for f in fills if f.id not in NOT_IN_FINGERPRINT))
+
+
+def fingerprint_from_dict(fills: Mapping[str, Mapping[str, Any]]) -> Fingerprint:
+    """Rebuild a Fingerprint from a family file's ``fills`` object."""
+    order = [i.id for i in slot_table() if i.id not in NOT_IN_FINGERPRINT]
+    return Fingerprint(
+        tuple((f, fills[f]["kind"], _freeze(fills[f].get("attrs", {}))) for f in order if f in fills)
+    )
+
+
+@dataclass(frozen=True)
+class Family:
+    """A known architecture family, from ``fingerprints/<slug>.json``."""
+
+    slug: str
+    name: str
+    model_types: tuple[str, ...]
+    fingerprint: Fingerprint
+    exemplars: tuple[str, ...]
+    label: str
+
+
+@cache
+def families() -> tuple[Family, ...]:
+    """Every known family, sorted by slug."""
+    out = []
+    for path in sorted(data_dir("fingerprints").glob("*.json")):
+        data = json.loads(path.read_text(encoding="utf-8"))
+        out.append(
+            Family(
+                path.stem,
+                data["name"],
+                tuple(data["model_types"]),
+                fingerprint_from_dict(data["fills"]),
+                tuple(data.get("exemplars", [])),
+                data.get("label", ""),
+            )
+        )
+    return tuple(out)
+
+
+def distance(a: Fingerprint, b: Fingerprint) -> tuple[int, tuple[str, ...]]:
+    """Number of facets whose design differs, and which."""
+    da = {f: (k, at) for f, k, at in a.facets}
+    db = {f: (k, at) for f, k, at in b.facets}
+    differ = tuple(f for f in dict.fromkeys([*da, *db]) if da.get(f) != db.get(f))
+    return len(differ), differ
+
+
+@dataclass(frozen=True)
+class Classification:
+    """Class label, fingerprint, nearest family and what differs from it."""
+
+    label: str
+    fingerprint: Fingerprint
+    family: Family | None  # nearest
+    distance: int | None
+    differs: tuple[str, ...]
+    is_new: bool
+
+    def to_dict(self) -> dict[str, Any]:
+        fam = self.family
+        return {
+            "label": self.label,
+            "fingerprint": self.fingerprint.id,
+            "family": fam.name if fam and not self.is_new else None,
+            "nearest": None
+            if fam is None
+            else {
+                "family": fam.name,
+                "slug": fam.slug,
+                "distance": self.distance,
+                "differs": [{"facet": f, "article": _article(f)} for f in self.differs],
+            },
+            "new_architecture": self.is_new,
+        }
+
+
+def _article(facet: str) -> str:
+    return next(i.article for i in slot_table() if i.id == facet)
+
+
+def nearest(fp: Fingerprint, model_type: str | None = None) -> tuple[Family | None, int, tuple[str, ...]]:
+    """The closest known family (ties broken by a matching model_type, then slug)."""
+    best: tuple[int, int, str] | None = None
+    found: tuple[Family | None, int, tuple[str, ...]] = (None, 0, ())
+    for fam in families():
+        d, diff = distance(fp, fam.fingerprint)
+        key = (d, 0 if model_type in fam.model_types else 1, fam.slug)
+        if best is None or key < best:
+            best, found = key, (fam, d, diff)
+    return found
+
+
+def _num(x: Any) -> str:
+    from .slots import _num as fmt
+
+    return fmt(x)
+
+
+def label(fills: Fills) -> str:
+    """One-line class label, e.g. ``MoE 128×top-8 · GQA 32/4 · QK-norm · RoPE θ=1e6 · SwiGLU``."""
+    parts: list[str] = []
+    ex, mixer, kv = fills["ffn.experts"], fills["attention.mixer"], fills["attention.kv"]
+    if ex.kind == "moe":
+        moe = f"MoE {ex.size('experts')}×top-{ex.size('top_k')}"
+        if ex.attr("shared"):
+            moe += f"+{ex.size('shared_experts') or 1}s"
+        parts.append(moe)
+    else:
+        parts.append("Dense")
+    if mixer.kind != "softmax":
+        names = "/".join(m.replace("_", "-") for m in mixer.attr("mixers", ()))
+        if mixer.kind in ("linear-hybrid", "ssm-hybrid"):
+            parts.append(f"Hybrid {names} {mixer.size('recurrent_layers')}:{mixer.size('attention_layers')}")
+        else:
+            parts.append(names.upper() if mixer.kind == "ssm" else names)
+    if kv.kind == "mla":
+        parts.append(f"MLA {kv.size('kv_lora_rank')}+{kv.size('qk_rope_head_dim')}")
+    elif kv.kind in ("gqa", "mqa"):
+        parts.append(f"{kv.kind.upper()} {kv.size('n_heads')}/{kv.size('n_kv_heads')}")
+    elif kv.kind == "mha":
+        parts.append(f"MHA {kv.size('n_heads')}")
+    rng = fills["attention.range"]
+    if rng.kind == "sliding":
+        parts.append(f"SWA {rng.size('window')}")
+    elif rng.kind == "interleave":
+        parts.append(
+            f"local {rng.size('window')}/global {rng.size('local_layers')}:{rng.size('global_layers')}"
+        )
+    elif rng.kind == "chunked":
+        parts.append(f"chunked {rng.size('chunk')}")
+    elif rng.kind == "sparse":
+        parts.append(f"DSA top-{rng.size('index_topk')}")
+    if rng.attr("sinks"):
+        parts.append("sinks")
+    if fills["attention.qk_norm"].kind == "qk-norm":
+        parts.append("QK-norm")
+    pos = fills["position.encoding"]
+    if pos.kind in ("rope", "mrope"):
+        text = ("M-RoPE" if pos.kind == "mrope" else "RoPE") + f" θ={_num(pos.size('theta'))}"
+        if pos.attr("nope_layers"):
+            text += "+NoPE"
+        parts.append(text)
+    else:
+        parts.append({"learned": "learned pos", "alibi": "ALiBi", "none": "NoPE"}.get(pos.kind, pos.kind))
+    act = fills["ffn.activation"]
+    parts.append(act.detail.split(",")[0])
+    norm = fills["norm.kind"]
+    placement = norm.attr("placement")
+    parts.append(
+        ("RMSNorm" if norm.kind == "rmsnorm" else "LayerNorm")
+        + ("" if placement == "pre" else f" {placement}")
+    )
+    if fills["objective.target"].kind == "mtp":
+        parts.append(f"MTP×{fills['objective.target'].size('mtp_modules')}")
+    mod = fills["modality.input"]
+    if mod.kind != "text":
+        parts.append("vision " + ("x-attn" if "cross" in mod.kind else "tokens"))
+    return " · ".join(parts)
+
+
+def classify(arch: Architecture, fills: Fills | None = None) -> Classification:
+    """Classify an architecture against the known families."""
+    fills = fills or fill_slots(arch)
+    fp = fingerprint(fills)
+    fam, d, diff = nearest(fp, arch.model_type)
+    return Classification(label(fills), fp, fam, d if fam else None, diff, fam is None or d > 0)
+
+
+def slugify(name: str) -> str:
+    """A safe file stem for a family name ("Llama 3.1" → "llama-3-1")."""
+    slug = re.sub(r"[^a-z0-9]+", "-", name.lower()).strip("-")
+    return slug[:64] or "family"
+
+
+def family_record(name: str, model_type: str, fills: Fills, exemplars: list[str]) -> dict[str, Any]:
+    """The JSON object a fingerprint file holds for a new family."""
+    fp = fingerprint(fills)
+    distinctive = {f.id: _article(f.id) for f in fills if f.id not in NOT_IN_FINGERPRINT}
+    return {
+        "$schema": "../schemas/fingerprint.schema.json",
+        "name": name,
+        "id": fp.id,
+        "label": label(fills),
+        "model_types": [model_type],
+        "exemplars": exemplars,
+        "fills": fp.as_dict(),
+        "articles": distinctive,
+    }
+
+
+def _fill_articles(fills: Fills, base: Fills) -> dict[str, str]:
+    """Article pointers of the facets where ``fills`` differs in design from ``base``."""
+    return {
+        f.id: _article(f.id)
+        for f, b in zip(fills, base, strict=True)
+        if f.id not in NOT_IN_FINGERPRINT and f.design != b.design
+    }
+
+
+__all__ = [
+    "Classification",
+    "Family",
+    "Fill",
+    "Fingerprint",
+    "articles",
+    "classify",
+    "families",
+    "fingerprint",
+    "label",
+    "nearest",
+]

@@ -1,0 +1,1 @@
+"""Subcommands of the CLI: each module has ``add_arguments(parser)`` and ``run(args) -> int``."""

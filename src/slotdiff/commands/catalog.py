@@ -1,0 +1,34 @@
+"""List the published configs bundled with slotdiff (served when the Hub is unreachable)."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--json", action="store_true", help="one JSON object per line")
+
+
+def run(args: argparse.Namespace) -> int:
+    import json
+
+    from ..source import catalog_entries
+
+    for e in catalog_entries():
+        if args.json:
+            sys.stdout.write(
+                json.dumps(
+                    {
+                        "repo_id": e.repo_id,
+                        "complete": e.complete,
+                        "source": e.source,
+                        "notes": e.notes,
+                    }
+                )
+                + "\n"
+            )
+        else:
+            flag = "" if e.complete else "  (trimmed copy)"
+            sys.stdout.write(f"{e.repo_id}{flag}\n    from {e.source}\n")
+    return 0

@@ -1,0 +1,55 @@
+"""Write a family fingerprint file for a model: how a maintainer adds a known family.
+
+The file (fingerprints/<slug>.json) holds the family's name, model_types, categorical
+fills, exemplar repo ids and the articles of its fills; it is validated by
+schemas/fingerprint.schema.json. Run it on the exemplar checkpoint of the new family.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from pathlib import Path
+
+EPILOG = """\
+examples:
+  slotdiff fingerprint Qwen/Qwen3-30B-A3B --name "Qwen3-MoE"
+  slotdiff fingerprint ./config.json --name "In-house 7B" --out fingerprints/
+"""
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("model", help="config.json or repo id of the family's exemplar")
+    parser.add_argument("--name", required=True, help="family name, e.g. 'Qwen3-MoE'")
+    parser.add_argument(
+        "--out",
+        default=None,
+        help="folder to write into (default: the fingerprints/ folder in use)",
+    )
+    parser.add_argument("--exemplar", action="append", default=[], help="more exemplar repo ids (repeatable)")
+    parser.add_argument("--force", action="store_true", help="overwrite an existing file")
+    parser.add_argument("--stdout", action="store_true", help="print instead of writing")
+
+
+def run(args: argparse.Namespace) -> int:
+    from ..analyze import load
+    from ..classify import family_record, slugify
+    from ..errors import SlotdiffError
+    from ..files import atomic_write_text, safe_child
+    from ..resources import data_dir
+
+    model = load(args.model)
+    exemplars = [model.raw.repo_id or model.raw.name, *args.exemplar]
+    record = family_record(args.name, model.arch.model_type, model.fills, exemplars)
+    text = json.dumps(record, indent=2, ensure_ascii=False) + "\n"
+    if args.stdout:
+        sys.stdout.write(text)
+        return 0
+    folder = Path(args.out) if args.out else data_dir("fingerprints")
+    target = safe_child(folder, slugify(args.name) + ".json")
+    if target.exists() and not args.force:
+        raise SlotdiffError(str(target), "exists; pass --force to overwrite")
+    atomic_write_text(target, text)
+    sys.stdout.write(f"wrote {target} ({record['id']})\n")
+    return 0

@@ -1,0 +1,224 @@
+"""Price each slot change: the same model with one facet set back to the baseline's fill.
+
+For every facet whose design differs from the baseline (GPT-2 unless ``--against``), a
+counterfactual Architecture keeps this model's sizes and swaps that one facet; the change's
+price is this model minus the counterfactual (params, KV/token, FLOPs/token, decode step).
+The rule used for each facet is written in ``schemas/counterfactuals.json``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass, replace
+from functools import cache
+from typing import Any
+
+from ..arch import Architecture, LayerSpec, Value
+from ..resources import load_schema_file
+from ..slots import Fill
+
+
+@cache
+def rules() -> dict[str, dict[str, str]]:
+    """Facet → {to_kind: rule text} from schemas/counterfactuals.json."""
+    return load_schema_file("counterfactuals.json")["rules"]
+
+
+def with_fields(
+    arch: Architecture, layers: tuple[LayerSpec, ...] | None = None, **fields: Any
+) -> Architecture:
+    """A copy of ``arch`` with some canonical fields (and optionally layers) replaced."""
+    new = dict(arch.fields)
+    for name, value in fields.items():
+        new[name] = Value(value, "derived", (), "counterfactual")
+    return replace(arch, fields=new, layers=layers if layers is not None else arch.layers)
+
+
+def _kv(arch: Architecture, base: Fill) -> Architecture | None:
+    h = arch.get("n_heads") or 0
+    if arch.layers and any(s.mixer == "mla" for s in arch.layers):
+        nope, rope = arch.get("qk_nope_head_dim") or 0, arch.get("qk_rope_head_dim") or 0
+        layers = tuple(replace(s, mixer="attention") if s.mixer == "mla" else s for s in arch.layers)
+        g = (
+            h
+            if base.kind == "mha"
+            else max(1, h // max(1, (base.size("n_heads") or 1) // max(1, base.size("n_kv_heads") or 1)))
+        )
+        return with_fields(
+            arch,
+            layers,
+            n_kv_heads=g,
+            head_dim=nope + rope,
+            v_head_dim=arch.get("v_head_dim"),
+            kv_lora_rank=None,
+            q_lora_rank=None,
+            qkv_bias=False,
+            o_bias=False,
+        )
+    if base.kind == "mha":
+        return with_fields(arch, tuple(replace(s, n_kv_heads=None) for s in arch.layers), n_kv_heads=h)
+    if base.kind in ("gqa", "mqa"):
+        ratio = max(1, (base.size("n_heads") or 1) // max(1, base.size("n_kv_heads") or 1))
+        g = 1 if base.kind == "mqa" else max(1, h // ratio)
+        while h % g:
+            g -= 1
+        return with_fields(arch, tuple(replace(s, n_kv_heads=None) for s in arch.layers), n_kv_heads=g)
+    return None
+
+
+def _range(arch: Architecture, base: Fill) -> Architecture | None:
+    if base.kind != "full":
+        return None
+    layers = tuple(replace(s, window=None, chunk=None, sparse=False) for s in arch.layers)
+    return with_fields(arch, layers, sinks=False)
+
+
+def _mixer(arch: Architecture, base: Fill) -> Architecture | None:
+    if base.kind != "softmax":
+        return None
+    attn = next((s for s in arch.layers if s.mixer in ("attention", "mla")), None)
+    mixer = attn.mixer if attn else "attention"
+    layers = tuple(
+        replace(s, mixer=mixer, variant=None)
+        if s.mixer not in (None, "cross_attention") and s.mixer != mixer
+        else s
+        for s in arch.layers
+    )
+    fields: dict[str, Any] = {}
+    if attn is None:
+        h = arch.get("ssm_n_heads") or max(1, (arch.get("d_model") or 64) // 64)
+        fields.update(n_heads=h, n_kv_heads=h, head_dim=(arch.get("d_model") or 64) // h)
+    return with_fields(arch, layers, **fields)
+
+
+def _qk_norm(arch: Architecture, base: Fill) -> Architecture | None:
+    return with_fields(arch, qk_norm=False) if base.kind == "none" else None
+
+
+def _attn_bias(arch: Architecture, base: Fill) -> Architecture | None:
+    qkv = base.kind in ("qkv+out", "qkv")
+    out = base.kind in ("qkv+out", "out")
+    return with_fields(arch, qkv_bias=qkv, o_bias=out)
+
+
+def _activation(arch: Architecture, base: Fill) -> Architecture | None:
+    gated = bool(base.attr("gated"))
+    if gated == bool(arch.get("ffn_gated")):
+        return None
+    # Equal parameters: a gated FFN of width f has 3·d·f weights, an ungated one 2·d·f'.
+    factor = (3, 2) if not gated else (2, 3)
+    layers = tuple(
+        replace(s, d_ff=(s.d_ff * factor[0] // factor[1]) if s.d_ff else None) for s in arch.layers
+    )
+    fields: dict[str, Any] = {"ffn_gated": gated}
+    for name in ("d_ff", "d_ff_expert", "d_ff_shared"):
+        if arch.get(name):
+            fields[name] = arch.get(name) * factor[0] // factor[1]
+    return with_fields(arch, layers, **fields)
+
+
+def _experts(arch: Architecture, base: Fill) -> Architecture | None:
+    if base.kind != "dense":
+        return None
+    k = arch.get("top_k") or 0
+    width = k * (arch.get("d_ff_expert") or 0)
+    shared = arch.get("d_ff_shared") or (arch.get("n_shared_experts") or 0) * (arch.get("d_ff_expert") or 0)
+    width += shared
+    layers = tuple(replace(s, ffn="dense", d_ff=width) if s.ffn == "moe" else s for s in arch.layers)
+    return with_fields(arch, layers, n_experts=0, top_k=None, n_shared_experts=0, d_ff_shared=None)
+
+
+def _ffn_bias(arch: Architecture, base: Fill) -> Architecture | None:
+    return with_fields(arch, ffn_bias=base.kind == "bias", expert_bias=base.kind == "bias")
+
+
+def _norm(arch: Architecture, base: Fill) -> Architecture | None:
+    return with_fields(
+        arch,
+        norm=base.kind,
+        norm_bias=bool(base.attr("bias")),
+        norm_placement=base.attr("placement") or "pre",
+    )
+
+
+def _head(arch: Architecture, base: Fill) -> Architecture | None:
+    return with_fields(arch, tie_embeddings=base.kind == "tied", final_softcap=None)
+
+
+def _position(arch: Architecture, base: Fill) -> Architecture | None:
+    if base.kind == "learned":
+        return with_fields(
+            arch,
+            position="learned",
+            position_offset=0,
+            max_positions=arch.get("max_positions") or 2048,
+        )
+    if base.kind in ("rope", "mrope"):
+        return with_fields(arch, position="rope", layers=tuple(replace(s, rope=True) for s in arch.layers))
+    return None
+
+
+def _objective(arch: Architecture, base: Fill) -> Architecture | None:
+    return with_fields(arch, mtp_layers=0) if base.kind == "next-token" else None
+
+
+def _precision(arch: Architecture, base: Fill) -> Architecture | None:
+    dtype = {"fp32": "float32", "bf16": "bfloat16", "fp16": "float16"}.get(base.kind)
+    if dtype is None:
+        return None
+    return with_fields(arch, dtype=dtype, quantization_config=None)
+
+
+def _modality(arch: Architecture, base: Fill) -> Architecture | None:
+    if base.kind != "text":
+        return None
+    layers = tuple(s for s in arch.layers if s.mixer != "cross_attention")
+    layers = tuple(replace(s, index=i) for i, s in enumerate(layers))
+    return replace(arch, vision=None, layers=layers)
+
+
+TRANSFORMS: dict[str, Callable[[Architecture, Fill], Architecture | None]] = {
+    "attention.kv": _kv,
+    "attention.range": _range,
+    "attention.mixer": _mixer,
+    "attention.qk_norm": _qk_norm,
+    "attention.bias": _attn_bias,
+    "ffn.activation": _activation,
+    "ffn.experts": _experts,
+    "ffn.bias": _ffn_bias,
+    "norm.kind": _norm,
+    "head.tying": _head,
+    "position.encoding": _position,
+    "objective.target": _objective,
+    "precision.weights": _precision,
+    "modality.input": _modality,
+}
+
+
+@dataclass(frozen=True)
+class Change:
+    """One facet that differs from the baseline, and what it costs (this model − counterfactual)."""
+
+    facet: str
+    article: str
+    this: str  # this model's fill (detail)
+    baseline: str  # the baseline's fill (detail)
+    rule: str | None  # the counterfactual rule, or None when the change is not priced
+    deltas: dict[str, float | int | None]
+    note: str | None = None
+
+    def to_dict(self) -> dict[str, object]:
+        return {
+            "facet": self.facet,
+            "article": self.article,
+            "this": self.this,
+            "baseline": self.baseline,
+            "rule": self.rule,
+            "deltas": self.deltas,
+            "note": self.note,
+        }
+
+
+def rule_text(facet: str, this: Fill, base: Fill) -> str | None:
+    table = rules().get(facet, {})
+    return table.get(f"{this.kind}->{base.kind}") or table.get(f"*->{base.kind}") or table.get("*")

@@ -1,0 +1,113 @@
+"""Compare two architectures slot by slot, and their raw configs key by key.
+
+Facet status: ``same`` (same design and sizes), ``resized`` (same design, other sizes),
+``changed`` (another design: kind or categorical attributes differ). Raw key changes come
+from deepdiff and are attributed to the slot whose canonical field the key feeds.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+from functools import cache
+from typing import Any
+
+from .slots import Fill, Fills
+
+
+def facet_status(a: Fill, b: Fill) -> str:
+    """``same`` / ``resized`` / ``changed`` for one facet of two models."""
+    if a.design != b.design:
+        return "changed"
+    if a.sizes != b.sizes:
+        return "resized"
+    return "same"
+
+
+@dataclass(frozen=True)
+class FacetDiff:
+    """One facet of model A against model B."""
+
+    facet: str  # "attention.kv"
+    status: str
+    a: Fill
+    b: Fill
+
+
+def diff_fills(a: Fills, b: Fills) -> tuple[FacetDiff, ...]:
+    """Every facet of ``a`` against ``b``, in slot-table order."""
+    return tuple(FacetDiff(fa.id, facet_status(fa, fb), fa, fb) for fa, fb in zip(a, b, strict=True))
+
+
+# --------------------------------------------------------------------------- raw keys
+
+
+@dataclass(frozen=True)
+class KeyChange:
+    """One raw config key that differs, with the slot facet it feeds (or None)."""
+
+    path: str  # dotted, e.g. "rope_scaling.factor"
+    change: str  # added | removed | changed | type_changed
+    old: Any
+    new: Any
+    facet: str | None
+
+
+@cache
+def key_facets() -> Mapping[str, str]:
+    """Top-level config key → facet, from the key map's ``facet`` entries."""
+    from .schema import keymap
+
+    out: dict[str, str] = {}
+    for spec in keymap()["fields"].values():
+        facet = spec.get("facet")
+        if facet:
+            for alias in spec["aliases"]:
+                out.setdefault(alias.split(".")[0], facet)
+    out.update(keymap().get("key_facets", {}))
+    return out
+
+
+def _dotted(path: list[Any]) -> str:
+    out = ""
+    for part in path:
+        out += f"[{part}]" if isinstance(part, int) else (f".{part}" if out else str(part))
+    return out
+
+
+def key_changes(
+    a: Mapping[str, Any], b: Mapping[str, Any], text_path: tuple[str, ...] = ()
+) -> tuple[KeyChange, ...]:
+    """Key-level changes from config ``a`` to ``b`` (deepdiff), each attributed to a facet."""
+    from deepdiff import DeepDiff
+
+    dd = DeepDiff(dict(a), dict(b), verbose_level=2, view="tree")
+    facets = key_facets()
+    out: list[KeyChange] = []
+    kinds = {
+        "dictionary_item_added": "added",
+        "dictionary_item_removed": "removed",
+        "values_changed": "changed",
+        "type_changes": "changed",
+        "iterable_item_added": "changed",
+        "iterable_item_removed": "changed",
+    }
+    for report_type, change in kinds.items():
+        for item in dd.get(report_type, []):
+            path = item.path(output_format="list")
+            # Attribute list items to their list key (layer_types[3] → layer_types).
+            parts = list(path)
+            while parts and isinstance(parts[-1], int):
+                parts.pop()
+            rel = parts[len(text_path) :] if parts[: len(text_path)] == list(text_path) else parts
+            top = str(rel[0]) if rel else ""
+            old = item.t1 if change != "added" else None
+            new = item.t2 if change != "removed" else None
+            out.append(KeyChange(_dotted(path), change, _plain(old), _plain(new), facets.get(top)))
+    return tuple(sorted(out, key=lambda k: k.path))
+
+
+def _plain(value: Any) -> Any:
+    from deepdiff.helper import NotPresent
+
+    return None if isinstance(value, NotPresent) else value

@@ -1,0 +1,52 @@
+"""Safe file writing: atomic replace, and never outside the folder the user named."""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import re
+import tempfile
+from pathlib import Path
+
+from .errors import SlotdiffError
+
+_UNSAFE = re.compile(r"[^A-Za-z0-9._-]+")
+
+
+def safe_name(text: str, limit: int = 120) -> str:
+    """A file-name-safe rendering of an untrusted string (repo id, model name)."""
+    name = _UNSAFE.sub("_", text.replace("/", "__")).strip("._") or "unnamed"
+    return name[:limit]
+
+
+def safe_child(folder: Path, name: str) -> Path:
+    """``folder/name``, refusing names that would escape ``folder``."""
+    if (
+        not name
+        or "\x00" in name
+        or os.sep in name
+        or (os.altsep and os.altsep in name)
+        or name in (".", "..")
+    ):
+        raise SlotdiffError(str(folder), f"refusing unsafe file name {name!r}")
+    base = folder.resolve()
+    target = (base / name).resolve()
+    if target.parent != base:
+        raise SlotdiffError(str(folder), f"refusing to write outside it: {name!r}")
+    return target
+
+
+def atomic_write_text(path: Path, text: str) -> None:
+    """Write ``text`` to ``path`` via a temp file in the same folder and an atomic rename."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8") as fh:
+            fh.write(text)
+            fh.flush()
+            os.fsync(fh.fileno())
+        os.replace(tmp, path)
+    except BaseException:
+        with contextlib.suppress(FileNotFoundError):
+            os.unlink(tmp)
+        raise

@@ -1,0 +1,102 @@
+"""Render a model-to-model Comparison (terminal and Markdown)."""
+
+from __future__ import annotations
+
+import io
+import json
+import sys
+from typing import Any
+
+from . import fmt
+
+
+def _value(v: Any) -> str:
+    text = json.dumps(v, default=str) if not isinstance(v, str) else v
+    return text if len(text) <= 40 else text[:37] + "..."
+
+
+def _delta_lines(result: Any) -> list[str]:
+    d = result.deltas()
+    if not d:
+        return ["cost deltas: not available (a model could not be priced)"]
+    return [
+        f"Δ params {fmt.signed(fmt.count(d['params']), d['params'])}, "
+        f"Δ active {fmt.signed(fmt.count(d['active_params']), d['active_params'])}, "
+        f"Δ KV/token {fmt.signed(fmt.bin_bytes(d['kv_bytes_per_token']), d['kv_bytes_per_token'])}, "
+        f"Δ FLOPs/token {fmt.signed(fmt.flops(d['flops_per_token']), d['flops_per_token'])}, "
+        f"Δ decode step {fmt.signed(fmt.ms(d['decode_step_ms']), d['decode_step_ms'])}"
+    ]
+
+
+def render_table(result: Any) -> str:
+    from rich.console import Console
+    from rich.table import Table
+
+    buf = io.StringIO()
+    tty = sys.stdout.isatty()
+    console = Console(
+        file=buf,
+        width=100,
+        force_terminal=tty,
+        color_system="auto" if tty else None,
+        highlight=False,
+    )
+    console.print(f"[bold]{result.a.raw.name}[/] → [bold]{result.b.raw.name}[/]")
+    console.print(f"A: {result.class_a.label}\nB: {result.class_b.label}")
+    table = Table(box=None, expand=True, header_style="bold", pad_edge=False)
+    for col, ratio in (("facet", 2), ("A", 4), ("B", 4), ("status", 1)):
+        table.add_column(col, ratio=ratio, no_wrap=col in ("facet", "status"))
+    for f in result.facets:
+        if f.status == "same":
+            continue
+        style = "bold yellow" if f.status == "changed" else "cyan"
+        table.add_row(f.facet, f.a.detail, f.b.detail, f"[{style}]{f.status}[/]")
+    if table.row_count:
+        console.print(table)
+    else:
+        console.print("no slot changes")
+    for line in _delta_lines(result):
+        console.print(line)
+    keys = Table(
+        title="raw key changes",
+        title_justify="left",
+        box=None,
+        expand=True,
+        header_style="bold",
+        pad_edge=False,
+    )
+    for col, ratio in (("key", 3), ("change", 1), ("old", 3), ("new", 3), ("slot", 2)):
+        keys.add_column(col, ratio=ratio)
+    for k in result.keys:
+        keys.add_row(k.path, k.change, _value(k.old), _value(k.new), k.facet or "[dim]unattributed[/]")
+    if result.keys:
+        console.print(keys)
+    return buf.getvalue()
+
+
+def render_markdown(result: Any) -> str:
+    lines = [
+        f"### {result.a.raw.name} → {result.b.raw.name}",
+        "",
+        f"- A: {result.class_a.label}",
+        f"- B: {result.class_b.label}",
+        "",
+        "| facet | A | B | status |",
+        "|---|---|---|---|",
+    ]
+    for f in result.facets:
+        if f.status != "same":
+            lines.append(f"| `{f.facet}` | {f.a.detail} | {f.b.detail} | {f.status} |")
+    lines += [
+        "",
+        *(f"{line}" for line in _delta_lines(result)),
+        "",
+        "| key | change | old | new | slot |",
+        "|---|---|---|---|---|",
+    ]
+    for k in result.keys:
+        lines.append(
+            f"| `{k.path}` | {k.change} | `{_value(k.old)}` | `{_value(k.new)}` | "
+            f"{k.facet or 'unattributed'} |"
+        )
+    return "\n".join(lines) + "\n"

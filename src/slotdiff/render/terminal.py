@@ -1,0 +1,224 @@
+"""The terminal view: slot table, class line, main costs and the price of each change.
+
+Laid out to read at 100 columns. Only this module imports rich.
+"""
+
+from __future__ import annotations
+
+import io
+import shutil
+import sys
+from typing import Any
+
+from rich.console import Console, Group
+from rich.table import Table
+from rich.text import Text
+
+from . import fmt
+
+STATUS_STYLE = {"same": "dim", "resized": "cyan", "changed": "bold yellow"}
+
+
+def _status(value: str | None) -> Text:
+    if value is None:
+        return Text("")
+    return Text(value, style=STATUS_STYLE.get(value, ""))
+
+
+def slot_table(report: Any) -> Table:
+    against = report.baselines.get("against")
+    table = Table(title=None, show_lines=False, expand=True, pad_edge=False, box=None, header_style="bold")
+    table.add_column("slot", min_width=17, no_wrap=True)
+    table.add_column("GPT-2", ratio=3, style="dim")
+    table.add_column("this model", ratio=5)
+    table.add_column("vs GPT-2", min_width=8, no_wrap=True)
+    table.add_column("vs Llama", min_width=8, no_wrap=True)
+    if against:
+        table.add_column("vs other", min_width=8, no_wrap=True)
+    table.add_column("art", min_width=3, no_wrap=True, justify="right")
+    for f in report.facets:
+        row = [f.fill.id, f.gpt2.detail, f.fill.detail, _status(f.vs_gpt2), _status(f.vs_llama)]
+        if against:
+            row.append(_status(f.vs_against))
+        row.append(f.info.article)
+        table.add_row(*row)
+    return table
+
+
+def cost_lines(report: Any) -> Text:
+    c = report.cost
+    if c is None:
+        note = next((ch.note for ch in report.changes if ch.facet == "*"), "not supported")
+        return Text(f"cost: not computed: {note}", style="yellow")
+    wl = c.workload
+    t = Text()
+    p = c.params
+    line = f"params {fmt.count(p.total)}"
+    if p.active != p.total:
+        line += f", active {fmt.count(p.active)}"
+    if p.mtp:
+        line += f", MTP modules {fmt.count(p.mtp)} (apart)"
+    t.append(line + "\n")
+    w = c.weights
+    t.append(f"weights {fmt.si_bytes(w.bytes) if w.supported else 'not given'} ({w.detail})\n")
+    kv = c.kv
+    kv_line = (
+        f"KV cache {fmt.bin_bytes(kv.bytes_per_token)}/token ({kv.dtype}), "
+        f"{fmt.bin_bytes(kv.bytes_at_context)} at {kv.context:,} tokens"
+    )
+    if kv.state_bytes_per_sequence:
+        kv_line += f", + fixed state {fmt.bin_bytes(kv.state_bytes_per_sequence)}/sequence"
+    t.append(kv_line + "\n")
+    fl = c.flops
+    t.append(
+        f"FLOPs/token {fmt.flops(fl.per_token)} = weights {fmt.flops(fl.weights_per_token)}"
+        f" + attention {fmt.flops(fl.attention_per_token)} at {fl.context:,}; "
+        f"prefill {fmt.flops(fl.prefill)}\n"
+    )
+    d = c.decode
+    t.append(
+        f"decode on {short_name(wl.device.name)} at batch {d.batch}: ≥ {fmt.ms(d.step_ms)}/step "
+        f"({d.bound}-bound: memory {fmt.ms(d.memory_ms)}, compute {fmt.ms(d.compute_ms)}), "
+        f"≤ {d.tokens_per_s:,.0f} tokens/s\n"
+    )
+    cb = d.compute_bound_batch_weights
+    cbk = d.compute_bound_batch
+    t.append(
+        f"ridge {d.ridge:.0f} FLOP/byte; weight GEMMs turn compute-bound at batch ≈ {cb}"
+        + (
+            f", with KV at {kv.context:,}: batch {cbk}"
+            if cbk
+            else f"; with KV at {kv.context:,} tokens decode stays memory-bound"
+        )
+        + "\n"
+    )
+    t.append(
+        f"prefill of {c.prefill.tokens:,} tokens ≥ {fmt.ms(c.prefill.time_ms)} ({c.prefill.bound}-bound)"
+    )
+    return t
+
+
+def short_name(name: str) -> str:
+    """ "NVIDIA H100 Tensor Core GPU, H100 SXM (SXM5, 80 GB)" → "H100 SXM (SXM5, 80 GB)"."""
+    return name.split(", ", 1)[1] if ", " in name else name
+
+
+def changes_table(report: Any) -> Table | None:
+    priced = [ch for ch in report.changes if ch.facet != "*"]
+    if not priced:
+        return None
+    base = "the other model" if report.baselines.get("against") else "GPT-2"
+    table = Table(
+        title=f"price of each change vs {base} (this model − counterfactual)",
+        title_justify="left",
+        expand=True,
+        box=None,
+        header_style="bold",
+        pad_edge=False,
+    )
+    table.add_column("facet", min_width=17, no_wrap=True)
+    table.add_column("Δ params", ratio=1, justify="right")
+    table.add_column("Δ KV/token", ratio=1, justify="right")
+    table.add_column("Δ FLOPs/token", ratio=1, justify="right")
+    table.add_column("Δ decode", ratio=1, justify="right")
+    for ch in priced:
+        d = ch.deltas
+        if not d:
+            table.add_row(ch.facet, Text("not priced", style="dim"), "", "", "")
+            continue
+        params = fmt.signed(fmt.count(d["params"]), d["params"])
+        if not d["params"] and d.get("mtp_params"):
+            params = "MTP " + fmt.signed(fmt.count(d["mtp_params"]), d["mtp_params"])
+        table.add_row(
+            ch.facet,
+            params,
+            fmt.signed(fmt.bin_bytes(d["kv_bytes_per_token"]), d["kv_bytes_per_token"]),
+            fmt.signed(fmt.flops(d["flops_per_token"]), d["flops_per_token"]),
+            fmt.signed(fmt.ms(d["decode_step_ms"]), d["decode_step_ms"]),
+        )
+    return table
+
+
+def header(report: Any) -> Text:
+    t = Text()
+    t.append(report.model, style="bold")
+    t.append(f"  ·  {report.model_type or 'no model_type'}")
+    src = report.source
+    t.append(f"  ·  {src.origin}" + (f" @ {src.revision}" if src.revision else "") + "\n")
+    if src.note:
+        t.append(f"{src.note}\n", style="yellow" if src.origin == "catalog" else "dim")
+    cls = report.classification
+    if cls is not None:
+        t.append("class  ", style="bold")
+        t.append(cls.label + "\n")
+        if cls.family and not cls.is_new:
+            t.append(f"family {cls.family.name} ({cls.fingerprint.id})\n")
+        elif cls.family:
+            t.append(
+                f"new architecture: nearest family {cls.family.name} at distance {cls.distance} "
+                f"({', '.join(cls.differs)})\n",
+                style="bold magenta",
+            )
+        else:
+            t.append("new architecture (no known families)\n", style="bold magenta")
+    return t
+
+
+def notes(report: Any) -> Text:
+    t = Text(style="dim")
+    arch = report.arch
+    defaults = sorted(
+        {
+            f"{k} ({v.note.split(';')[-1].strip()})"
+            for k, v in arch.fields.items()
+            if v.how == "default" and v.value is not None and k in _SHOWN
+        }
+    )
+    if defaults:
+        t.append("defaults used: " + ", ".join(defaults) + "\n")
+    if arch.unknown_keys:
+        t.append("keys slotdiff does not read: " + ", ".join(arch.unknown_keys) + "\n")
+    for n in (*arch.notes, *report.notes):
+        t.append(n + "\n")
+    return t
+
+
+_SHOWN = frozenset(
+    {
+        "d_model",
+        "n_layers",
+        "n_heads",
+        "n_kv_heads",
+        "head_dim",
+        "d_ff",
+        "vocab",
+        "tie_embeddings",
+        "rope_theta",
+        "activation",
+        "norm_eps",
+        "max_positions",
+        "sliding_window",
+        "n_experts",
+        "top_k",
+    }
+)
+
+
+def render(report: Any, width: int | None = None) -> str:
+    """Render a report for a terminal (colour only when stdout is a terminal)."""
+    width = width or min(max(shutil.get_terminal_size((100, 24)).columns, 80), 120)
+    buf = io.StringIO()
+    console = Console(
+        file=buf,
+        width=width,
+        force_terminal=sys.stdout.isatty(),
+        color_system="auto" if sys.stdout.isatty() else None,
+        highlight=False,
+    )
+    parts: list[Any] = [header(report), slot_table(report), Text(""), cost_lines(report)]
+    changes = changes_table(report)
+    if changes is not None:
+        parts += [Text(""), changes]
+    parts += [Text(""), notes(report)]
+    console.print(Group(*parts))
+    return buf.getvalue().rstrip() + "\n"

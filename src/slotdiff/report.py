@@ -114,6 +114,9 @@ class Report:
         if self.cost is not None:
             out["cost"] = self.cost.to_dict()
             out["changes"] = [c.to_dict() for c in self.changes]
+        elif self.changes:  # the cost pass ran but could not price this model
+            out["cost"] = None
+            out["cost_note"] = "; ".join(c.note or "" for c in self.changes if c.facet == "*")
         return out
 
 

@@ -6,11 +6,12 @@ Each expected value is the seed's figure; tolerances match the precision the see
 from __future__ import annotations
 
 import pytest
-from conftest import raw
 
 from slotdiff.analyze import load
 from slotdiff.cost import Workload, cost_of
 from slotdiff.cost.roofline import experts_touched
+
+from conftest import raw
 
 KiB, GiB = 1024, 1024**3
 
@@ -47,8 +48,8 @@ def test_llama3_8b_kv() -> None:
 
 
 def test_llama3_8b_kv_if_mha() -> None:
-    from slotdiff.cost.counterfactual import _kv
     from slotdiff.analyze import baseline
+    from slotdiff.cost.counterfactual import _kv
 
     arch = load(raw("meta-llama/Meta-Llama-3-8B")).arch
     mha = _kv(arch, baseline("gpt2").fills["attention.kv"])

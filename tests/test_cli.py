@@ -9,14 +9,16 @@ import sys
 from pathlib import Path
 
 import pytest
+
 from conftest import raw
 
 ENV = {**os.environ, "HF_HUB_OFFLINE": "1", "COLUMNS": "100"}
 
 
 def run(*args: str, env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([sys.executable, "-m", "slotdiff", *args], capture_output=True, text=True,
-                          env=env or ENV, timeout=120)
+    return subprocess.run(
+        [sys.executable, "-m", "slotdiff", *args], capture_output=True, text=True, env=env or ENV, timeout=120
+    )
 
 
 def test_table_fits_100_columns() -> None:
@@ -41,11 +43,16 @@ def test_catalog_offline_says_so() -> None:
 
 
 def test_against() -> None:
-    out = run(str(raw("meta-llama/Meta-Llama-3-8B")), "--against", str(raw("meta-llama/Llama-3.1-8B")),
-              "--json")
+    out = run(
+        str(raw("meta-llama/Meta-Llama-3-8B")), "--against", str(raw("meta-llama/Llama-3.1-8B")), "--json"
+    )
     data = json.loads(out.stdout)
-    changed = [f"{s}.{f}" for s, facets in data["slots"].items() for f, v in facets.items()
-               if v["vs_against"] == "changed"]
+    changed = [
+        f"{s}.{f}"
+        for s, facets in data["slots"].items()
+        for f, v in facets.items()
+        if v["vs_against"] == "changed"
+    ]
     assert changed == ["position.encoding"]
 
 
@@ -53,14 +60,47 @@ BAD = [
     ("missing.json", None, "no such file"),
     ("notjson.json", '{"hidden_size": 4096,', "invalid JSON"),
     ("array.json", "[1, 2]", "not a JSON object"),
-    ("string_int.json", json.dumps({"model_type": "llama", "hidden_size": "4096", "num_hidden_layers": 2,
-                                    "vocab_size": 10, "num_attention_heads": 2}), "hidden_size"),
-    ("negative.json", json.dumps({"model_type": "llama", "hidden_size": -8, "num_hidden_layers": 2,
-                                  "vocab_size": 10, "num_attention_heads": 2}), "hidden_size"),
+    (
+        "string_int.json",
+        json.dumps(
+            {
+                "model_type": "llama",
+                "hidden_size": "4096",
+                "num_hidden_layers": 2,
+                "vocab_size": 10,
+                "num_attention_heads": 2,
+            }
+        ),
+        "hidden_size",
+    ),
+    (
+        "negative.json",
+        json.dumps(
+            {
+                "model_type": "llama",
+                "hidden_size": -8,
+                "num_hidden_layers": 2,
+                "vocab_size": 10,
+                "num_attention_heads": 2,
+            }
+        ),
+        "hidden_size",
+    ),
     ("nan.json", '{"model_type": "llama", "hidden_size": NaN, "num_hidden_layers": 2}', "hidden_size"),
-    ("layers.json", json.dumps({"model_type": "llama", "hidden_size": 64, "num_hidden_layers": 3,
-                                "vocab_size": 10, "num_attention_heads": 2,
-                                "layer_types": ["full_attention"]}), "layer_types"),
+    (
+        "layers.json",
+        json.dumps(
+            {
+                "model_type": "llama",
+                "hidden_size": 64,
+                "num_hidden_layers": 3,
+                "vocab_size": 10,
+                "num_attention_heads": 2,
+                "layer_types": ["full_attention"],
+            }
+        ),
+        "layer_types",
+    ),
 ]
 
 

@@ -7,9 +7,10 @@ output: e.g. Llama-3 has rope_theta 500000, 32 query heads and 8 KV heads.
 from __future__ import annotations
 
 import pytest
-from conftest import raw
 
 from slotdiff.analyze import load
+
+from conftest import raw
 
 
 def fills(repo_id: str):  # type: ignore[no-untyped-def]
@@ -37,8 +38,9 @@ def test_gpt2_is_the_baseline_everywhere() -> None:
     assert f["modality.input"].kind == "text"
 
 
-@pytest.mark.parametrize("repo", ["meta-llama/Meta-Llama-3-8B", "meta-llama/Llama-3.1-8B",
-                                  "meta-llama/Llama-3.1-70B"])
+@pytest.mark.parametrize(
+    "repo", ["meta-llama/Meta-Llama-3-8B", "meta-llama/Llama-3.1-8B", "meta-llama/Llama-3.1-70B"]
+)
 def test_llama3(repo: str) -> None:
     f = fills(repo)
     pos = f["position.encoding"]

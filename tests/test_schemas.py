@@ -7,11 +7,12 @@ from pathlib import Path
 
 import jsonschema
 import pytest
-from conftest import all_corpus
 
 from slotdiff.analyze import analyze
 from slotdiff.resources import data_dir
 from slotdiff.source import from_file
+
+from conftest import all_corpus
 
 SCHEMAS = data_dir("schemas")
 
@@ -46,8 +47,9 @@ def test_keymap_model_type_files_name_known_layer_rules() -> None:
             assert step["rule"] in RULES, f"{path.name}: {step['rule']}"
 
 
-@pytest.mark.parametrize("name,schema_name", [("slots.json", "slots.schema.json"),
-                                              ("gpus.json", "gpus.schema.json")])
+@pytest.mark.parametrize(
+    "name,schema_name", [("slots.json", "slots.schema.json"), ("gpus.json", "gpus.schema.json")]
+)
 def test_data_file(name: str, schema_name: str) -> None:
     validate(json.loads((SCHEMAS / name).read_text()), schema_name)
 

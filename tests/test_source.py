@@ -6,11 +6,12 @@ import json
 from pathlib import Path
 
 import pytest
-from conftest import RAW, raw
 
 from slotdiff.errors import SlotdiffError
 from slotdiff.jsonpos import JSONInputError, parse
 from slotdiff.source import catalog_entries, from_catalog, from_file, resolve
+
+from conftest import RAW, raw
 
 
 def test_file_and_folder(tmp_path: Path) -> None:
@@ -20,7 +21,7 @@ def test_file_and_folder(tmp_path: Path) -> None:
 
 
 def test_folder_without_config(tmp_path: Path) -> None:
-    with pytest.raises(SlotdiffError, match="no config.json"):
+    with pytest.raises(SlotdiffError, match=r"no config\.json"):
         resolve(str(tmp_path))
 
 

@@ -74,7 +74,7 @@ def _cached(repo_id: str, revision: str | None) -> str | None:
 
 
 def download_config(
-    repo_id: str, revision: str | None = None, timeout: float = 10.0
+    repo_id: str, revision: str | None = None, timeout: float | None = None
 ) -> tuple[str, str, str | None]:
     """Fetch ``config.json`` through huggingface_hub; return (path, origin, note).
 
@@ -96,7 +96,8 @@ def download_config(
         raise HubFailure("offline", "HF_HUB_OFFLINE is set and config.json is not in the HF cache")
     try:
         url = huggingface_hub.hf_hub_url(repo_id, "config.json", revision=revision)
-        meta = huggingface_hub.get_hf_file_metadata(url, timeout=timeout)
+        # HF_HUB_ETAG_TIMEOUT (default 10 s) bounds the probe, as it bounds huggingface_hub's.
+        meta = huggingface_hub.get_hf_file_metadata(url, timeout=timeout or constants.HF_HUB_ETAG_TIMEOUT)
     except Exception as err:  # every failure becomes one line
         fail = _describe(err, repo_id, revision)
         if fail.retryable:

@@ -20,8 +20,11 @@ from .arch import Architecture
 from .resources import data_dir
 from .slots import Fill, Fills, articles, fill_slots, slot_table
 
-# Facets that are properties of a checkpoint or follow from another facet.
-NOT_IN_FINGERPRINT = frozenset({"precision.weights", "decoding.steps"})
+
+@cache
+def _fingerprint_rule() -> dict[str, str]:
+    """Facet → what of its fill enters the fingerprint (from schemas/slots.json)."""
+    return {i.id: i.fingerprint for i in slot_table()}
 
 
 def _canon(value: Any) -> Any:
@@ -68,13 +71,20 @@ def _freeze(attrs: Mapping[str, Any]) -> tuple[tuple[str, Any], ...]:
 
 
 def fingerprint(fills: Fills) -> Fingerprint:
-    """The fingerprint of a set of fills."""
-    return Fingerprint(tuple((f.id, f.kind, f.attrs) for f in fills if f.id not in NOT_IN_FINGERPRINT))
+    """The fingerprint of a set of fills (each facet as schemas/slots.json says)."""
+    rule = _fingerprint_rule()
+    return Fingerprint(
+        tuple(
+            (f.id, f.kind if rule[f.id] == "kind+attrs" else "*", f.attrs)
+            for f in fills
+            if rule[f.id] != "none"
+        )
+    )
 
 
 def fingerprint_from_dict(fills: Mapping[str, Mapping[str, Any]]) -> Fingerprint:
     """Rebuild a Fingerprint from a family file's ``fills`` object."""
-    order = [i.id for i in slot_table() if i.id not in NOT_IN_FINGERPRINT]
+    order = [i.id for i in slot_table() if i.fingerprint != "none"]
     return Fingerprint(
         tuple((f, fills[f]["kind"], _freeze(fills[f].get("attrs", {}))) for f in order if f in fills)
     )
@@ -246,28 +256,19 @@ def slugify(name: str) -> str:
     return slug[:64] or "family"
 
 
-def family_record(name: str, model_type: str, fills: Fills, exemplars: list[str]) -> dict[str, Any]:
+def family_record(name: str, model_types: list[str], fills: Fills, exemplars: list[str]) -> dict[str, Any]:
     """The JSON object a fingerprint file holds for a new family."""
     fp = fingerprint(fills)
-    distinctive = {f.id: _article(f.id) for f in fills if f.id not in NOT_IN_FINGERPRINT}
+    distinctive = {f.id: _article(f.id) for f in fills if _fingerprint_rule()[f.id] != "none"}
     return {
         "$schema": "../schemas/fingerprint.schema.json",
         "name": name,
         "id": fp.id,
         "label": label(fills),
-        "model_types": [model_type],
+        "model_types": list(model_types),
         "exemplars": exemplars,
         "fills": fp.as_dict(),
         "articles": distinctive,
-    }
-
-
-def _fill_articles(fills: Fills, base: Fills) -> dict[str, str]:
-    """Article pointers of the facets where ``fills`` differs in design from ``base``."""
-    return {
-        f.id: _article(f.id)
-        for f, b in zip(fills, base, strict=True)
-        if f.id not in NOT_IN_FINGERPRINT and f.design != b.design
     }
 
 

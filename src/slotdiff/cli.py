@@ -4,13 +4,15 @@
 imported only when used, so a run imports only what it needs.
 
 Exit codes: 0 success; 1 lint errors found / ``scan --fail-on-new`` found something new;
-2 bad input or usage (one line on stderr, never a traceback); 130 interrupted.
+2 bad input or usage (one line on stderr, never a traceback); 3 internal error (a bug; one
+line unless SLOTDIFF_DEBUG=1); 130 interrupted.
 """
 
 from __future__ import annotations
 
 import argparse
 import importlib
+import os
 import sys
 from collections.abc import Sequence
 
@@ -156,6 +158,14 @@ def main(argv: Sequence[str] | None = None) -> int:
         return 0
     except SystemExit as exit_:  # argparse --help / --version
         return int(exit_.code or 0)
+    except Exception as err:  # a bug, not bad input: still one line unless debugging
+        if os.environ.get("SLOTDIFF_DEBUG"):
+            raise
+        sys.stderr.write(
+            f"slotdiff: internal error: {type(err).__name__}: {err} "
+            "(rerun with SLOTDIFF_DEBUG=1 for the traceback, and please report it)\n"
+        )
+        return 3
 
 
 def entry() -> None:

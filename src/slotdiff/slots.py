@@ -53,6 +53,7 @@ class FacetInfo:
     gpt2: str
     today: str
     article: str
+    fingerprint: str = "kind+attrs"  # what enters the fingerprint: kind+attrs | attrs | none
 
     @property
     def id(self) -> str:
@@ -64,7 +65,9 @@ def slot_table() -> tuple[FacetInfo, ...]:
     """Every facet in report order, from schemas/slots.json."""
     data = load_schema_file("slots.json")
     return tuple(
-        FacetInfo(s["slot"], f["facet"], f["gpt2"], f["today"], f["article"])
+        FacetInfo(
+            s["slot"], f["facet"], f["gpt2"], f["today"], f["article"], f.get("fingerprint", "kind+attrs")
+        )
         for s in data["slots"]
         for f in s["facets"]
     )

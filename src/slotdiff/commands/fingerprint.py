@@ -34,14 +34,23 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 def run(args: argparse.Namespace) -> int:
     from ..analyze import load
-    from ..classify import family_record, slugify
+    from ..classify import family_record, fingerprint, slugify
     from ..errors import SlotdiffError
     from ..files import atomic_write_text, safe_child
     from ..resources import data_dir
 
     model = load(args.model)
-    exemplars = [model.raw.repo_id or model.raw.name, *args.exemplar]
-    record = family_record(args.name, model.arch.model_type, model.fills, exemplars)
+    exemplars = [model.raw.repo_id or model.raw.name]
+    model_types = [model.arch.model_type]
+    fp = fingerprint(model.fills)
+    for extra in args.exemplar:
+        other = load(extra)
+        if fingerprint(other.fills) != fp:
+            raise SlotdiffError(extra, f"has another fingerprint than {args.model}: not the same family")
+        exemplars.append(other.raw.repo_id or other.raw.name)
+        if other.arch.model_type not in model_types:
+            model_types.append(other.arch.model_type)
+    record = family_record(args.name, model_types, model.fills, exemplars)
     text = json.dumps(record, indent=2, ensure_ascii=False) + "\n"
     if args.stdout:
         sys.stdout.write(text)

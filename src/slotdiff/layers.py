@@ -160,7 +160,8 @@ def _layer_types(res: Resolver, layers: list[LayerSpec], args: dict[str, Any]) -
             changes["chunk"] = _get(res, "attention_chunk_size")
         if mixer == "linear_attention":
             changes["variant"] = res.spec.get("linear_variant")
-        changes.update({k: v for k, v in what.items() if k not in ("mixer", "window", "chunk")})
+        rest = {k: v for k, v in what.items() if k not in ("mixer", "window", "chunk")}
+        changes.update(_values(res, spec, rest))
         out.append(replace(spec, **changes))
     res.layer_types_applied = True
     return out

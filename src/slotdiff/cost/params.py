@@ -169,6 +169,7 @@ def _mla(b: _Builder, n: int, layer: LayerSpec) -> None:
         _int(a, "qk_nope_head_dim"),
     )
     hv = _int(a, "v_head_dim")
+    qk = a.get("qk_head_dim") or nope + rope
     q_rank = a.get("q_lora_rank")
     mod = "model.layers.0.self_attn"
     slot = "attention"
@@ -178,7 +179,7 @@ def _mla(b: _Builder, n: int, layer: LayerSpec) -> None:
         b.add("attention/q_a_norm", q_rank, 1, n, "vector", f"{mod}.q_a_layernorm", slot)
         b.add(
             "attention/q_b",
-            h * (nope + rope),
+            h * qk,
             q_rank,
             n,
             "linear",
@@ -188,7 +189,7 @@ def _mla(b: _Builder, n: int, layer: LayerSpec) -> None:
         if bias:
             b.add("attention/q_a.bias", q_rank, 1, n, "vector", f"{mod}.q_a_proj", slot)
     else:
-        b.add("attention/q", h * (nope + rope), d, n, "linear", f"{mod}.q_proj", slot)
+        b.add("attention/q", h * qk, d, n, "linear", f"{mod}.q_proj", slot)
     b.add("attention/kv_a", kv_rank + rope, d, n, "linear", f"{mod}.kv_a_proj_with_mqa", slot)
     b.add("attention/kv_a_norm", kv_rank, 1, n, "vector", f"{mod}.kv_a_layernorm", slot)
     b.add("attention/kv_b", h * (nope + hv), kv_rank, n, "linear", f"{mod}.kv_b_proj", slot)
@@ -406,6 +407,8 @@ def _shared_blocks(b: _Builder, layers: tuple[LayerSpec, ...]) -> None:
     that width and a pre-FFN norm. Every use of a block adds its own LoRA-style adapters of
     rank ``shared_adapter_rank`` (on the MLP's gate/up projection, and on q/k/v when
     ``shared_attn_adapters``) and a d×d linear mapping the block's output into the layer.
+    The adapters are sized by ``shared_block_users`` when the config lists it (transformers
+    keeps a config's hybrid_layer_ids over the computed one).
     """
     users = [s for s in layers if s.shared_block is not None]
     if not users:
@@ -429,6 +432,11 @@ def _shared_blocks(b: _Builder, layers: tuple[LayerSpec, ...]) -> None:
     b.norm("norms/shared.pre_ff", d, blocks, f"{mod}.pre_ff_layernorm")
     rank = a.get("shared_adapter_rank") or 0
     if rank:
+        # Each block keeps adapters for slots i of the users list with i % M == its index.
+        period = a.get("n_shared_blocks") or 1
+        listed = a.get("shared_block_users")
+        slots = len(listed) if isinstance(listed, list) else uses
+        uses = sum(1 for i in range(slots) if i % period < blocks)
         up = ff * (2 if a.get("ffn_gated") else 1)
         amod = f"{mod}.feed_forward.gate_up_proj_adapter_list.0"
         b.add("ffn/shared.adapter_a", rank, d, uses, "linear", f"{amod}.0", "ffn")
@@ -438,7 +446,7 @@ def _shared_blocks(b: _Builder, layers: tuple[LayerSpec, ...]) -> None:
                 amod = f"{mod}.self_attn.linear_{x}_adapter_list.0"
                 b.add(f"attention/shared.{x}_adapter_a", rank, din, uses, "linear", f"{amod}.0")
                 b.add(f"attention/shared.{x}_adapter_b", din, rank, uses, "linear", f"{amod}.1")
-    b.add("attention/shared.linear", d, d, uses, "linear", "model.layers.0.linear", slot)
+    b.add("attention/shared.linear", d, d, len(users), "linear", "model.layers.0.linear", slot)
 
 
 def _dense_ffn(

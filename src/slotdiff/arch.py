@@ -48,7 +48,7 @@ class LayerSpec:
     ``n_kv_heads``/``head_dim`` when set here; mamba/mamba2/linear_attention/conv layers and
     a ``parallel`` mixer keep a fixed-size recurrent (and short-conv) state; a layer with a
     ``shared_block`` also runs that block's softmax attention, so it keeps a KV cache too
-    (its heads/head_dim are set here).
+    (with the model's n_kv_heads/head_dim unless set here).
     """
 
     index: int

@@ -118,7 +118,7 @@ FUNCTIONS: dict[str, Any] = {"int": int, "len": len, "ceil": math.ceil}
 def evaluate(expr: str, env: Mapping[str, Any]) -> Any:
     """Evaluate a key-map derivation such as ``d_model // n_heads``.
 
-    Allowed: names, numbers, ``+ - * / // %``, comparisons, ``and``/``or``/``not``,
+    Allowed: names, numbers and strings, ``+ - * / // %``, comparisons, ``and``/``or``/``not``,
     ``a if cond else b``, ``x is None`` / ``x is not None`` and the calls in FUNCTIONS
     (``int``, ``len``, ``ceil``): enough to restate a config class's ``__post_init__``
     arithmetic. An unknown name is None, and arithmetic on None gives None (the value is
@@ -130,7 +130,7 @@ def evaluate(expr: str, env: Mapping[str, Any]) -> Any:
         if isinstance(node, ast.Expression):
             return ev(node.body)
         if isinstance(node, ast.Constant) and (
-            node.value is None or isinstance(node.value, (int, float, bool))
+            node.value is None or isinstance(node.value, (int, float, bool, str))
         ):
             return node.value
         if isinstance(node, ast.Name):

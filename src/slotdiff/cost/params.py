@@ -420,7 +420,6 @@ def _shared_blocks(b: _Builder, layers: tuple[LayerSpec, ...]) -> None:
     hd = users[0].head_dim or _int(a, "head_dim")
     ff = _int(a, "d_ff")
     blocks = len({s.shared_block for s in users})
-    uses = len(users)
     mod = "model.layers.0.shared_transformer"
     slot = "attention"
     b.add("attention/shared.q", h * hd, din, blocks, "linear", f"{mod}.self_attn.q_proj", slot)
@@ -432,20 +431,20 @@ def _shared_blocks(b: _Builder, layers: tuple[LayerSpec, ...]) -> None:
     b.norm("norms/shared.pre_ff", d, blocks, f"{mod}.pre_ff_layernorm")
     rank = a.get("shared_adapter_rank") or 0
     if rank:
-        # Each block keeps adapters for slots i of the users list with i % M == its index.
+        # Block k keeps adapters for the slots i of the users list with i % M == k.
         period = a.get("n_shared_blocks") or 1
         listed = a.get("shared_block_users")
-        slots = len(listed) if isinstance(listed, list) else uses
-        uses = sum(1 for i in range(slots) if i % period < blocks)
+        slots = len(listed) if isinstance(listed, list) else len(users)
+        adapters = sum(1 for i in range(slots) if i % period < blocks)
         up = ff * (2 if a.get("ffn_gated") else 1)
         amod = f"{mod}.feed_forward.gate_up_proj_adapter_list.0"
-        b.add("ffn/shared.adapter_a", rank, d, uses, "linear", f"{amod}.0", "ffn")
-        b.add("ffn/shared.adapter_b", up, rank, uses, "linear", f"{amod}.1", "ffn")
+        b.add("ffn/shared.adapter_a", rank, d, adapters, "linear", f"{amod}.0", "ffn")
+        b.add("ffn/shared.adapter_b", up, rank, adapters, "linear", f"{amod}.1", "ffn")
         if a.get("shared_attn_adapters"):
             for x in ("q", "k", "v"):
                 amod = f"{mod}.self_attn.linear_{x}_adapter_list.0"
-                b.add(f"attention/shared.{x}_adapter_a", rank, din, uses, "linear", f"{amod}.0")
-                b.add(f"attention/shared.{x}_adapter_b", din, rank, uses, "linear", f"{amod}.1")
+                b.add(f"attention/shared.{x}_adapter_a", rank, din, adapters, "linear", f"{amod}.0")
+                b.add(f"attention/shared.{x}_adapter_b", din, rank, adapters, "linear", f"{amod}.1")
     b.add("attention/shared.linear", d, d, len(users), "linear", "model.layers.0.linear", slot)
 
 
@@ -506,11 +505,9 @@ def _moe(b: _Builder, n: int) -> None:
         if bias:
             b.add("experts/latent_in.bias", latent, 1, n, "vector", f"{mod}.fc1_latent_proj")
             b.add("experts/latent_out.bias", d, 1, n, "vector", f"{mod}.fc2_latent_proj")
-    if zero and a.get("zero_experts_allocated"):
-        # transformers allocates gate/up rows for the zero (identity) experts as well.
-        _expert_bank(b, n, width, e, latent or d, extra_in=zero)
-    else:
-        _expert_bank(b, n, width, e, latent or d)
+    # transformers' LongCat-Flash allocates gate/up rows for the zero (identity) experts too.
+    allocated = zero if a.get("zero_experts_allocated") else 0
+    _expert_bank(b, n, width, e, latent or d, extra_in=allocated)
     shared = a.get("n_shared_experts") or 0
     shared_width = a.get("d_ff_shared")
     if shared_width:

@@ -35,16 +35,25 @@ UNKNOWN = Value(None, "unknown")
 
 @dataclass(frozen=True)
 class LayerSpec:
-    """What one decoder layer holds: its sequence mixer and its FFN.
+    """What one decoder layer holds: its sequence mixer(s) and its FFN(s).
 
-    ``mixer`` is one of: attention (softmax, GQA/MQA/MHA), mla, linear_attention, mamba,
-    mamba2, conv, cross_attention, or None (an FFN-only layer, e.g. Nemotron-H "E"/"-").
+    ``mixer`` is one of: attention (softmax, GQA/MQA/MHA), mla, linear_attention, mamba
+    (Mamba-1 selective scan), mamba2, conv (gated short convolution, LFM2), cross_attention,
+    or None (an FFN-only layer, e.g. Nemotron-H "E"/"-"). ``variant`` names the flavour of a
+    linear_attention layer (gated_deltanet, lightning, kda) or of a conv layer (short_conv).
     ``ffn`` is dense, moe, or None (a mixer-only layer, e.g. Mamba).
+
+    Per-layer cache/state sizes follow from these fields plus the model-wide dims:
+    softmax layers (``mixer`` attention/mla, unless ``kv_shared``) keep a KV cache, using
+    ``n_kv_heads``/``head_dim`` when set here; mamba/mamba2/linear_attention/conv layers and
+    a ``parallel`` mixer keep a fixed-size recurrent (and short-conv) state; a layer with a
+    ``shared_block`` also runs that block's softmax attention, so it keeps a KV cache too
+    (with the model's n_kv_heads/head_dim unless set here).
     """
 
     index: int
     mixer: str | None = "attention"
-    variant: str | None = None  # linear-attention flavour (gated_deltanet, lightning, kda)
+    variant: str | None = None  # linear-attention / conv flavour (gated_deltanet, lightning, kda)
     window: int | None = None  # sliding window in tokens; None = full causal
     chunk: int | None = None  # chunked attention (Llama 4); None = not chunked
     rope: bool = True  # False on NoPE layers
@@ -53,6 +62,18 @@ class LayerSpec:
     n_kv_heads: int | None = None  # per-layer override (Gemma 4 global layers)
     head_dim: int | None = None  # per-layer override
     sparse: bool = False  # DeepSeek sparse attention (DSA) indexer on this layer
+    # A second sequence mixer fed the same normed input as ``mixer``, its output summed
+    # into the residual (Falcon-H1: mamba2 beside attention); None = none.
+    parallel: str | None = None
+    # Index of a weight-shared attention+MLP block run at this layer before its mixer
+    # (Zamba2 "hybrid" layers); weights count once per distinct index. None = none.
+    shared_block: int | None = None
+    # A second FFN on this layer (Gemma 4: MoE beside the dense MLP; LongCat-Flash: the
+    # shortcut MoE); None = none.
+    ffn2: str | None = None
+    # The attention reuses K/V computed by an earlier layer (Gemma 4 KV sharing): no k/v
+    # projections and no KV cache of its own.
+    kv_shared: bool = False
 
 
 @dataclass(frozen=True)

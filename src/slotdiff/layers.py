@@ -53,6 +53,34 @@ def _window(res: Resolver) -> int | None:
     return window
 
 
+def _values(res: Resolver, spec: LayerSpec, changes: dict[str, Any]) -> dict[str, Any]:
+    """Resolve a rule's ``set`` dict for one layer.
+
+    A string value starting with ``=`` is an expression over canonical fields and ``i``
+    (the layer index), e.g. ``"=global_head_dim"`` or ``"=2 * d_ff"``; when it evaluates to
+    None (a field is unknown or null) that attribute is left as it is.
+    """
+    out: dict[str, Any] = {}
+    for attr, value in changes.items():
+        if isinstance(value, str) and value.startswith("="):
+            value = res.evaluate(value[1:], {"i": spec.index})
+            if value is None:
+                continue
+        out[attr] = value
+    return out
+
+
+def _set(res: Resolver, spec: LayerSpec, changes: dict[str, Any] | None) -> LayerSpec:
+    if not changes:
+        return spec
+    return replace(spec, **_values(res, spec, changes))
+
+
+def _when(res: Resolver, cond: str | None) -> bool:
+    """A step's ``when``: an expression over canonical fields (a bare name = truthy)."""
+    return True if not cond else bool(res.evaluate(cond))
+
+
 # Strings seen in layer_types across families, and what each layer then holds.
 LAYER_TYPE_KINDS: dict[str, dict[str, Any]] = {
     "full_attention": {"mixer": "attention"},
@@ -68,20 +96,54 @@ LAYER_TYPE_KINDS: dict[str, dict[str, Any]] = {
 }
 
 
+def layer_type_list(res: Resolver, args: dict[str, Any]) -> tuple[list[Any] | None, str]:
+    """The per-layer type list a ``layer_types`` step reads, and the key to cite.
+
+    ``layer_types`` (through the family's aliases) when the config gives it; else, when the
+    step names a ``pattern`` (``{"key": ..., "map": {char: type}}``, Nemotron-H's
+    ``hybrid_override_pattern``) and the config has that string, one type per character;
+    else the layer_types default (transformers' or the model_type file's).
+    """
+    val = res.resolve("layer_types")
+    key = val.keys[0] if val.keys else res.cite("layer_types")
+    pattern = args.get("pattern")
+    if pattern and val.how not in ("explicit", "alias"):
+        from .schema import _MISSING, lookup
+
+        raw = lookup(res.text, pattern["key"])
+        if raw is not _MISSING and raw is not None:
+            key = res.cite(pattern["key"])
+            if not isinstance(raw, str):
+                raise SlotdiffError(res.raw.name, "expected a string of layer codes", key=key)
+            bad = [ch for ch in raw if ch not in pattern["map"]]
+            if bad:
+                raise SlotdiffError(res.raw.name, f"unknown layer code {bad[0]!r}", key=key)
+            return [pattern["map"][ch] for ch in raw], key
+    types = val.value
+    if types is not None and not isinstance(types, list):
+        raise SlotdiffError(res.raw.name, "expected a list of layer types", key=key)
+    return types, key
+
+
 @rule("layer_types")
 def _layer_types(res: Resolver, layers: list[LayerSpec], args: dict[str, Any]) -> list[LayerSpec]:
-    """Per-layer kinds from ``layer_types`` (transformers' own per-layer list)."""
-    types = _get(res, "layer_types")
+    """Per-layer kinds from ``layer_types`` (transformers' own per-layer list).
+
+    ``kinds`` (optional) maps a family's type strings to layer attributes, on top of
+    LAYER_TYPE_KINDS (Nemotron-H's "linear_attention" is a mamba2 layer, its "moe" an
+    FFN-only layer); ``pattern`` reads a character pattern instead (see layer_type_list).
+    """
+    types, key = layer_type_list(res, args)
     if not types:
         return layers
-    key = res.resolve("layer_types").keys[0] if res.resolve("layer_types").keys else "layer_types"
     if len(types) != len(layers):
         raise SlotdiffError(res.raw.name, f"has {len(types)} entries for {len(layers)} layers", key=key)
     window = _window(res) if args.get("window_needs_switch", True) else _get(res, "sliding_window")
     attention = args.get("attention", res.spec.get("attention", "attention"))
+    kinds = {**LAYER_TYPE_KINDS, **args.get("kinds", {})}
     out = []
     for spec, kind in zip(layers, types, strict=True):
-        what = LAYER_TYPE_KINDS.get(kind) if isinstance(kind, str) else None
+        what = kinds.get(kind) if isinstance(kind, str) else None
         if what is None:
             raise SlotdiffError(res.raw.name, f"unknown layer type {kind!r}", key=key)
         mixer = what["mixer"]
@@ -96,6 +158,8 @@ def _layer_types(res: Resolver, layers: list[LayerSpec], args: dict[str, Any]) -
             changes["chunk"] = _get(res, "attention_chunk_size")
         if mixer == "linear_attention":
             changes["variant"] = res.spec.get("linear_variant")
+        rest = {k: v for k, v in what.items() if k not in ("mixer", "window", "chunk")}
+        changes.update(_values(res, spec, rest))
         out.append(replace(spec, **changes))
     res.layer_types_applied = True
     return out
@@ -175,15 +239,7 @@ def _index_list(res: Resolver, layers: list[LayerSpec], args: dict[str, Any]) ->
             res.raw.name, f"layer index {bad[0] + base} out of range", key=res.cite(args["key"])
         )
     on, off = args.get("set", {}), args.get("else")
-    out = []
-    for s in layers:
-        if s.index in chosen:
-            out.append(replace(s, **on))
-        elif off is not None:
-            out.append(replace(s, **off))
-        else:
-            out.append(s)
-    return out
+    return [_set(res, s, on if s.index in chosen else off) for s in layers]
 
 
 @rule("char_pattern")
@@ -209,13 +265,20 @@ def _char_pattern(res: Resolver, layers: list[LayerSpec], args: dict[str, Any]) 
 
 @rule("period")
 def _period(res: Resolver, layers: list[LayerSpec], args: dict[str, Any]) -> list[LayerSpec]:
-    """``set`` on layers where ``i % period == offset`` (Jamba attention and expert layers)."""
-    period = _raw(res, args["period"])
-    offset = _raw(res, args["offset"]) or 0
+    """``set`` on layers where ``i % period == offset`` (Jamba attention and expert layers).
+
+    ``period`` and ``offset`` are config keys (read with transformers' defaults) or ints.
+    """
+
+    def read(arg: Any) -> Any:
+        return arg if isinstance(arg, int) else _raw(res, arg)
+
+    period = read(args["period"])
+    offset = read(args.get("offset", 0)) or 0
     if not period:
         return layers
     on, off = args.get("set", {}), args.get("else", {})
-    return [replace(s, **(on if s.index % period == offset else off)) for s in layers]
+    return [_set(res, s, on if s.index % period == offset else off) for s in layers]
 
 
 @rule("moe")
@@ -281,10 +344,88 @@ def _chunked(res: Resolver, layers: list[LayerSpec], args: dict[str, Any]) -> li
 @rule("all")
 def _all(res: Resolver, layers: list[LayerSpec], args: dict[str, Any]) -> list[LayerSpec]:
     """Set the same attributes on every layer (e.g. DSA indexer on all layers)."""
-    when = args.get("when")
-    if when and not _get(res, when):
+    return [_set(res, s, args["set"]) for s in layers]
+
+
+@rule("where")
+def _where(res: Resolver, layers: list[LayerSpec], args: dict[str, Any]) -> list[LayerSpec]:
+    """``set`` on layers where ``expr`` (over ``i`` and canonical fields) holds, else ``else``.
+
+    Restates a config class's computed default layout, e.g. MiniMax's
+    ``"full_attention" if (i + 1) % 2 else "linear_attention"``.
+    """
+    on, off = args.get("set", {}), args.get("else")
+    out = []
+    for s in layers:
+        hit = bool(res.evaluate(args["expr"], {"i": s.index}))
+        out.append(_set(res, s, on if hit else off))
+    return out
+
+
+@rule("set_where")
+def _set_where(res: Resolver, layers: list[LayerSpec], args: dict[str, Any]) -> list[LayerSpec]:
+    """``set`` on layers whose attributes equal ``match`` (e.g. Gemma 4's global layers:
+    ``{"mixer": "attention", "window": null}`` get the global head_dim)."""
+    match: dict[str, Any] = args.get("match", {})
+    return [
+        _set(res, s, args["set"]) if all(getattr(s, k) == v for k, v in match.items()) else s
+        for s in layers
+    ]
+
+
+@rule("last_n")
+def _last_n(res: Resolver, layers: list[LayerSpec], args: dict[str, Any]) -> list[LayerSpec]:
+    """``set`` on the last N layers, N read from config key ``key`` (Gemma 4 KV-shared layers)."""
+    n = _raw(res, args["key"]) or 0
+    if not isinstance(n, int) or n < 0 or n > len(layers):
+        raise SlotdiffError(
+            res.raw.name, f"expected 0..{len(layers)} layers, got {n!r}", key=res.cite(args["key"])
+        )
+    first = len(layers) - n
+    return [_set(res, s, args["set"]) if s.index >= first else s for s in layers]
+
+
+@rule("ffn_types")
+def _ffn_types(res: Resolver, layers: list[LayerSpec], args: dict[str, Any]) -> list[LayerSpec]:
+    """Per-layer FFN kind from a list key, through ``map`` (Kimi Linear ``mlp_layer_types``:
+    dense / sparse)."""
+    types = _raw(res, args["key"])
+    if types is None:
         return layers
-    return [replace(s, **args["set"]) for s in layers]
+    key = res.cite(args["key"])
+    if not isinstance(types, list) or len(types) != len(layers):
+        raise SlotdiffError(res.raw.name, f"expected a list of {len(layers)} FFN types", key=key)
+    out = []
+    for s, kind in zip(layers, types, strict=True):
+        if kind not in args["map"]:
+            raise SlotdiffError(res.raw.name, f"unknown FFN type {kind!r}", key=key)
+        out.append(replace(s, ffn=args["map"][kind]))
+    return out
+
+
+@rule("cycle")
+def _cycle(res: Resolver, layers: list[LayerSpec], args: dict[str, Any]) -> list[LayerSpec]:
+    """Number the layers where ``attr`` is set 0, 1, ... modulo the config key ``period``.
+
+    Zamba2 ties its shared transformer blocks in a cycle of ``num_mem_blocks``: the k-th
+    hybrid layer uses block ``k % num_mem_blocks``.
+    """
+    attr = args["attr"]
+    period = _raw(res, args["period"]) or 1
+    if not isinstance(period, int) or period < 1:
+        raise SlotdiffError(
+            res.raw.name,
+            f"must be a positive integer, got {period!r}",
+            key=res.cite(args["period"]),
+        )
+    out, k = [], 0
+    for s in layers:
+        if getattr(s, attr) is None:
+            out.append(s)
+            continue
+        out.append(replace(s, **{attr: k % period}))
+        k += 1
+    return out
 
 
 @rule("dense_width")
@@ -296,9 +437,46 @@ def _dense_width(res: Resolver, layers: list[LayerSpec], args: dict[str, Any]) -
     return [replace(s, d_ff=w) for s, w in zip(layers, widths, strict=True)]
 
 
+DEFAULT_STEPS: list[dict[str, Any]] = [
+    {"rule": "layer_types"},
+    {"rule": "sliding_all"},
+    {"rule": "moe", "style": "every"},
+]
+
+
+def counted_layers(res: Resolver) -> int | None:
+    """The layer count a ``"count": true`` layer_types step fixes, if any.
+
+    Some families build one layer per entry of their layer list and ignore
+    num_hidden_layers (Nemotron-H, Zamba2); that step says so in the model_type file.
+    """
+    for step in res.spec.get("layers", DEFAULT_STEPS):
+        if step.get("count") and step["rule"] == "layer_types":
+            types, _ = layer_type_list(res, step)
+            if types:
+                return len(types)
+    return None
+
+
 def layout(res: Resolver) -> tuple[LayerSpec, ...]:
-    """Build the per-layer specs for a resolved config."""
+    """Build the per-layer specs for a resolved config.
+
+    Any step may carry ``when`` (an expression over canonical fields: the step runs only when
+    it holds) and ``unless_layer_types`` (skip the step when a layer_types step already laid
+    the layers out: a default pattern that an explicit list overrides).
+    """
     n = res.resolve("n_layers").value
+    counted = counted_layers(res)
+    if counted is not None and counted != n:
+        if isinstance(n, int):
+            res.notes.append(
+                f"{res.key_of('n_layers')} says {n} but the layer list has {counted} entries; "
+                f"transformers builds {counted} layers"
+            )
+        n = counted
+        res.values["n_layers"] = replace(
+            res.values["n_layers"], value=n, how="derived", note="length of the layer list"
+        )
     if not isinstance(n, int) or n <= 0:
         raise SlotdiffError(res.raw.name, "missing or invalid layer count", key=res.cite("num_hidden_layers"))
     if n > 100_000:
@@ -309,12 +487,13 @@ def layout(res: Resolver) -> tuple[LayerSpec, ...]:
     ffn = res.spec.get("ffn", "dense")
     layers = [LayerSpec(index=i, mixer=mixer, ffn=ffn) for i in range(n)]
     res.layer_types_applied = False
-    for step in res.spec.get(
-        "layers",
-        [{"rule": "layer_types"}, {"rule": "sliding_all"}, {"rule": "moe", "style": "every"}],
-    ):
+    for step in res.spec.get("layers", DEFAULT_STEPS):
         name = step["rule"]
         if name not in RULES:
             raise ValueError(f"key map names unknown layer rule {name!r}")
+        if not _when(res, step.get("when")):
+            continue
+        if step.get("unless_layer_types") and res.layer_types_applied:
+            continue
         layers = RULES[name](res, layers, step)
     return tuple(layers)

@@ -99,19 +99,39 @@ _OPS = {
     ast.Mult: operator.mul,
     ast.FloorDiv: operator.floordiv,
     ast.Div: operator.truediv,
+    ast.Mod: operator.mod,
 }
+
+_CMP = {
+    ast.Eq: operator.eq,
+    ast.NotEq: operator.ne,
+    ast.Lt: operator.lt,
+    ast.LtE: operator.le,
+    ast.Gt: operator.gt,
+    ast.GtE: operator.ge,
+}
+
+# Functions a derivation may call; each maps None to None like the operators do.
+FUNCTIONS: dict[str, Any] = {"int": int, "len": len, "ceil": math.ceil}
 
 
 def evaluate(expr: str, env: Mapping[str, Any]) -> Any:
-    """Evaluate a key-map derivation such as ``d_model // n_heads`` (names, ints, + - * / //).
+    """Evaluate a key-map derivation such as ``d_model // n_heads``.
 
-    Returns None when a name it needs is unknown; never executes anything else.
+    Allowed: names, numbers and strings, ``+ - * / // %``, comparisons, ``and``/``or``/``not``,
+    ``a if cond else b``, ``x is None`` / ``x is not None`` and the calls in FUNCTIONS
+    (``int``, ``len``, ``ceil``): enough to restate a config class's ``__post_init__``
+    arithmetic. An unknown name is None, and arithmetic on None gives None (the value is
+    then unknown); only ``is None`` tests and conditionals look at None. Never executes
+    anything else.
     """
 
     def ev(node: ast.AST) -> Any:
         if isinstance(node, ast.Expression):
             return ev(node.body)
-        if isinstance(node, ast.Constant) and isinstance(node.value, (int, float)):
+        if isinstance(node, ast.Constant) and (
+            node.value is None or isinstance(node.value, (int, float, bool, str))
+        ):
             return node.value
         if isinstance(node, ast.Name):
             return env.get(node.id)
@@ -119,12 +139,53 @@ def evaluate(expr: str, env: Mapping[str, Any]) -> Any:
             left, right = ev(node.left), ev(node.right)
             if left is None or right is None:
                 return None
-            if isinstance(node.op, (ast.FloorDiv, ast.Div)) and right == 0:
+            if isinstance(node.op, (ast.FloorDiv, ast.Div, ast.Mod)) and right == 0:
                 return None
             return _OPS[type(node.op)](left, right)
+        if isinstance(node, ast.UnaryOp) and isinstance(node.op, (ast.Not, ast.USub)):
+            value = ev(node.operand)
+            if isinstance(node.op, ast.Not):
+                return not value
+            return None if value is None else -value
+        if isinstance(node, ast.BoolOp):
+            values = [ev(v) for v in node.values]
+            return all(values) if isinstance(node.op, ast.And) else any(values)
+        if isinstance(node, ast.IfExp):
+            return ev(node.body) if ev(node.test) else ev(node.orelse)
+        if isinstance(node, ast.Compare) and len(node.ops) == 1:
+            left, right = ev(node.left), ev(node.comparators[0])
+            op = node.ops[0]
+            if isinstance(op, ast.Is):
+                return left is right
+            if isinstance(op, ast.IsNot):
+                return left is not right
+            if type(op) in _CMP:
+                if left is None or right is None:
+                    return None
+                return _CMP[type(op)](left, right)
+        if (
+            isinstance(node, ast.Call)
+            and isinstance(node.func, ast.Name)
+            and node.func.id in FUNCTIONS
+            and len(node.args) == 1
+            and not node.keywords
+        ):
+            arg = ev(node.args[0])
+            return None if arg is None else FUNCTIONS[node.func.id](arg)
         raise ValueError(f"unsupported expression {expr!r}")
 
     return ev(ast.parse(expr, mode="eval"))
+
+
+def expression_names(expr: str) -> set[str]:
+    """The field names an expression reads (function names excluded)."""
+    tree = ast.parse(expr, mode="eval")
+    calls = {
+        n.func.id
+        for n in ast.walk(tree)
+        if isinstance(n, ast.Call) and isinstance(n.func, ast.Name)
+    }
+    return {n.id for n in ast.walk(tree) if isinstance(n, ast.Name) and n.id not in calls}
 
 
 _TYPES: dict[str, tuple[type, ...]] = {
@@ -185,7 +246,13 @@ class Resolver:
             if sub and not self.text.get("model_type"):
                 self.model_type = sub
                 self.spec = model_type_spec(sub) or {}
-        self.defaults = transformers_defaults().get(self.spec.get("defaults_from", self.model_type), {})
+        # transformers' dataclass defaults, then what the config class's __post_init__ sets
+        # when a key is absent (a model_type file's "defaults", e.g. a popped kwarg's default
+        # or a computed default layer list), which the dataclass fields cannot show.
+        self.defaults = {
+            **transformers_defaults().get(self.spec.get("defaults_from", self.model_type), {}),
+            **self.spec.get("defaults", {}),
+        }
         self.values: dict[str, Value] = {}
         self.notes: list[str] = []
         self.layer_types_applied = False
@@ -302,15 +369,20 @@ class Resolver:
         return UNKNOWN
 
     def _derive(self, name: str, expr: str) -> Any:
-        env = {}
-        tree = ast.parse(expr, mode="eval")
-        for node in ast.walk(tree):
-            if isinstance(node, ast.Name):
-                env[node.id] = self.resolve(node.id).value
-        value = evaluate(expr, env)
-        if isinstance(value, float) and value.is_integer() and self.field_spec(name).get("type") == "integer":
+        value = self.evaluate(expr)
+        if (
+            isinstance(value, float)
+            and value.is_integer()
+            and self.field_spec(name).get("type") == "integer"
+        ):
             value = int(value)
         return value
+
+    def evaluate(self, expr: str, extra: Mapping[str, Any] | None = None) -> Any:
+        """Evaluate ``expr`` over resolved canonical fields (and ``extra`` names)."""
+        extra = extra or {}
+        env = {n: extra[n] if n in extra else self.resolve(n).value for n in expression_names(expr)}
+        return evaluate(expr, env)
 
     def unknown_keys(self) -> tuple[str, ...]:
         known = known_keys()
@@ -327,18 +399,40 @@ def resolve_all(raw: RawConfig) -> Resolver:
         res.resolve(name)
     for name in res.spec.get("const", {}):
         res.resolve(name)
+    res.values["unsupported"] = _unsupported(res)
     return res
+
+
+def _unsupported(res: Resolver) -> Value:
+    """A structure the config names that the model_type's implementation does not build.
+
+    A model_type file's ``unsupported`` list holds ``{"key": ..., "reason": ...}``: when the
+    key is present and truthy the config describes something (remote code, a newer variant)
+    whose tensors slotdiff cannot verify, so parameter counting refuses with that reason.
+    """
+    hits = [
+        (item["key"], item["reason"])
+        for item in res.spec.get("unsupported", [])
+        if lookup(res.text, item["key"]) not in (_MISSING, None, False, 0)
+    ]
+    if not hits:
+        return Value(None, "model_type")
+    keys = tuple(res.cite(k) for k, _ in hits)
+    reasons = "; ".join(dict.fromkeys(r for _, r in hits))
+    return Value(reasons, "explicit", keys, reasons)
 
 
 def build(raw: RawConfig) -> Architecture:
     """Read ``raw`` into an Architecture (dims, per-layer specs, provenance)."""
-    from .layers import layout
+    from .layers import counted_layers, layout
     from .vision import read_vision
 
     res = resolve_all(raw)
     for required in ("d_model", "n_layers", "vocab"):
         if not res.values[required].known or res.values[required].value is None:
             if res.spec.get("no_" + required):
+                continue
+            if required == "n_layers" and counted_layers(res) is not None:
                 continue
             aliases = ", ".join(res.aliases(required)[:3])
             raise SlotdiffError(raw.name, f"missing {required} (looked for {aliases})")

@@ -139,7 +139,8 @@ def _num(x: float | int | None) -> str:
 
 
 def attention_layers(arch: Architecture) -> list[Any]:
-    return [s for s in arch.layers if s.mixer in ("attention", "mla")]
+    """Layers that run softmax attention (their own, or a weight-shared block's)."""
+    return [s for s in arch.layers if s.mixer in ("attention", "mla") or s.shared_block is not None]
 
 
 # ------------------------------------------------------------------------ facet rules
@@ -305,26 +306,28 @@ def _range(arch: Architecture) -> Fill:
 def _mixer(arch: Architecture) -> Fill:
     ev = _Ev(arch)
     counts = Counter(s.mixer for s in arch.layers if s.mixer)
+    recurrent = [
+        s for s in arch.layers if s.mixer not in ("attention", "mla", "cross_attention", None)
+    ]
     variants = sorted(
-        {
-            s.variant or s.mixer
-            for s in arch.layers
-            if s.mixer not in ("attention", "mla", "cross_attention", None)
-        }
+        {s.variant or s.mixer for s in recurrent} | {s.parallel for s in arch.layers if s.parallel}
     )
-    n_attn = counts.get("attention", 0) + counts.get("mla", 0)
-    other = sum(v for k, v in counts.items() if k not in ("attention", "mla", "cross_attention"))
+    n_attn = len(attention_layers(arch))
+    other = len(recurrent)
+    parallel = [s for s in arch.layers if s.parallel]
+    shared = [s for s in arch.layers if s.shared_block is not None]
     if counts.get("cross_attention"):
         ev.use("cross_attention_layers")
-    if other == 0:
+    if not variants:
         extra = (
             f", {counts['cross_attention']} cross-attention layers" if counts.get("cross_attention") else ""
         )
         return ev.fill("attention.mixer", "softmax", f"softmax attention in every layer{extra}")
     ev.use("layer_types")
     names = ", ".join(v.replace("_", " ") for v in variants)
+    linear = any(v not in ("mamba", "mamba2") for v in variants)
     if n_attn == 0:
-        kind = "ssm" if all(v.startswith("mamba") for v in variants) else "recurrent"
+        kind = "ssm" if not linear else "recurrent"
         return ev.fill(
             "attention.mixer",
             kind,
@@ -332,13 +335,25 @@ def _mixer(arch: Architecture) -> Fill:
             {"mixers": tuple(variants)},
             {"recurrent_layers": other},
         )
-    linear = any(v not in ("mamba", "mamba2") for v in variants)
     kind = "linear-hybrid" if linear else "ssm-hybrid"
+    if parallel:
+        detail = f"hybrid: attention and {names} side by side in {len(parallel)} layers"
+        if len(parallel) < n_attn:
+            detail += f", attention alone in {n_attn - len(parallel)}"
+        other = len(parallel)
+    elif shared:
+        blocks = len({s.shared_block for s in shared})
+        detail = (
+            f"hybrid: {other} {names} layers, {len(shared)} of them after a weight-shared "
+            f"attention block ({blocks} distinct)"
+        )
+    else:
+        detail = f"hybrid: {other} {names} + {n_attn} attention layers ({other}:{n_attn})"
     return ev.fill(
         "attention.mixer",
         kind,
-        f"hybrid: {other} {names} + {n_attn} attention layers ({other}:{n_attn})",
-        {"mixers": tuple(variants)},
+        detail,
+        {"mixers": tuple(variants), "parallel": bool(parallel), "shared_blocks": bool(shared)},
         {"recurrent_layers": other, "attention_layers": n_attn},
     )
 
@@ -389,6 +404,8 @@ GATED_NAMES = {
 
 def _activation(arch: Architecture) -> Fill:
     ev = _Ev(arch)
+    if not any(s.ffn or s.ffn2 or s.shared_block is not None for s in arch.layers):
+        return ev.fill("ffn.activation", "none", "no FFN sublayers (mixer-only blocks)")
     act = ev.use("activation") or "unknown"
     gated = bool(ev.use("ffn_gated"))
     d = arch.get("d_model")
@@ -412,9 +429,11 @@ def _activation(arch: Architecture) -> Fill:
 
 def _experts(arch: Architecture) -> Fill:
     ev = _Ev(arch)
-    moe = [s for s in arch.layers if s.ffn == "moe"]
+    moe = [s for s in arch.layers if s.ffn == "moe" or s.ffn2 == "moe"]
     if not moe:
         ffn_layers = [s for s in arch.layers if s.ffn]
+        if not ffn_layers and any(s.shared_block is not None for s in arch.layers):
+            return ev.fill("ffn.experts", "dense", "one dense FFN, inside the weight-shared block")
         if not ffn_layers:
             return ev.fill("ffn.experts", "none", "no FFN sublayers (mixer-only blocks)")
         return ev.fill("ffn.experts", "dense", "one dense FFN per layer")
@@ -433,7 +452,17 @@ def _experts(arch: Architecture) -> Fill:
     elif shared_width:
         ev.use("d_ff_shared")
         detail += " + shared expert"
+    zero = arch.get("n_zero_experts") or 0
+    if zero:
+        ev.use("n_zero_experts")
+        detail += f" + {zero} zero-compute experts"
     detail += f", expert width {width}"
+    beside = any(s.ffn2 == "moe" and s.ffn == "dense" for s in moe)
+    if beside:
+        detail += ", beside the dense FFN"
+        dense_layers = [s for s in arch.layers if s.ffn == "dense" and s.ffn2 != "moe"]
+        interleave = bool(dense_layers)
+        dense_first = False
     if dense_first:
         detail += f", first {first} layers dense"
     elif interleave:
@@ -442,7 +471,12 @@ def _experts(arch: Architecture) -> Fill:
         "ffn.experts",
         "moe",
         detail,
-        {"shared": has_shared, "dense_first": dense_first, "interleave": interleave},
+        {
+            "shared": has_shared,
+            "dense_first": dense_first,
+            "interleave": interleave,
+            "beside_dense": beside,
+        },
         {
             "experts": e,
             "top_k": k,
@@ -455,7 +489,7 @@ def _experts(arch: Architecture) -> Fill:
 
 def _ffn_bias(arch: Architecture) -> Fill:
     ev = _Ev(arch)
-    if not any(s.ffn for s in arch.layers):
+    if not any(s.ffn or s.shared_block is not None for s in arch.layers):
         return ev.fill("ffn.bias", "none", "no FFN sublayers")
     if ev.use("ffn_bias"):
         return ev.fill("ffn.bias", "bias", "bias on the FFN matrices")

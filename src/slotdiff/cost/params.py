@@ -121,6 +121,9 @@ def _attention(b: _Builder, n: int, layer: LayerSpec) -> None:
             f"{mod}.qkv_proj",
             slot,
         )
+    elif layer.kv_shared:
+        # K/V come from an earlier layer: only the query side has weights here.
+        b.add("attention/q", q_out, d, n, "linear", f"{mod}.q_proj", slot)
     else:
         b.add("attention/q", q_out, d, n, "linear", f"{mod}.q_proj", slot)
         b.add("attention/k", g * hd, d, n, "linear", f"{mod}.k_proj", slot)
@@ -128,9 +131,11 @@ def _attention(b: _Builder, n: int, layer: LayerSpec) -> None:
             b.add("attention/v", g * hv, d, n, "linear", f"{mod}.v_proj", slot)
     b.add("attention/o", d, h * hv, n, "linear", f"{mod}.o_proj", slot)
     if a.get("qkv_bias"):
+        has_v = not a.get("k_eq_v") or layer.window is not None
+        kv_bias = 0 if layer.kv_shared else g * hd + (g * hv if has_v else 0)
         b.add(
             "attention/qkv.bias",
-            q_out + g * hd + g * hv,
+            q_out + kv_bias,
             1,
             n,
             "vector",
@@ -145,7 +150,8 @@ def _attention(b: _Builder, n: int, layer: LayerSpec) -> None:
             b.add("attention/k_norm", g * hd, 1, n, "vector", f"{mod}.k_norm", slot)
         else:
             b.add("attention/q_norm", hd, 1, n, "vector", f"{mod}.q_norm", slot)
-            b.add("attention/k_norm", hd, 1, n, "vector", f"{mod}.k_norm", slot)
+            if not layer.kv_shared:
+                b.add("attention/k_norm", hd, 1, n, "vector", f"{mod}.k_norm", slot)
     if a.get("sinks"):
         b.add("attention/sinks", h, 1, n, "vector", f"{mod}.sinks", slot)
 
@@ -159,6 +165,7 @@ def _mla(b: _Builder, n: int, layer: LayerSpec) -> None:
         _int(a, "qk_nope_head_dim"),
     )
     hv = _int(a, "v_head_dim")
+    qk = a.get("qk_head_dim") or nope + rope
     q_rank = a.get("q_lora_rank")
     mod = "model.layers.0.self_attn"
     slot = "attention"
@@ -168,7 +175,7 @@ def _mla(b: _Builder, n: int, layer: LayerSpec) -> None:
         b.add("attention/q_a_norm", q_rank, 1, n, "vector", f"{mod}.q_a_layernorm", slot)
         b.add(
             "attention/q_b",
-            h * (nope + rope),
+            h * qk,
             q_rank,
             n,
             "linear",
@@ -178,7 +185,7 @@ def _mla(b: _Builder, n: int, layer: LayerSpec) -> None:
         if bias:
             b.add("attention/q_a.bias", q_rank, 1, n, "vector", f"{mod}.q_a_proj", slot)
     else:
-        b.add("attention/q", h * (nope + rope), d, n, "linear", f"{mod}.q_proj", slot)
+        b.add("attention/q", h * qk, d, n, "linear", f"{mod}.q_proj", slot)
     b.add("attention/kv_a", kv_rank + rope, d, n, "linear", f"{mod}.kv_a_proj_with_mqa", slot)
     b.add("attention/kv_a_norm", kv_rank, 1, n, "vector", f"{mod}.kv_a_layernorm", slot)
     b.add("attention/kv_b", h * (nope + hv), kv_rank, n, "linear", f"{mod}.kv_b_proj", slot)
@@ -228,11 +235,14 @@ def _mla(b: _Builder, n: int, layer: LayerSpec) -> None:
 
 
 def _linear_attention(b: _Builder, n: int, layer: LayerSpec) -> None:
+    """Linear-attention layers; ``layer.variant`` picks the tensor set."""
     a = b.arch
     variant = layer.variant or "gated_deltanet"
     d = _int(a, "d_model")
     mod = "model.layers.0.linear_attn"
     if variant == "gated_deltanet":
+        # Gated DeltaNet (Qwen3-Next, Qwen3.5): q/k/v/z projections (fused or split), a
+        # depthwise conv over q/k/v, per-v-head decay (A_log, dt_bias), a gated RMSNorm.
         nk, nv = _int(a, "linear_n_k_heads"), _int(a, "linear_n_v_heads")
         dk, dv = _int(a, "linear_k_head_dim"), _int(a, "linear_v_head_dim")
         kernel = _int(a, "linear_conv_kernel")
@@ -258,6 +268,37 @@ def _linear_attention(b: _Builder, n: int, layer: LayerSpec) -> None:
         b.add("attention/linear.norm", dv, 1, n, "vector", f"{mod}.norm")
         b.add("attention/linear.out", d, value, n, "linear", f"{mod}.out_proj")
         return
+    if variant == "lightning":
+        # Lightning attention (MiniMax-01): fused qkv over the softmax layers' heads, a
+        # sigmoid output gate, an RMSNorm over all heads; decay rates are buffers.
+        h, hd = _int(a, "n_heads"), _int(a, "head_dim")
+        mod = "model.layers.0.self_attn"
+        b.add("attention/linear.qkv", 3 * h * hd, d, n, "linear", f"{mod}.qkv_proj")
+        b.add("attention/linear.gate", h * hd, d, n, "linear", f"{mod}.output_gate")
+        b.add("attention/linear.norm", h * hd, 1, n, "vector", f"{mod}.norm")
+        b.add("attention/linear.out", d, h * hd, n, "linear", f"{mod}.out_proj")
+        return
+    if variant == "kda":
+        # Kimi Delta Attention (Kimi Linear): q/k/v, a depthwise conv over them, a low-rank
+        # per-channel forget gate (f_a, f_b, dt_bias, per-head A_log), a beta projection, a
+        # low-rank output gate (g_a, g_b) into a gated RMSNorm.
+        nh, hd = _int(a, "linear_n_v_heads"), _int(a, "linear_v_head_dim")
+        kernel = _int(a, "linear_conv_kernel")
+        proj = nh * hd
+        mod = "model.layers.0.self_attn"
+        for name in ("q", "k", "v"):
+            b.add(f"attention/linear.{name}", proj, d, n, "linear", f"{mod}.{name}_proj")
+        b.add("attention/linear.conv", 3 * proj, kernel, n, "conv", f"{mod}.conv1d")
+        b.add("attention/linear.f_a", hd, d, n, "linear", f"{mod}.forget_gate.f_a_proj")
+        b.add("attention/linear.f_b", proj, hd, n, "linear", f"{mod}.forget_gate.f_b_proj")
+        b.add("attention/linear.dt_bias", proj, 1, n, "vector", f"{mod}.forget_gate.dt_bias")
+        b.add("attention/linear.A_log", nh, 1, n, "vector", f"{mod}.forget_gate.A_log")
+        b.add("attention/linear.beta", nh, d, n, "linear", f"{mod}.b_proj")
+        b.add("attention/linear.g_a", hd, d, n, "linear", f"{mod}.g_a_proj")
+        b.add("attention/linear.g_b", proj, hd, n, "linear", f"{mod}.g_b_proj")
+        b.add("attention/linear.norm", hd, 1, n, "vector", f"{mod}.o_norm")
+        b.add("attention/linear.out", d, proj, n, "linear", f"{mod}.o_proj")
+        return
     raise Unsupported(
         a.name,
         f"cannot count parameters of {variant.replace('_', ' ')} layers yet",
@@ -266,43 +307,39 @@ def _linear_attention(b: _Builder, n: int, layer: LayerSpec) -> None:
 
 
 def _mamba(b: _Builder, n: int, version: int) -> None:
+    """Mamba-1 (selective scan, per-channel state) or Mamba-2 (per-head scalar decay)."""
     a = b.arch
     d = _int(a, "d_model")
     mod = "model.layers.0.mixer"
     kernel = _int(a, "ssm_conv_kernel")
     state = _int(a, "ssm_state")
+    inner = _int(a, "ssm_inner")
     conv_bias = bool(a.get("ssm_conv_bias"))
     proj_bias = bool(a.get("ssm_proj_bias"))
+    out_bias = bool(a.get("ssm_out_bias"))
     if version == 2:
-        heads, hdim = _int(a, "ssm_n_heads"), _int(a, "ssm_head_dim")
-        groups = _int(a, "ssm_n_groups")
-        inner = heads * hdim
+        heads, groups = _int(a, "ssm_n_heads"), _int(a, "ssm_n_groups")
         conv_dim = inner + 2 * groups * state
-        b.add("attention/ssm.in_proj", inner + conv_dim + heads, d, n, "linear", f"{mod}.in_proj")
+        width = inner + conv_dim + heads  # z, x/B/C, dt
+        b.add("attention/ssm.in_proj", width, d, n, "linear", f"{mod}.in_proj")
         if proj_bias:
-            b.add(
-                "attention/ssm.in_proj.bias",
-                inner + conv_dim + heads,
-                1,
-                n,
-                "vector",
-                f"{mod}.in_proj",
-            )
+            b.add("attention/ssm.in_proj.bias", width, 1, n, "vector", f"{mod}.in_proj")
         b.add("attention/ssm.conv", conv_dim, kernel, n, "conv", f"{mod}.conv1d")
         if conv_bias:
             b.add("attention/ssm.conv.bias", conv_dim, 1, n, "vector", f"{mod}.conv1d")
         for name in ("dt_bias", "A_log", "D"):
             b.add(f"attention/ssm.{name}", heads, 1, n, "vector", f"{mod}.{name}")
-        b.add("attention/ssm.norm", inner, 1, n, "vector", f"{mod}.norm")
+        if a.get("ssm_norm", True):
+            b.add("attention/ssm.norm", inner, 1, n, "vector", f"{mod}.norm")
         b.add("attention/ssm.out_proj", d, inner, n, "linear", f"{mod}.out_proj")
-        if proj_bias:
+        if out_bias:
             b.add("attention/ssm.out_proj.bias", d, 1, n, "vector", f"{mod}.out_proj")
         return
-    expand = a.get("ssm_expand")
-    inner = int(expand * d) if expand else _int(a, "ssm_inner")
     dt_rank = a.get("ssm_dt_rank")
     if dt_rank in (None, "auto"):
         dt_rank = -(-d // 16)
+    if not isinstance(dt_rank, int):
+        raise Unsupported(a.name, f"cannot read Δ rank {dt_rank!r}", key=a.key("ssm_dt_rank"))
     b.add("attention/ssm.in_proj", 2 * inner, d, n, "linear", f"{mod}.in_proj")
     if proj_bias:
         b.add("attention/ssm.in_proj.bias", 2 * inner, 1, n, "vector", f"{mod}.in_proj")
@@ -315,11 +352,96 @@ def _mamba(b: _Builder, n: int, version: int) -> None:
     b.add("attention/ssm.A_log", inner, state, n, "vector", f"{mod}.A_log")
     b.add("attention/ssm.D", inner, 1, n, "vector", f"{mod}.D")
     b.add("attention/ssm.out_proj", d, inner, n, "linear", f"{mod}.out_proj")
-    if proj_bias:
+    if out_bias:
         b.add("attention/ssm.out_proj.bias", d, 1, n, "vector", f"{mod}.out_proj")
     if a.get("ssm_inner_norms"):
         b.add("attention/ssm.dt_norm", dt_rank, 1, n, "vector", f"{mod}.dt_layernorm")
         b.add("attention/ssm.bc_norm", state, 1, 2 * n, "vector", f"{mod}.b_layernorm")
+
+
+def _short_conv(b: _Builder, n: int) -> None:
+    """Gated short convolution (LFM2): in_proj to B, C, x; depthwise conv; out_proj."""
+    a = b.arch
+    d = _int(a, "d_model")
+    kernel = _int(a, "short_conv_kernel")
+    bias = bool(a.get("short_conv_bias"))
+    mod = "model.layers.0.conv"
+    b.add("attention/conv.in_proj", 3 * d, d, n, "linear", f"{mod}.in_proj")
+    b.add("attention/conv.conv", d, kernel, n, "conv", f"{mod}.conv")
+    b.add("attention/conv.out_proj", d, d, n, "linear", f"{mod}.out_proj")
+    if bias:
+        b.add("attention/conv.in_proj.bias", 3 * d, 1, n, "vector", f"{mod}.in_proj")
+        b.add("attention/conv.conv.bias", d, 1, n, "vector", f"{mod}.conv")
+        b.add("attention/conv.out_proj.bias", d, 1, n, "vector", f"{mod}.out_proj")
+
+
+def _mixer(b: _Builder, n: int, kind: str | None, layer: LayerSpec) -> None:
+    """The tensors of ``n`` sequence mixers of ``kind`` shaped like ``layer``."""
+    if kind == "attention":
+        _attention(b, n, layer)
+    elif kind == "mla":
+        _mla(b, n, layer)
+    elif kind == "linear_attention":
+        _linear_attention(b, n, layer)
+    elif kind in ("mamba", "mamba2"):
+        _mamba(b, n, 2 if kind == "mamba2" else 1)
+    elif kind == "conv":
+        _short_conv(b, n)
+    elif kind is not None:
+        raise Unsupported(
+            b.arch.name,
+            f"cannot count parameters of {kind} layers yet",
+            key=b.arch.key("layer_types"),
+        )
+
+
+def _shared_blocks(b: _Builder, layers: tuple[LayerSpec, ...]) -> None:
+    """Weight-shared attention+MLP blocks (Zamba2), counted once per distinct block.
+
+    Each block: softmax attention whose input is ``attn_in_width`` wide (Zamba2 feeds the
+    hidden state concatenated with the original embeddings), a gated MLP, an input norm of
+    that width and a pre-FFN norm. Every use of a block adds its own LoRA-style adapters of
+    rank ``shared_adapter_rank`` (on the MLP's gate/up projection, and on q/k/v when
+    ``shared_attn_adapters``) and a d×d linear mapping the block's output into the layer.
+    The adapters are sized by ``shared_block_users`` when the config lists it (transformers
+    keeps a config's hybrid_layer_ids over the computed one).
+    """
+    users = [s for s in layers if s.shared_block is not None]
+    if not users:
+        return
+    a = b.arch
+    d = _int(a, "d_model")
+    din = a.get("attn_in_width") or d
+    h, g = _int(a, "n_heads"), _int(a, "n_kv_heads")
+    hd = users[0].head_dim or _int(a, "head_dim")
+    ff = _int(a, "d_ff")
+    blocks = len({s.shared_block for s in users})
+    mod = "model.layers.0.shared_transformer"
+    slot = "attention"
+    b.add("attention/shared.q", h * hd, din, blocks, "linear", f"{mod}.self_attn.q_proj", slot)
+    b.add("attention/shared.k", g * hd, din, blocks, "linear", f"{mod}.self_attn.k_proj", slot)
+    b.add("attention/shared.v", g * hd, din, blocks, "linear", f"{mod}.self_attn.v_proj", slot)
+    b.add("attention/shared.o", d, h * hd, blocks, "linear", f"{mod}.self_attn.o_proj", slot)
+    _dense_ffn(b, blocks, ff, "ffn", "shared_transformer.feed_forward")
+    b.norm("norms/shared.input", din, blocks, f"{mod}.input_layernorm")
+    b.norm("norms/shared.pre_ff", d, blocks, f"{mod}.pre_ff_layernorm")
+    rank = a.get("shared_adapter_rank") or 0
+    if rank:
+        # Block k keeps adapters for the slots i of the users list with i % M == k.
+        period = a.get("n_shared_blocks") or 1
+        listed = a.get("shared_block_users")
+        slots = len(listed) if isinstance(listed, list) else len(users)
+        adapters = sum(1 for i in range(slots) if i % period < blocks)
+        up = ff * (2 if a.get("ffn_gated") else 1)
+        amod = f"{mod}.feed_forward.gate_up_proj_adapter_list.0"
+        b.add("ffn/shared.adapter_a", rank, d, adapters, "linear", f"{amod}.0", "ffn")
+        b.add("ffn/shared.adapter_b", up, rank, adapters, "linear", f"{amod}.1", "ffn")
+        if a.get("shared_attn_adapters"):
+            for x in ("q", "k", "v"):
+                amod = f"{mod}.self_attn.linear_{x}_adapter_list.0"
+                b.add(f"attention/shared.{x}_adapter_a", rank, din, adapters, "linear", f"{amod}.0")
+                b.add(f"attention/shared.{x}_adapter_b", din, rank, adapters, "linear", f"{amod}.1")
+    b.add("attention/shared.linear", d, d, len(users), "linear", "model.layers.0.linear", slot)
 
 
 def _dense_ffn(
@@ -361,10 +483,27 @@ def _moe(b: _Builder, n: int) -> None:
     d = _int(a, "d_model")
     e = _int(a, "n_experts")
     width = _int(a, "d_ff_expert")
-    b.add("router/weight", e, d, n, "linear", "model.layers.0.mlp.gate")
+    zero = a.get("n_zero_experts") or 0
+    mod = "model.layers.0.mlp"
+    b.add("router/weight", e + zero, d, n, "linear", f"{mod}.gate")
     if a.get("router_bias"):
-        b.add("router/bias", e, 1, n, "vector", "model.layers.0.mlp.gate")
-    _dense_ffn(b, n, width, "experts", "mlp.experts.0", routed=True, experts=e)
+        b.add("router/bias", e + zero, 1, n, "vector", f"{mod}.gate")
+    if a.get("router_scales"):
+        # A learned input scale before the router projection and a scale per expert.
+        b.add("router/scale", d, 1, n, "vector", f"{mod}.router.scale")
+        b.add("router/expert_scale", e, 1, n, "vector", f"{mod}.router.per_expert_scale")
+    latent = a.get("moe_latent") or 0
+    if latent:
+        # Experts run in a narrower latent space: one down/up projection around them.
+        bias = bool(a.get("ffn_bias"))
+        b.add("experts/latent_in", latent, d, n, "linear", f"{mod}.fc1_latent_proj")
+        b.add("experts/latent_out", d, latent, n, "linear", f"{mod}.fc2_latent_proj")
+        if bias:
+            b.add("experts/latent_in.bias", latent, 1, n, "vector", f"{mod}.fc1_latent_proj")
+            b.add("experts/latent_out.bias", d, 1, n, "vector", f"{mod}.fc2_latent_proj")
+    # transformers' LongCat-Flash allocates gate/up rows for the zero (identity) experts too.
+    allocated = zero if a.get("zero_experts_allocated") else 0
+    _expert_bank(b, n, width, e, latent or d, extra_in=allocated)
     shared = a.get("n_shared_experts") or 0
     shared_width = a.get("d_ff_shared")
     if shared_width:
@@ -373,6 +512,50 @@ def _moe(b: _Builder, n: int) -> None:
         _dense_ffn(b, n, shared * width, "shared_experts", "mlp.shared_experts")
     if a.get("shared_expert_gate") and (shared or shared_width):
         b.add("shared_experts/gate", 1, d, n, "linear", "model.layers.0.mlp.shared_expert_gate")
+
+
+def _expert_bank(b: _Builder, n: int, width: int, e: int, d_in: int, extra_in: int = 0) -> None:
+    """``e`` routed experts of hidden ``width`` reading and writing ``d_in``-wide vectors;
+    ``extra_in`` more experts' worth of gate/up rows (allocated, never computed)."""
+    a = b.arch
+    gated = bool(a.get("ffn_gated"))
+    mod = "model.layers.0.mlp.experts.0"
+    up_count = n * (e + extra_in)
+    if gated:
+        b.add("experts/gate", width, d_in, up_count, "linear", f"{mod}.gate_proj", None, True)
+    b.add("experts/up", width, d_in, up_count, "linear", f"{mod}.up_proj", None, True)
+    b.add("experts/down", d_in, width, n * e, "linear", f"{mod}.down_proj", None, True)
+    if a.get("expert_bias"):
+        rows = width * (2 if gated else 1)
+        b.add("experts/up.bias", rows, 1, up_count, "vector", f"{mod}.up_proj", None, True)
+        b.add("experts/down.bias", d_in, 1, n * e, "vector", f"{mod}.down_proj", None, True)
+
+
+def _per_layer_inputs(b: _Builder, n_layers: int) -> None:
+    """Per-layer input embeddings (Gemma 3n/4): a packed table of ``per_layer_input`` dims
+    per layer, a projection of the hidden state into it, and per layer a gate, a projection
+    back to d and a norm."""
+    a = b.arch
+    p = a.get("per_layer_input") or 0
+    if not p:
+        return
+    d = _int(a, "d_model")
+    rows = a.get("per_layer_vocab") or _int(a, "vocab")
+    total = n_layers * p
+    b.add("embedding/per_layer", rows, total, 1, "embedding", "model.embed_tokens_per_layer")
+    b.add(
+        "embedding/per_layer_proj",
+        total,
+        d,
+        1,
+        "linear",
+        "model.per_layer_model_projection",
+    )
+    b.norm("norms/per_layer_proj", p, 1, "model.per_layer_projection_norm")
+    mod = "model.layers.0"
+    b.add("ffn/per_layer.gate", p, d, n_layers, "linear", f"{mod}.per_layer_input_gate")
+    b.add("ffn/per_layer.proj", d, p, n_layers, "linear", f"{mod}.per_layer_projection")
+    b.norm("norms/per_layer_input", d, n_layers, f"{mod}.post_per_layer_input_norm")
 
 
 def _norms(b: _Builder, layers: tuple[LayerSpec, ...]) -> None:
@@ -387,6 +570,8 @@ def _norms(b: _Builder, layers: tuple[LayerSpec, ...]) -> None:
             count += 1
         else:
             count += per_sublayer * sub
+        if spec.ffn2 is not None:
+            count += a.get("ffn2_norms") or 0
     b.norm("norms/layers", d, count, "model.layers.0.input_layernorm")
 
 
@@ -401,34 +586,26 @@ def tensors(arch: Architecture) -> tuple[Tensor, ...]:
         rows = _int(arch, "max_positions") + (arch.get("position_offset") or 0)
         b.add("position/table", rows, d, 1, "embedding", "model.embed_positions")
     layers = arch.layers
-    for (mixer, variant, window, sparse, kv, hd), n in _runs(
-        layers, lambda s: (s.mixer, s.variant, s.window, s.sparse, s.n_kv_heads, s.head_dim)
-    ):
-        rep = next(
-            s
-            for s in layers
-            if (s.mixer, s.variant, s.window, s.sparse, s.n_kv_heads, s.head_dim)
-            == (mixer, variant, window, sparse, kv, hd)
-        )
-        if mixer == "attention":
-            _attention(b, n, rep)
-        elif mixer == "mla":
-            _mla(b, n, rep)
-        elif mixer == "linear_attention":
-            _linear_attention(b, n, rep)
-        elif mixer in ("mamba", "mamba2"):
-            _mamba(b, n, 2 if mixer == "mamba2" else 1)
-        elif mixer is not None:
-            raise Unsupported(
-                arch.name,
-                f"cannot count parameters of {mixer} layers yet",
-                key=arch.key("layer_types"),
-            )
+
+    def shape(s: LayerSpec) -> tuple[Any, ...]:
+        return (s.mixer, s.variant, s.window, s.sparse, s.n_kv_heads, s.head_dim, s.kv_shared)
+
+    for key, n in _runs(layers, shape):
+        _mixer(b, n, key[0], next(s for s in layers if shape(s) == key))
+    for kind, n in _runs(layers, lambda s: s.parallel):
+        _mixer(b, n, kind, next(s for s in layers if s.parallel == kind))
+    _shared_blocks(b, layers)
     for (ffn, width), n in _runs(layers, lambda s: (s.ffn, s.d_ff)):
         if ffn == "dense":
             _dense_ffn(b, n, width or _int(arch, "d_ff"))
         elif ffn == "moe":
             _moe(b, n)
+    for ffn2, n in _runs(layers, lambda s: s.ffn2):
+        if ffn2 == "dense":
+            _dense_ffn(b, n, _int(arch, "d_ff"), module="mlps.1")
+        elif ffn2 == "moe":
+            _moe(b, n)
+    _per_layer_inputs(b, len(layers))
     _norms(b, layers)
     if arch.get("final_norm", True):
         b.norm("norms/final", d, 1, "model.norm")
@@ -500,6 +677,11 @@ def active_fraction(arch: Architecture) -> float:
 
 def count(arch: Architecture) -> ParamCount:
     """Count parameters exactly (total, active, by part) from the config alone."""
+    refused = arch.v("unsupported")
+    if refused.value:
+        raise Unsupported(
+            arch.name, f"cannot count parameters: {refused.value}", key=arch.key("unsupported")
+        )
     ts = tensors(arch)
     by: dict[str, int] = {p: 0 for p in PARTS}
     for t in ts:

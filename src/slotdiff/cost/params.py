@@ -504,7 +504,9 @@ def active_fraction(arch: Architecture) -> float:
 
 def count(arch: Architecture) -> ParamCount:
     """Count parameters exactly (total, active, by part) from the config alone."""
-    ts = tensors(arch)
+    from .vision_params import vision_tensors
+
+    ts = tensors(arch) + vision_tensors(arch)
     by: dict[str, int] = {p: 0 for p in PARTS}
     for t in ts:
         by[t.slot] = by.get(t.slot, 0) + t.params

@@ -154,6 +154,28 @@ def _attention(b: _Builder, n: int, layer: LayerSpec) -> None:
         b.add("attention/sinks", h, 1, n, "vector", f"{mod}.sinks", slot)
 
 
+def _cross_attention(b: _Builder, n: int, layer: LayerSpec) -> None:
+    """Decoder cross-attention to image states already projected to the text width (Mllama).
+
+    q reads text tokens; k and v read the image states, so they run per image state, not per
+    text token, and the layer caches no text-token KV.
+    """
+    a = b.arch
+    d, h = _int(a, "d_model"), _int(a, "n_heads")
+    g = layer.n_kv_heads or _int(a, "n_kv_heads")
+    hd = layer.head_dim or _int(a, "head_dim")
+    mod = "model.layers.0.cross_attn"
+    b.add("attention/cross.q", h * hd, d, n, "linear", f"{mod}.q_proj")
+    b.add("attention/cross.k", g * hd, d, n, "linear", f"{mod}.k_proj")
+    b.add("attention/cross.v", g * hd, d, n, "linear", f"{mod}.v_proj")
+    b.add("attention/cross.o", d, h * hd, n, "linear", f"{mod}.o_proj")
+    if a.get("cross_attn_qk_norm"):
+        b.add("attention/cross.q_norm", hd, 1, n, "vector", f"{mod}.q_norm")
+        b.add("attention/cross.k_norm", hd, 1, n, "vector", f"{mod}.k_norm")
+    gates = a.get("cross_attn_gates") or 0
+    b.add("attention/cross.gates", 1, 1, gates * n, "vector", "model.layers.0.cross_attn_attn_gate")
+
+
 def _mla(b: _Builder, n: int, layer: LayerSpec) -> None:
     a = b.arch
     d, h = _int(a, "d_model"), _int(a, "n_heads")
@@ -422,6 +444,8 @@ def tensors(arch: Architecture) -> tuple[Tensor, ...]:
             _linear_attention(b, n, rep)
         elif mixer in ("mamba", "mamba2"):
             _mamba(b, n, 2 if mixer == "mamba2" else 1)
+        elif mixer == "cross_attention":
+            _cross_attention(b, n, rep)
         elif mixer is not None:
             raise Unsupported(
                 arch.name,

@@ -420,7 +420,8 @@ def tensors(arch: Architecture) -> tuple[Tensor, ...]:
     """Every parameter tensor of the model transformers would build from this config."""
     b = _Builder(arch)
     d, vocab = _int(arch, "d_model"), _int(arch, "vocab")
-    b.add("embedding/tokens", vocab, d, 1, "embedding", "model.embed_tokens")
+    rows = vocab + (arch.get("embed_extra_rows") or 0)  # Mllama: vocab_size + 8
+    b.add("embedding/tokens", rows, d, 1, "embedding", "model.embed_tokens")
     if arch.get("embed_norm"):
         b.norm("norms/embedding", d, 1, "model.embed_layernorm")
     if arch.get("position") == "learned":

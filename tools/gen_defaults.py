@@ -53,14 +53,14 @@ def vision_keys() -> dict[str, set[str]]:
         keys = out.setdefault(source, set())
         while spec is not None:  # the file and the files it extends
             for field in spec.get("fields", {}).values():
-                keys.update(field.get("aliases", []))
+                keys.update(a.split(".")[0] for a in field.get("aliases", []))
             spec = towers.get(spec.get("extends", ""))
     for path in (ROOT / "schemas" / "multimodal").glob("*.json"):
         spec = json.loads(path.read_text())
         for model_type in spec.get("model_types", [path.stem]):
             keys = out.setdefault(model_type, set())
             for field in spec.get("fields", {}).values():
-                keys.update(field.get("aliases", []))
+                keys.update(a.split(".")[0] for a in field.get("aliases", []))
     return out
 
 

@@ -230,6 +230,15 @@ def tower_for(parent: Mapping[str, Any], vision_model_type: str | None) -> str |
 # ------------------------------------------------------------------------ field values
 
 
+def _lookup(node: Mapping[str, Any], dotted: str) -> Any:
+    """A dotted key path's value (``image_processor_config.max_patches``), None when absent."""
+    for part in dotted.split("."):
+        if not isinstance(node, Mapping) or part not in node:
+            return None
+        node = node[part]
+    return node
+
+
 def _pick(value: Any, spec: Mapping[str, Any]) -> Any:
     """Apply a field's ``index`` (a [h, w] pair read as one side)."""
     index = spec.get("index")
@@ -255,9 +264,10 @@ def resolve_fields(
         aliases = spec.get("aliases", [name])
         found: Value | None = None
         for i, alias in enumerate(aliases):
-            if alias in node and node[alias] is not None:
+            value = _lookup(node, alias)
+            if value is not None:
                 cited = f"{node_key}.{alias}" if node_key else alias
-                found = Value(_pick(node[alias], spec), "explicit" if i == 0 else "alias", (cited,))
+                found = Value(_pick(value, spec), "explicit" if i == 0 else "alias", (cited,))
                 break
         if found is None:
             for alias in aliases:

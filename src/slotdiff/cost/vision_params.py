@@ -178,7 +178,7 @@ def vision_model(arch: Architecture) -> VisionModel | None:
             key=f"{config_key}.model_type",
         )
     tower = vision_types()[tower_val.value]
-    env = _env(arch)
+    env = {**tower.get("const", {}), **parent.get("const", {}), **_env(arch)}
     for spec in (tower, parent):
         for need in spec.get("requires", []):
             try:

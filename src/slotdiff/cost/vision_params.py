@@ -116,7 +116,7 @@ def _build(
         kind = next(k for k in ("linear", "conv", "norm", "param") if k in item)
         name = item[kind]
         module = prefix + name
-        part = f"{slot}/{part_prefix}{name}"
+        part = f"{slot}/{(part_prefix + name).removeprefix('model.')}"
         per = item.get("per", default_per)
         rows: list[tuple[str, int, int, str, str]] = []
         if kind in ("linear", "conv"):

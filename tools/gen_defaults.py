@@ -34,6 +34,36 @@ def read_keys() -> set[str]:
     return keys
 
 
+def vision_keys() -> dict[str, set[str]]:
+    """Keys the vision data files read, per config class (model_type) whose defaults fill them.
+
+    Tower files (schemas/vision_types) read their vision config, filled by the class named
+    in ``defaults_from``; composite files (schemas/multimodal) read the top-level config,
+    filled by the composite's own class. Only those classes get these keys.
+    """
+    out: dict[str, set[str]] = {}
+    towers = {
+        p.stem: json.loads(p.read_text())
+        for p in (ROOT / "schemas" / "vision_types").glob("*.json")
+    }
+    for spec in towers.values():
+        source = spec.get("defaults_from")
+        if not source:
+            continue
+        keys = out.setdefault(source, set())
+        while spec is not None:  # the file and the files it extends
+            for field in spec.get("fields", {}).values():
+                keys.update(a.split(".")[0] for a in field.get("aliases", []))
+            spec = towers.get(spec.get("extends", ""))
+    for path in (ROOT / "schemas" / "multimodal").glob("*.json"):
+        spec = json.loads(path.read_text())
+        for model_type in spec.get("model_types", [path.stem]):
+            keys = out.setdefault(model_type, set())
+            for field in spec.get("fields", {}).values():
+                keys.update(a.split(".")[0] for a in field.get("aliases", []))
+    return out
+
+
 def clean(value: Any) -> Any:
     """JSON-safe copy (inf/nan become strings transformers-style; tuples become lists)."""
     if isinstance(value, float) and not math.isfinite(value):
@@ -74,6 +104,7 @@ def main() -> int:
     from transformers import CONFIG_MAPPING
 
     keys = read_keys()
+    extra = vision_keys()
     out: dict[str, Any] = {
         "_about": "transformers config-class defaults for the keys slotdiff reads; generated "
         f"by tools/gen_defaults.py from transformers {transformers.__version__}",
@@ -87,7 +118,8 @@ def main() -> int:
         except Exception as err:
             print(f"skip {model_type}: {type(err).__name__}", file=sys.stderr)
             continue
-        entry = {k: clean(v) for k, v in class_defaults(cls, config).items() if k in keys}
+        wanted = keys | extra.get(model_type, set())
+        entry = {k: clean(v) for k, v in class_defaults(cls, config).items() if k in wanted}
         sub = getattr(config, "sub_configs", None) or {}
         text = getattr(config, "text_config", None)
         if text is not None and hasattr(text, "model_type"):

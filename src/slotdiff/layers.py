@@ -225,8 +225,13 @@ def _interval(res: Resolver, layers: list[LayerSpec], args: dict[str, Any]) -> l
 
 @rule("index_list")
 def _index_list(res: Resolver, layers: list[LayerSpec], args: dict[str, Any]) -> list[LayerSpec]:
-    """Layers listed under a key get ``set`` (``base`` = 0 or 1 for the list's numbering)."""
+    """Layers listed under a key get ``set`` (``base`` = 0 or 1 for the list's numbering).
+
+    ``default`` is the list the config class fills in when the key is absent or null.
+    """
     listed = _raw(res, args["key"])
+    if listed is None:
+        listed = args.get("default")
     if listed is None:
         return layers
     if not isinstance(listed, list) or not all(isinstance(i, int) for i in listed):

@@ -31,10 +31,16 @@ def audio_config_key(data: Mapping[str, Any]) -> str | None:
 
 
 def read_vision(raw: RawConfig) -> dict[str, Value] | None:
-    """Vision encoder fields with provenance, or None for a text-only config."""
+    """Vision encoder fields with provenance, or None for a text-only config.
+
+    Where a multimodal data file describes the model (``vision_spec``), the fields its
+    tower, connector and image rule read are added, and win over the generic aliases.
+    """
+    from .vision_spec import spec_fields
+
     key = vision_config_key(raw.data)
     if key is None:
-        return None
+        return spec_fields(raw.data, None) or None
     node = raw.data[key]
     table = load_schema_file("keymap.json").get("vision_fields", {})
     out: dict[str, Value] = {"config_key": Value(key, "explicit", (key,))}
@@ -51,4 +57,5 @@ def read_vision(raw: RawConfig) -> dict[str, Value] | None:
                     break
             if name in out:
                 break
+    out.update(spec_fields(raw.data, key))
     return out

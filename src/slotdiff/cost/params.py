@@ -156,6 +156,28 @@ def _attention(b: _Builder, n: int, layer: LayerSpec) -> None:
         b.add("attention/sinks", h, 1, n, "vector", f"{mod}.sinks", slot)
 
 
+def _cross_attention(b: _Builder, n: int, layer: LayerSpec) -> None:
+    """Decoder cross-attention to image states already projected to the text width (Mllama).
+
+    q reads text tokens; k and v read the image states, so they run per image state, not per
+    text token, and the layer caches no text-token KV.
+    """
+    a = b.arch
+    d, h = _int(a, "d_model"), _int(a, "n_heads")
+    g = layer.n_kv_heads or _int(a, "n_kv_heads")
+    hd = layer.head_dim or _int(a, "head_dim")
+    mod = "model.layers.0.cross_attn"
+    b.add("attention/cross.q", h * hd, d, n, "linear", f"{mod}.q_proj")
+    b.add("attention/cross.k", g * hd, d, n, "linear", f"{mod}.k_proj")
+    b.add("attention/cross.v", g * hd, d, n, "linear", f"{mod}.v_proj")
+    b.add("attention/cross.o", d, h * hd, n, "linear", f"{mod}.o_proj")
+    if a.get("cross_attn_qk_norm"):
+        b.add("attention/cross.q_norm", hd, 1, n, "vector", f"{mod}.q_norm")
+        b.add("attention/cross.k_norm", hd, 1, n, "vector", f"{mod}.k_norm")
+    gates = a.get("cross_attn_gates") or 0
+    b.add("attention/cross.gates", 1, 1, gates * n, "vector", "model.layers.0.cross_attn_attn_gate")
+
+
 def _mla(b: _Builder, n: int, layer: LayerSpec) -> None:
     a = b.arch
     d, h = _int(a, "d_model"), _int(a, "n_heads")
@@ -387,6 +409,8 @@ def _mixer(b: _Builder, n: int, kind: str | None, layer: LayerSpec) -> None:
         _mamba(b, n, 2 if kind == "mamba2" else 1)
     elif kind == "conv":
         _short_conv(b, n)
+    elif kind == "cross_attention":
+        _cross_attention(b, n, layer)
     elif kind is not None:
         raise Unsupported(
             b.arch.name,
@@ -579,7 +603,8 @@ def tensors(arch: Architecture) -> tuple[Tensor, ...]:
     """Every parameter tensor of the model transformers would build from this config."""
     b = _Builder(arch)
     d, vocab = _int(arch, "d_model"), _int(arch, "vocab")
-    b.add("embedding/tokens", vocab, d, 1, "embedding", "model.embed_tokens")
+    rows = vocab + (arch.get("embed_extra_rows") or 0)  # Mllama: vocab_size + 8
+    b.add("embedding/tokens", rows, d, 1, "embedding", "model.embed_tokens")
     if arch.get("embed_norm"):
         b.norm("norms/embedding", d, 1, "model.embed_layernorm")
     if arch.get("position") == "learned":
@@ -682,7 +707,9 @@ def count(arch: Architecture) -> ParamCount:
         raise Unsupported(
             arch.name, f"cannot count parameters: {refused.value}", key=arch.key("unsupported")
         )
-    ts = tensors(arch)
+    from .vision_params import vision_tensors
+
+    ts = tensors(arch) + vision_tensors(arch)
     by: dict[str, int] = {p: 0 for p in PARTS}
     for t in ts:
         by[t.slot] = by.get(t.slot, 0) + t.params

@@ -1,0 +1,236 @@
+"""Parameter tensors of the vision tower and the connector, from the config and data files.
+
+What each tower and connector holds is data (``schemas/vision_types/*.json`` and
+``schemas/multimodal/*.json``, read through ``vision_spec``); this module only turns the
+items of those files into :class:`~slotdiff.cost.params.Tensor` rows:
+
+- ``linear`` / ``conv``: a weight ``out × in`` (kind linear / conv) and, when ``bias`` is
+  true, a bias vector ``out``;
+- ``norm``: LayerNorm (weight and bias), RMSNorm (weight) or a scale-free RMSNorm (nothing);
+- ``param``: a bare parameter ``rows × cols`` (class token, position table, gates...);
+- ``group``: its ``tensors`` repeated ``count`` times (the encoder layers).
+
+Every item may carry ``when`` (an expression; the item exists only when it is true) and
+``count``. Tower tensors go to slot ``vision``, connector tensors to slot ``connector``.
+Each tensor also keeps the token stream it is applied to (``per``: ``patch`` = every
+encoder position, ``token`` = every image token the connector emits, ``seq`` = once per
+encoder sequence, ``none`` = not a matmul), which ``images.vision_flops`` uses.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from ..arch import Architecture
+from ..vision_spec import ExprError, as_int, evaluate, multimodal_types, vision_types
+from .params import Tensor, Unsupported
+
+
+@dataclass(frozen=True)
+class VisionTensor:
+    """A tensor of the tower or connector and the token stream its matmul runs over."""
+
+    tensor: Tensor
+    per: str  # patch | token | seq | none
+
+
+@dataclass(frozen=True)
+class AttentionStack:
+    """Encoder layers that attend over the whole encoder sequence (for the s² FLOPs term)."""
+
+    layers: int
+    width: int  # heads × head_dim of the attention (equals the hidden size except Kimi-K3)
+
+
+@dataclass(frozen=True)
+class VisionModel:
+    """The tower and connector of one multimodal config, as counted."""
+
+    parent: str  # top-level model_type (llava, qwen2_vl, ...)
+    tower: str  # vision_types file name
+    tensors: tuple[VisionTensor, ...]
+    attention: tuple[AttentionStack, ...]
+    env: Mapping[str, Any]  # field values the expressions saw
+    verified: bool  # counts checked against transformers' own instantiation
+    note: str  # where the structure was read from, and why it is unverified if so
+
+
+def _env(arch: Architecture) -> dict[str, Any]:
+    vis = arch.vision or {}
+    env: dict[str, Any] = {name: val.value for name, val in vis.items()}
+    env["d_model"] = arch.get("d_model")
+    return env
+
+
+NORM_KINDS = ("layernorm", "rmsnorm", "rmsnorm_noscale")
+
+
+def _norm_tensors(kind: str, width: int) -> list[tuple[str, int, int, str]]:
+    if kind == "layernorm":
+        return [("", width, 1, "vector"), (".bias", width, 1, "vector")]
+    if kind == "rmsnorm":
+        return [("", width, 1, "vector")]
+    if kind == "rmsnorm_noscale":
+        return []
+    raise ExprError(f"unknown norm kind {kind!r}")
+
+
+def _build(
+    items: Iterable[Mapping[str, Any]],
+    env: Mapping[str, Any],
+    slot: str,
+    prefix: str,
+    part_prefix: str,
+    count: int,
+    out: list[VisionTensor],
+    stacks: list[AttentionStack],
+    default_per: str,
+) -> None:
+    def num(expr: Any) -> int:
+        return as_int(evaluate(expr, env), expr)
+
+    for item in items:
+        if "when" in item and not evaluate(item["when"], env):
+            continue
+        n = count * num(item.get("count", 1))
+        if n <= 0:
+            continue
+        if "group" in item:
+            name = item["group"]
+            if "attention" in item:
+                stacks.append(AttentionStack(n, num(item["attention"]["width"])))
+            _build(
+                item["tensors"],
+                env,
+                slot,
+                f"{prefix}{name}.0.",
+                f"{part_prefix}{name}.",
+                n,
+                out,
+                stacks,
+                default_per,
+            )
+            continue
+        kind = next(k for k in ("linear", "conv", "norm", "param") if k in item)
+        name = item[kind]
+        module = prefix + name
+        part = f"{slot}/{(part_prefix + name).removeprefix('model.')}"
+        per = item.get("per", default_per)
+        rows: list[tuple[str, int, int, str, str]] = []
+        if kind in ("linear", "conv"):
+            width_out, width_in = num(item["out"]), num(item["in"])
+            rows.append(("", width_out, width_in, kind, per))
+            if evaluate(item.get("bias", False), env):
+                rows.append((".bias", width_out, 1, "vector", "none"))
+        elif kind == "norm":
+            norm_kind = item["kind"]
+            if norm_kind not in NORM_KINDS:
+                norm_kind = evaluate(norm_kind, env)  # an expression choosing one of them
+            rows += [
+                (s, r, c, k, "none") for s, r, c, k in _norm_tensors(norm_kind, num(item["width"]))
+            ]
+        else:
+            param_kind = item.get("kind", "vector")
+            rows.append(
+                (
+                    "",
+                    num(item["rows"]),
+                    num(item.get("cols", 1)),
+                    param_kind,
+                    per if param_kind in ("linear", "conv") else "none",
+                )
+            )
+        for suffix, r, c, tkind, tper in rows:
+            if r <= 0 or c <= 0:
+                continue
+            out.append(VisionTensor(Tensor(part + suffix, slot, r, c, n, tkind, module), tper))
+
+
+def vision_model(arch: Architecture) -> VisionModel | None:
+    """The counted tower and connector, or None for a config without a vision encoder.
+
+    Raises :class:`Unsupported` (one-line reason, no number) when the config has a vision
+    encoder slotdiff has no data for, or a field the data needs is unknown.
+    """
+    vis = arch.vision
+    if not vis:
+        return None
+    parent_name = vis.get("multimodal")
+    config_key = vis["config_key"].value if "config_key" in vis else "vision_config"
+    vision_mt = vis["model_type"].value if "model_type" in vis else None
+    if parent_name is None or parent_name.value is None:
+        top = arch.name
+        raise Unsupported(
+            top,
+            f"cannot count the vision encoder ({vision_mt or 'no model_type'}): "
+            "slotdiff has no data for this multimodal model_type",
+            key=config_key,
+        )
+    parent = multimodal_types()[parent_name.value]
+    tower_val = vis.get("tower")
+    if tower_val is None or tower_val.value not in vision_types():
+        raise Unsupported(
+            arch.name,
+            f"cannot count the vision encoder: no tower data for {config_key}.model_type "
+            f"{vision_mt!r} under {parent_name.value}",
+            key=f"{config_key}.model_type",
+        )
+    tower = vision_types()[tower_val.value]
+    env = {**tower.get("const", {}), **parent.get("const", {}), **_env(arch)}
+    for spec in (tower, parent):
+        for need in spec.get("requires", []):
+            try:
+                ok = evaluate(need["expr"], env)
+            except ExprError as err:
+                ok, need = False, {"why": str(err)}
+            if not ok:
+                raise Unsupported(
+                    arch.name,
+                    f"cannot count the vision encoder ({tower_val.value}): {need['why']}",
+                    key=config_key,
+                )
+    out: list[VisionTensor] = []
+    stacks: list[AttentionStack] = []
+    try:
+        _build(
+            tower.get("tensors", []),
+            env,
+            "vision",
+            parent.get("tower_module", "model.vision_tower") + ".",
+            "",
+            1,
+            out,
+            stacks,
+            "patch",
+        )
+        _build(parent.get("connector", []), env, "connector", "", "", 1, out, stacks, "token")
+    except (ExprError, TypeError, KeyError, IndexError, ZeroDivisionError) as err:
+        raise Unsupported(
+            arch.name, f"cannot count the vision encoder ({tower_val.value}): {err}", key=config_key
+        ) from err
+    verified = bool(tower.get("verified", True)) and bool(parent.get("verified", True))
+    notes = [tower.get("source", ""), parent.get("source", "")]
+    for spec in (tower, parent):
+        why = spec.get("unverified", "not checked against transformers")
+        if not spec.get("verified", True) and why not in notes:
+            notes.append(why)
+    return VisionModel(
+        parent=parent_name.value,
+        tower=tower_val.value,
+        tensors=tuple(out),
+        attention=tuple(stacks),
+        env=env,
+        verified=verified,
+        note="; ".join(n for n in notes if n),
+    )
+
+
+def vision_tensors(arch: Architecture) -> tuple[Tensor, ...]:
+    """Tensors of the vision tower (slot ``vision``) and connector (slot ``connector``).
+
+    Empty for a text-only config; raises :class:`Unsupported` when the tower is unknown.
+    """
+    model = vision_model(arch)
+    return () if model is None else tuple(vt.tensor for vt in model.tensors)

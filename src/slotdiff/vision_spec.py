@@ -1,0 +1,342 @@
+"""Data-driven description of vision towers and multimodal connectors.
+
+Two kinds of data files describe a multimodal model, so that no family needs its own
+Python branch:
+
+``schemas/vision_types/<name>.json``
+    one vision encoder (the tower): which ``vision_config.model_type`` values it covers,
+    the config keys it reads (``fields``: aliases, transformers' default when absent), and
+    the tensors transformers instantiates for it (``tensors``: linear / conv / norm / param
+    items, ``group`` items repeated per layer, ``when`` conditions).
+``schemas/multimodal/<model_type>.json``
+    the composite model named by the top-level ``model_type`` (``llava``, ``qwen2_vl``...):
+    which tower it builds (fixed, or chosen by ``vision_config.model_type``), where the
+    tower sits in the module tree, the connector's tensors, the top-level keys they read,
+    and the processor rule that turns a W×H image into tokens (see ``images.py``).
+
+Sizes are small arithmetic expressions over the fields (``(image_size // patch_size) ** 2
++ 1``), evaluated by a whitelist evaluator: names, numbers, + - * / // % **, comparisons,
+``and``/``or``/``not``, ``a if c else b`` and the functions in ``FUNCTIONS``.
+"""
+
+from __future__ import annotations
+
+import ast
+import math
+import operator
+from collections.abc import Mapping
+from functools import cache
+from typing import Any
+
+from .arch import Value
+from .resources import data_dir, load_schema_file
+
+# ------------------------------------------------------------------------- expressions
+
+_BINOPS = {
+    ast.Add: operator.add,
+    ast.Sub: operator.sub,
+    ast.Mult: operator.mul,
+    ast.Div: operator.truediv,
+    ast.FloorDiv: operator.floordiv,
+    ast.Mod: operator.mod,
+    ast.Pow: operator.pow,
+}
+_CMPOPS = {
+    ast.Eq: operator.eq,
+    ast.NotEq: operator.ne,
+    ast.Lt: operator.lt,
+    ast.LtE: operator.le,
+    ast.Gt: operator.gt,
+    ast.GtE: operator.ge,
+    ast.In: lambda a, b: a in b,
+    ast.NotIn: lambda a, b: a not in b,
+}
+
+
+def _count(value: Any) -> int:
+    """Entries of a list (1 for a scalar, 0 for null): ``vision_feature_layer`` may be either."""
+    if value is None:
+        return 0
+    return len(value) if isinstance(value, (list, tuple)) else 1
+
+
+FUNCTIONS: dict[str, Any] = {
+    "len": len,
+    "count": _count,
+    "min": min,
+    "max": max,
+    "int": int,
+    "round": round,
+    "abs": abs,
+    "isqrt": math.isqrt,
+}
+
+
+class ExprError(ValueError):
+    """An expression in a data file names something unknown or uses an unsupported form."""
+
+
+def evaluate(expr: Any, env: Mapping[str, Any]) -> Any:
+    """Evaluate a data-file expression; non-strings (numbers, booleans) are returned as is."""
+    if not isinstance(expr, str):
+        return expr
+
+    def ev(node: ast.AST) -> Any:
+        if isinstance(node, ast.Expression):
+            return ev(node.body)
+        if isinstance(node, ast.Constant) and isinstance(node.value, (int, float, str, bool)):
+            return node.value
+        if isinstance(node, ast.Constant) and node.value is None:
+            return None
+        if isinstance(node, ast.Name):
+            if node.id in ("true", "True"):
+                return True
+            if node.id in ("false", "False"):
+                return False
+            if node.id not in env:
+                raise ExprError(f"unknown name {node.id!r} in {expr!r}")
+            if env[node.id] is None:
+                raise ExprError(f"{node.id} is unknown")
+            return env[node.id]
+        if isinstance(node, ast.BinOp) and type(node.op) in _BINOPS:
+            return _BINOPS[type(node.op)](ev(node.left), ev(node.right))
+        if isinstance(node, ast.UnaryOp) and isinstance(node.op, ast.USub):
+            return -ev(node.operand)
+        if isinstance(node, ast.UnaryOp) and isinstance(node.op, ast.Not):
+            return not ev(node.operand)
+        if isinstance(node, ast.BoolOp):
+            values = [ev(v) for v in node.values]
+            return all(values) if isinstance(node.op, ast.And) else any(values)
+        if isinstance(node, ast.Compare):
+            left = ev(node.left)
+            for op, right_node in zip(node.ops, node.comparators, strict=True):
+                if type(op) not in _CMPOPS:
+                    raise ExprError(f"unsupported comparison in {expr!r}")
+                right = ev(right_node)
+                if not _CMPOPS[type(op)](left, right):
+                    return False
+                left = right
+            return True
+        if isinstance(node, ast.IfExp):
+            return ev(node.body) if ev(node.test) else ev(node.orelse)
+        if isinstance(node, (ast.List, ast.Tuple)):
+            return [ev(e) for e in node.elts]
+        if isinstance(node, ast.Subscript):
+            return ev(node.value)[ev(node.slice)]
+        if (
+            isinstance(node, ast.Call)
+            and isinstance(node.func, ast.Name)
+            and node.func.id in FUNCTIONS
+            and not node.keywords
+        ):
+            return FUNCTIONS[node.func.id](*(ev(a) for a in node.args))
+        raise ExprError(f"unsupported expression {expr!r}")
+
+    try:
+        tree = ast.parse(expr, mode="eval")
+    except SyntaxError as err:
+        raise ExprError(f"cannot parse {expr!r}") from err
+    return ev(tree)
+
+
+def as_int(value: Any, expr: Any) -> int:
+    """An evaluated size as an int (4096.0 is fine, 10.5 is a data error)."""
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        raise ExprError(f"{expr!r} gave {value!r}, not a number")
+    if isinstance(value, float):
+        if not value.is_integer():
+            raise ExprError(f"{expr!r} gave {value}, not a whole number")
+        value = int(value)
+    return value
+
+
+# --------------------------------------------------------------------------- data files
+
+_ITEM_KEYS = {
+    "linear": {"in", "out", "bias", "when", "per", "count"},
+    "conv": {"in", "out", "bias", "when", "per", "count"},
+    "norm": {"kind", "width", "when", "count"},
+    "param": {"rows", "cols", "kind", "when", "per", "count"},
+    "group": {"count", "tensors", "attention", "when"},
+}
+
+
+def _check_items(items: list[dict[str, Any]], where: str) -> None:
+    for item in items:
+        kinds = [k for k in _ITEM_KEYS if k in item]
+        if len(kinds) != 1:
+            raise ValueError(f"{where}: item {item} must name exactly one of {sorted(_ITEM_KEYS)}")
+        extra = set(item) - {kinds[0]} - _ITEM_KEYS[kinds[0]] - {"doc"}
+        if extra:
+            raise ValueError(f"{where}: item {item[kinds[0]]!r} has unknown keys {sorted(extra)}")
+        if kinds[0] == "group":
+            _check_items(item["tensors"], where)
+
+
+@cache
+def vision_types() -> dict[str, dict[str, Any]]:
+    """Every tower file, by its name (the file stem); ``extends`` chains merged (child wins)."""
+    folder = data_dir("schemas") / "vision_types"
+    raw = {
+        p.stem: load_schema_file(f"vision_types/{p.name}") for p in sorted(folder.glob("*.json"))
+    }
+
+    def merged(name: str, seen: tuple[str, ...] = ()) -> dict[str, Any]:
+        spec = raw[name]
+        parent = spec.get("extends")
+        if not parent:
+            return spec
+        if parent in seen or parent not in raw:
+            raise ValueError(f"vision_types/{name}.json extends unknown or cyclic {parent!r}")
+        base = merged(parent, (*seen, name))
+        out = {**base, **spec}
+        out["fields"] = {**base.get("fields", {}), **spec.get("fields", {})}
+        return out
+
+    out: dict[str, dict[str, Any]] = {}
+    for name in raw:
+        out[name] = merged(name)
+        _check_items(out[name].get("tensors", []), f"vision_types/{name}.json")
+    return out
+
+
+@cache
+def multimodal_types() -> dict[str, dict[str, Any]]:
+    """Every composite-model file, by the top-level model_type it describes."""
+    folder = data_dir("schemas") / "multimodal"
+    out: dict[str, dict[str, Any]] = {}
+    for path in sorted(folder.glob("*.json")):
+        spec = load_schema_file(f"multimodal/{path.name}")
+        _check_items(spec.get("connector", []), path.name)
+        for name in spec.get("model_types", [path.stem]):
+            out[name] = spec
+    return out
+
+
+def tower_for(parent: Mapping[str, Any], vision_model_type: str | None) -> str | None:
+    """The tower file a composite model builds: fixed by the parent, else by vision model_type."""
+    fixed = parent.get("tower")
+    if fixed:
+        return str(fixed)
+    if vision_model_type is None:
+        return None
+    for name, spec in vision_types().items():
+        if vision_model_type in spec.get("model_types", [name]):
+            return name
+    return None
+
+
+# ------------------------------------------------------------------------ field values
+
+
+def _lookup(node: Mapping[str, Any], dotted: str) -> Any:
+    """A dotted key path's value (``image_processor_config.max_patches``), None when absent."""
+    for part in dotted.split("."):
+        if not isinstance(node, Mapping) or part not in node:
+            return None
+        node = node[part]
+    return node
+
+
+def _pick(value: Any, spec: Mapping[str, Any]) -> Any:
+    """Apply a field's ``index`` (a [h, w] pair read as one side)."""
+    index = spec.get("index")
+    if index is not None and isinstance(value, (list, tuple)):
+        return value[index]
+    return value
+
+
+def resolve_fields(
+    fields: Mapping[str, Mapping[str, Any]],
+    node: Mapping[str, Any],
+    node_key: str,
+    defaults: Mapping[str, Any],
+    defaults_name: str,
+) -> dict[str, Value]:
+    """Read ``fields`` from a config node: alias in order → transformers' default → file default.
+
+    ``node_key`` prefixes the cited keys (``vision_config.depth``); ``defaults`` is the
+    defaults.json entry of the config class that fills absent keys (``defaults_name``).
+    """
+    out: dict[str, Value] = {}
+    for name, spec in fields.items():
+        aliases = spec.get("aliases", [name])
+        found: Value | None = None
+        for i, alias in enumerate(aliases):
+            value = _lookup(node, alias)
+            if value is not None:
+                cited = f"{node_key}.{alias}" if node_key else alias
+                found = Value(_pick(value, spec), "explicit" if i == 0 else "alias", (cited,))
+                break
+        if found is None:
+            for alias in aliases:
+                if alias in defaults and (defaults[alias] is not None or "default" not in spec):
+                    cited = f"{node_key}.{alias}" if node_key else alias
+                    found = Value(
+                        _pick(defaults[alias], spec),
+                        "default",
+                        (cited,),
+                        f"absent; transformers' default for {defaults_name}",
+                    )
+                    break
+        if found is None and "default" in spec:
+            found = Value(
+                _pick(spec["default"], spec),
+                "default",
+                (),
+                spec.get("default_source", "absent; the config class's default"),
+            )
+        out[name] = found if found is not None else Value(None, "unknown")
+    for name, spec in fields.items():
+        other = spec.get("fallback")
+        if out[name].value is None and other and out.get(other, Value(None, "unknown")).value:
+            src = out[other]
+            out[name] = Value(
+                src.value, "derived", src.keys, f"absent; {name} falls back to {other}"
+            )
+    return out
+
+
+def spec_fields(data: Mapping[str, Any], key: str | None) -> dict[str, Value]:
+    """Fields the tower, connector and image rule of ``data`` need, with provenance.
+
+    Empty when the top-level model_type has no multimodal data file. ``key`` is where the
+    vision config sits (None when absent: transformers then builds its default vision config,
+    so every tower field takes the config class's default).
+    """
+    from .schema import transformers_defaults
+
+    parent_type = data.get("model_type")
+    parent = multimodal_types().get(str(parent_type)) if parent_type else None
+    if parent is None:
+        return {}
+    node_key = key or parent.get("config_key", "vision_config")
+    node = data.get(key) if key else {}
+    node = node if isinstance(node, Mapping) else {}
+    out: dict[str, Value] = {
+        "multimodal": Value(parent_type, "explicit", ("model_type",)),
+    }
+    if key is None:
+        out["config_key"] = Value(
+            node_key, "default", (), f"absent; transformers builds its default {node_key}"
+        )
+        out["model_type"] = Value(None, "unknown")
+    tower_name = tower_for(parent, node.get("model_type"))
+    defaults = transformers_defaults()
+    if tower_name is not None and tower_name in vision_types():
+        tower = vision_types()[tower_name]
+        how = "fixed by the parent" if parent.get("tower") else f"{node_key}.model_type"
+        out["tower"] = Value(tower_name, "model_type", (), how)
+        source = tower.get("defaults_from", tower_name)
+        out.update(
+            resolve_fields(
+                tower.get("fields", {}), node, node_key, defaults.get(source, {}), source
+            )
+        )
+    out.update(
+        resolve_fields(
+            parent.get("fields", {}), data, "", defaults.get(str(parent_type), {}), str(parent_type)
+        )
+    )
+    return out

@@ -88,6 +88,16 @@ def main() -> int:
             print(f"skip {model_type}: {type(err).__name__}", file=sys.stderr)
             continue
         entry = {k: clean(v) for k, v in class_defaults(cls, config).items() if k in keys}
+        # Nested sub-configs read through dotted aliases (DBRX's attn_config.kv_n_heads):
+        # a key missing inside them takes the sub-config class's default.
+        for name, sub_cls in (getattr(cls, "sub_configs", None) or {}).items():
+            if name in keys and isinstance(sub_cls, type):
+                try:
+                    sub_defaults = class_defaults(sub_cls, sub_cls())
+                except Exception as err:
+                    print(f"skip {model_type}.{name}: {type(err).__name__}", file=sys.stderr)
+                    continue
+                entry[name] = clean(sub_defaults)
         sub = getattr(config, "sub_configs", None) or {}
         text = getattr(config, "text_config", None)
         if text is not None and hasattr(text, "model_type"):

@@ -236,6 +236,9 @@ def _moe(res: Resolver, layers: list[LayerSpec], args: dict[str, Any]) -> list[L
     - every:    all layers (Mixtral, gpt-oss, OLMoE)
     - deepseek: i >= first_dense_layers and i % moe_layer_freq == 0
     - qwen:     i not in mlp_only_layers and (i + 1) % moe_layer_freq == 0 (also Llama 4)
+
+    A ``when`` expression over fields, the layer index ``i`` and the layer count ``n``
+    replaces the style for placements none of them covers (a first..last MoE span).
     """
     experts = _get(res, "n_experts") or 0
     if experts <= 0:
@@ -244,13 +247,16 @@ def _moe(res: Resolver, layers: list[LayerSpec], args: dict[str, Any]) -> list[L
     first = _get(res, "first_dense_layers") or 0
     freq = _get(res, "moe_layer_freq") or 1
     dense_only = set(_get(res, "mlp_only_layers") or [])
+    when = args.get("when")
     out = []
     for s in layers:
         if s.ffn is None:
             out.append(s)
             continue
         i = s.index
-        if style == "every":
+        if when:
+            moe = bool(res.expression(when, {"i": i, "n": len(layers)}))
+        elif style == "every":
             moe = True
         elif style == "deepseek":
             moe = i >= first and i % freq == 0

@@ -4,6 +4,11 @@ All knowledge of key names lives in ``schemas/keymap.json`` (canonical fields an
 aliases) and ``schemas/model_types/<model_type>.json`` (per-family aliases, facts fixed
 by the family's implementation, and the rules that lay out its layers). Missing keys take
 transformers' default for the model_type from ``schemas/defaults.json`` and say so.
+
+A model_type file may also name local fields in its ``aliases`` (switches such as
+``use_parallel_residual`` that only that family reads) and use them in ``derive``
+expressions, which may be conditional: a structure fact that transformers decides from a
+switch is derived from that switch. Keys the family knowingly ignores go in its ``ignored``.
 """
 
 from __future__ import annotations
@@ -44,8 +49,10 @@ def model_type_spec(model_type: str) -> dict[str, Any] | None:
         return spec
     parent = model_type_spec(parent_name) or {}
     merged: dict[str, Any] = {**parent, **spec}
-    for part in ("aliases", "const", "structure", "defaults"):
+    for part in ("aliases", "const", "structure", "derive", "defaults"):
         merged[part] = {**parent.get(part, {}), **spec.get(part, {})}
+    for part in ("reads", "ignored"):
+        merged[part] = list(dict.fromkeys([*parent.get(part, []), *spec.get(part, [])]))
     if "layers" not in spec:
         merged["layers"] = parent.get("layers", [])
     return merged
@@ -77,6 +84,7 @@ def known_keys() -> frozenset[str]:
         for aliases in mt.get("aliases", {}).values():
             keys.update(a.split(".")[0] for a in aliases)
         keys.update(mt.get("reads", []))
+        keys.update(mt.get("ignored", []))
     return frozenset(keys)
 
 
@@ -101,17 +109,31 @@ _OPS = {
     ast.Div: operator.truediv,
 }
 
+_COMPARE = {
+    ast.Eq: operator.eq,
+    ast.NotEq: operator.ne,
+    ast.Lt: operator.lt,
+    ast.LtE: operator.le,
+    ast.Gt: operator.gt,
+    ast.GtE: operator.ge,
+}
+
 
 def evaluate(expr: str, env: Mapping[str, Any]) -> Any:
-    """Evaluate a key-map derivation such as ``d_model // n_heads`` (names, ints, + - * / //).
+    """Evaluate a key-map expression; never executes anything but what is listed here.
 
-    Returns None when a name it needs is unknown; never executes anything else.
+    Names, numbers, strings, true/false/None; ``+ - * / //`` (None when an operand is
+    unknown, so a derivation from a missing value stays unknown); comparisons; ``and``,
+    ``or``, ``not`` and ``a if cond else b`` with Python's truthiness. The conditional form
+    states facts that depend on a switch, e.g. ``'parallel' if use_parallel_residual else 'pre'``.
     """
 
     def ev(node: ast.AST) -> Any:
         if isinstance(node, ast.Expression):
             return ev(node.body)
-        if isinstance(node, ast.Constant) and isinstance(node.value, (int, float)):
+        if isinstance(node, ast.Constant) and isinstance(
+            node.value, (int, float, str, bool, type(None))
+        ):
             return node.value
         if isinstance(node, ast.Name):
             return env.get(node.id)
@@ -122,6 +144,32 @@ def evaluate(expr: str, env: Mapping[str, Any]) -> Any:
             if isinstance(node.op, (ast.FloorDiv, ast.Div)) and right == 0:
                 return None
             return _OPS[type(node.op)](left, right)
+        if isinstance(node, ast.UnaryOp) and isinstance(node.op, ast.Not):
+            return not ev(node.operand)
+        if isinstance(node, ast.UnaryOp) and isinstance(node.op, ast.USub):
+            value = ev(node.operand)
+            return None if value is None else -value
+        if isinstance(node, ast.BoolOp):
+            value = None
+            for part in node.values:
+                value = ev(part)
+                if isinstance(node.op, ast.And) and not value:
+                    return value
+                if isinstance(node.op, ast.Or) and value:
+                    return value
+            return value
+        if isinstance(node, ast.IfExp):
+            return ev(node.body) if ev(node.test) else ev(node.orelse)
+        if isinstance(node, ast.Compare) and all(type(op) in _COMPARE for op in node.ops):
+            left = ev(node.left)
+            for op, comp in zip(node.ops, node.comparators, strict=True):
+                right = ev(comp)
+                if not isinstance(op, (ast.Eq, ast.NotEq)) and (left is None or right is None):
+                    return None
+                if not _COMPARE[type(op)](left, right):
+                    return False
+                left = right
+            return True
         raise ValueError(f"unsupported expression {expr!r}")
 
     return ev(ast.parse(expr, mode="eval"))
@@ -312,13 +360,17 @@ class Resolver:
             return Value(spec["default"], "assumed", (), "absent; slotdiff's default")
         return UNKNOWN
 
-    def _derive(self, name: str, expr: str) -> Any:
-        env = {}
+    def expression(self, expr: str, bound: Mapping[str, Any] | None = None) -> Any:
+        """Evaluate ``expr`` with ``bound`` names as given and every other name resolved."""
+        env = dict(bound or {})
         tree = ast.parse(expr, mode="eval")
         for node in ast.walk(tree):
-            if isinstance(node, ast.Name):
+            if isinstance(node, ast.Name) and node.id not in env:
                 env[node.id] = self.resolve(node.id).value
-        value = evaluate(expr, env)
+        return evaluate(expr, env)
+
+    def _derive(self, name: str, expr: str) -> Any:
+        value = self.expression(expr)
         if (
             isinstance(value, float)
             and value.is_integer()

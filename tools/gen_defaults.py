@@ -70,10 +70,13 @@ def class_defaults(cls: type, config: Any) -> dict[str, Any]:
 
 
 def main() -> int:
+    import dataclasses
+
     import transformers
-    from transformers import CONFIG_MAPPING
+    from transformers import CONFIG_MAPPING, PreTrainedConfig
 
     keys = read_keys()
+    base_fields = {f.name for f in dataclasses.fields(PreTrainedConfig)}
     out: dict[str, Any] = {
         "_about": "transformers config-class defaults for the keys slotdiff reads; generated "
         f"by tools/gen_defaults.py from transformers {transformers.__version__}",
@@ -97,7 +100,8 @@ def main() -> int:
                 except Exception as err:
                     print(f"skip {model_type}.{name}: {type(err).__name__}", file=sys.stderr)
                     continue
-                entry[name] = clean(sub_defaults)
+                own = {k: v for k, v in sub_defaults.items() if k not in base_fields}
+                entry[name] = clean(own)
         sub = getattr(config, "sub_configs", None) or {}
         text = getattr(config, "text_config", None)
         if text is not None and hasattr(text, "model_type"):

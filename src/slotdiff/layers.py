@@ -131,15 +131,22 @@ def _sliding_from(res: Resolver, layers: list[LayerSpec], args: dict[str, Any]) 
 
 @rule("alternate")
 def _alternate(res: Resolver, layers: list[LayerSpec], args: dict[str, Any]) -> list[LayerSpec]:
-    """Sliding on layers where ``(i + offset) % period != 0`` (Gemma 2/3 before layer_types)."""
+    """Sliding on layers where ``(i + 1) % period != 0`` (Gemma 2/3, EXAONE 4 before layer_types).
+
+    ``period`` is fixed, or read from ``period_key`` with ``period`` as its fallback.
+    """
     if getattr(res, "layer_types_applied", False):
         return layers
     window = _get(res, "sliding_window")
-    period = (
-        int(_raw(res, args["period_key"]) or args.get("period", 2))
-        if "period_key" in args
-        else int(args.get("period", 2))
-    )
+    period: Any = args.get("period", 2)
+    if "period_key" in args:
+        period = _raw(res, args["period_key"]) or period
+        if not isinstance(period, int) or isinstance(period, bool) or period < 1:
+            raise SlotdiffError(
+                res.raw.name,
+                f"expected a positive layer period, got {period!r}",
+                key=res.cite(args["period_key"]),
+            )
     if window is None:
         return layers
     out = []

@@ -107,6 +107,7 @@ _OPS = {
     ast.Mult: operator.mul,
     ast.FloorDiv: operator.floordiv,
     ast.Div: operator.truediv,
+    ast.Mod: operator.mod,
 }
 
 _COMPARE = {
@@ -119,13 +120,24 @@ _COMPARE = {
 }
 
 
+def _uniform(value: Any) -> Any:
+    """A per-layer list whose entries all agree, read as that one value; a plain value as is."""
+    if isinstance(value, list):
+        return value[0] if value and all(v == value[0] for v in value) else None
+    return value
+
+
+_FUNCS = {"uniform": _uniform}
+
+
 def evaluate(expr: str, env: Mapping[str, Any]) -> Any:
     """Evaluate a key-map expression; never executes anything but what is listed here.
 
-    Names, numbers, strings, true/false/None; ``+ - * / //`` (None when an operand is
+    Names, numbers, strings, true/false/None; ``+ - * / // %`` (None when an operand is
     unknown, so a derivation from a missing value stays unknown); comparisons; ``and``,
     ``or``, ``not`` and ``a if cond else b`` with Python's truthiness. The conditional form
     states facts that depend on a switch, e.g. ``'parallel' if use_parallel_residual else 'pre'``.
+    ``uniform(x)`` reads a per-layer list whose entries all agree as that one value.
     """
 
     def ev(node: ast.AST) -> Any:
@@ -141,7 +153,7 @@ def evaluate(expr: str, env: Mapping[str, Any]) -> Any:
             left, right = ev(node.left), ev(node.right)
             if left is None or right is None:
                 return None
-            if isinstance(node.op, (ast.FloorDiv, ast.Div)) and right == 0:
+            if isinstance(node.op, (ast.FloorDiv, ast.Div, ast.Mod)) and right == 0:
                 return None
             return _OPS[type(node.op)](left, right)
         if isinstance(node, ast.UnaryOp) and isinstance(node.op, ast.Not):
@@ -158,6 +170,14 @@ def evaluate(expr: str, env: Mapping[str, Any]) -> Any:
                 if isinstance(node.op, ast.Or) and value:
                     return value
             return value
+        if (
+            isinstance(node, ast.Call)
+            and isinstance(node.func, ast.Name)
+            and node.func.id in _FUNCS
+            and len(node.args) == 1
+            and not node.keywords
+        ):
+            return _FUNCS[node.func.id](ev(node.args[0]))
         if isinstance(node, ast.IfExp):
             return ev(node.body) if ev(node.test) else ev(node.orelse)
         if isinstance(node, ast.Compare) and all(type(op) in _COMPARE for op in node.ops):
@@ -365,7 +385,7 @@ class Resolver:
         env = dict(bound or {})
         tree = ast.parse(expr, mode="eval")
         for node in ast.walk(tree):
-            if isinstance(node, ast.Name) and node.id not in env:
+            if isinstance(node, ast.Name) and node.id not in env and node.id not in _FUNCS:
                 env[node.id] = self.resolve(node.id).value
         return evaluate(expr, env)
 

@@ -197,8 +197,9 @@ def _position(arch: Architecture) -> Fill:
     scaling = rope_scaling_type(arch)
     if scaling:
         ev.use("rope_scaling")
-    mrope = isinstance(arch.get("rope_scaling"), Mapping) and (
-        "mrope_section" in arch.get("rope_scaling")
+    mrope = pos == "mrope" or (
+        isinstance(arch.get("rope_scaling"), Mapping)
+        and "mrope_section" in arch.get("rope_scaling")
     )
     partial = frac < 1.0 or bool(rotary and rotary < (arch.get("head_dim") or rotary + 1))
     nope = [s.index for s in arch.layers if s.mixer in ("attention", "mla") and not s.rope]

@@ -242,10 +242,11 @@ def _moe(res: Resolver, layers: list[LayerSpec], args: dict[str, Any]) -> list[L
 
     - every:    all layers (Mixtral, gpt-oss, OLMoE)
     - deepseek: i >= first_dense_layers and i % moe_layer_freq == 0
-    - qwen:     i not in mlp_only_layers and (i + 1) % moe_layer_freq == 0 (also Llama 4)
+    - qwen:     i not in mlp_only_layers and (i + 1) % moe_layer_freq == 0
 
     A ``when`` expression over fields, the layer index ``i`` and the layer count ``n``
-    replaces the style for placements none of them covers (a first..last MoE span).
+    replaces the style for placements none of them covers (a first..last MoE span, or
+    Llama 4's every n-th layer without mlp_only_layers).
     """
     experts = _get(res, "n_experts") or 0
     if experts <= 0:

@@ -42,10 +42,7 @@ def vision_keys() -> dict[str, set[str]]:
     filled by the composite's own class. Only those classes get these keys.
     """
     out: dict[str, set[str]] = {}
-    towers = {
-        p.stem: json.loads(p.read_text())
-        for p in (ROOT / "schemas" / "vision_types").glob("*.json")
-    }
+    towers = {p.stem: json.loads(p.read_text()) for p in (ROOT / "schemas" / "vision_types").glob("*.json")}
     for spec in towers.values():
         source = spec.get("defaults_from")
         if not source:
@@ -100,11 +97,14 @@ def class_defaults(cls: type, config: Any) -> dict[str, Any]:
 
 
 def main() -> int:
+    import dataclasses
+
     import transformers
-    from transformers import CONFIG_MAPPING
+    from transformers import CONFIG_MAPPING, PreTrainedConfig
 
     keys = read_keys()
     extra = vision_keys()
+    base_fields = {f.name for f in dataclasses.fields(PreTrainedConfig)}
     out: dict[str, Any] = {
         "_about": "transformers config-class defaults for the keys slotdiff reads; generated "
         f"by tools/gen_defaults.py from transformers {transformers.__version__}",
@@ -120,6 +120,17 @@ def main() -> int:
             continue
         wanted = keys | extra.get(model_type, set())
         entry = {k: clean(v) for k, v in class_defaults(cls, config).items() if k in wanted}
+        # Nested sub-configs read through dotted aliases (DBRX's attn_config.kv_n_heads):
+        # a key missing inside them takes the sub-config class's default.
+        for name, sub_cls in (getattr(cls, "sub_configs", None) or {}).items():
+            if name in keys and isinstance(sub_cls, type):
+                try:
+                    sub_defaults = class_defaults(sub_cls, sub_cls())
+                except Exception as err:
+                    print(f"skip {model_type}.{name}: {type(err).__name__}", file=sys.stderr)
+                    continue
+                own = {k: v for k, v in sub_defaults.items() if k not in base_fields}
+                entry[name] = clean(own)
         sub = getattr(config, "sub_configs", None) or {}
         text = getattr(config, "text_config", None)
         if text is not None and hasattr(text, "model_type"):

@@ -75,9 +75,7 @@ def rule(name: str) -> Callable[[Rule], Rule]:
 # ------------------------------------------------------------------------------ rules
 
 
-def smart_resize(
-    height: int, width: int, factor: int, min_pixels: int, max_pixels: int
-) -> tuple[int, int]:
+def smart_resize(height: int, width: int, factor: int, min_pixels: int, max_pixels: int) -> tuple[int, int]:
     """Qwen2-VL's smart_resize (image_processing_qwen2_vl.py), returning (height, width)."""
     if max(height, width) / min(height, width) > 200:
         raise ValueError("absolute aspect ratio must be smaller than 200")
@@ -231,9 +229,7 @@ def _tiled_best_fit(s: Mapping[str, Any], width: int, height: int) -> dict[str, 
     )
 
 
-def _internvl_grid(
-    height: int, width: int, tile: int, min_tiles: int, max_tiles: int
-) -> tuple[int, int]:
+def _internvl_grid(height: int, width: int, tile: int, min_tiles: int, max_tiles: int) -> tuple[int, int]:
     """get_optimal_tiled_canvas (image_processing_got_ocr2.py), returning (columns, rows)."""
     grids = sorted(
         (
@@ -394,9 +390,7 @@ def vision_flops(
             conn += f
         else:
             tower += f
-    attn = sum(
-        4 * st.layers * img.encoder_len**2 * st.width * img.encoder_seqs for st in model.attention
-    )
+    attn = sum(4 * st.layers * img.encoder_len**2 * st.width * img.encoder_seqs for st in model.attention)
     notes: list[str] = []
     kv = cross = None
     if kv_bytes_per_token is not None:

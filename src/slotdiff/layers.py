@@ -190,15 +190,22 @@ def _sliding_from(res: Resolver, layers: list[LayerSpec], args: dict[str, Any]) 
 
 @rule("alternate")
 def _alternate(res: Resolver, layers: list[LayerSpec], args: dict[str, Any]) -> list[LayerSpec]:
-    """Sliding on layers where ``(i + offset) % period != 0`` (Gemma 2/3 before layer_types)."""
+    """Sliding on layers where ``(i + 1) % period != 0`` (Gemma 2/3, EXAONE 4 before layer_types).
+
+    ``period`` is fixed, or read from ``period_key`` with ``period`` as its fallback.
+    """
     if getattr(res, "layer_types_applied", False):
         return layers
     window = _get(res, "sliding_window")
-    period = (
-        int(_raw(res, args["period_key"]) or args.get("period", 2))
-        if "period_key" in args
-        else int(args.get("period", 2))
-    )
+    period: Any = args.get("period", 2)
+    if "period_key" in args:
+        period = _raw(res, args["period_key"]) or period
+        if not isinstance(period, int) or isinstance(period, bool) or period < 1:
+            raise SlotdiffError(
+                res.raw.name,
+                f"expected a positive layer period, got {period!r}",
+                key=res.cite(args["period_key"]),
+            )
     if window is None:
         return layers
     out = []
@@ -292,7 +299,11 @@ def _moe(res: Resolver, layers: list[LayerSpec], args: dict[str, Any]) -> list[L
 
     - every:    all layers (Mixtral, gpt-oss, OLMoE)
     - deepseek: i >= first_dense_layers and i % moe_layer_freq == 0
-    - qwen:     i not in mlp_only_layers and (i + 1) % moe_layer_freq == 0 (also Llama 4)
+    - qwen:     i not in mlp_only_layers and (i + 1) % moe_layer_freq == 0
+
+    A ``layer_when`` expression over fields, the layer index ``i`` and the layer count ``n``
+    replaces the style for placements none of them covers (a first..last MoE span, or
+    Llama 4's every n-th layer without mlp_only_layers).
     """
     experts = _get(res, "n_experts") or 0
     if experts <= 0:
@@ -301,13 +312,16 @@ def _moe(res: Resolver, layers: list[LayerSpec], args: dict[str, Any]) -> list[L
     first = _get(res, "first_dense_layers") or 0
     freq = _get(res, "moe_layer_freq") or 1
     dense_only = set(_get(res, "mlp_only_layers") or [])
+    when = args.get("layer_when")
     out = []
     for s in layers:
         if s.ffn is None:
             out.append(s)
             continue
         i = s.index
-        if style == "every":
+        if when:
+            moe = bool(res.evaluate(when, {"i": i, "n": len(layers)}))
+        elif style == "every":
             moe = True
         elif style == "deepseek":
             moe = i >= first and i % freq == 0
@@ -373,8 +387,7 @@ def _set_where(res: Resolver, layers: list[LayerSpec], args: dict[str, Any]) -> 
     ``{"mixer": "attention", "window": null}`` get the global head_dim)."""
     match: dict[str, Any] = args.get("match", {})
     return [
-        _set(res, s, args["set"]) if all(getattr(s, k) == v for k, v in match.items()) else s
-        for s in layers
+        _set(res, s, args["set"]) if all(getattr(s, k) == v for k, v in match.items()) else s for s in layers
     ]
 
 

@@ -4,6 +4,11 @@ All knowledge of key names lives in ``schemas/keymap.json`` (canonical fields an
 aliases) and ``schemas/model_types/<model_type>.json`` (per-family aliases, facts fixed
 by the family's implementation, and the rules that lay out its layers). Missing keys take
 transformers' default for the model_type from ``schemas/defaults.json`` and say so.
+
+A model_type file may also name local fields in its ``aliases`` (switches such as
+``use_parallel_residual`` that only that family reads) and use them in ``derive``
+expressions, which may be conditional: a structure fact that transformers decides from a
+switch is derived from that switch. Keys the family knowingly ignores go in its ``ignored``.
 """
 
 from __future__ import annotations
@@ -44,8 +49,10 @@ def model_type_spec(model_type: str) -> dict[str, Any] | None:
         return spec
     parent = model_type_spec(parent_name) or {}
     merged: dict[str, Any] = {**parent, **spec}
-    for part in ("aliases", "const", "structure", "defaults"):
+    for part in ("aliases", "const", "structure", "derive", "defaults"):
         merged[part] = {**parent.get(part, {}), **spec.get(part, {})}
+    for part in ("reads", "ignored"):
+        merged[part] = list(dict.fromkeys([*parent.get(part, []), *spec.get(part, [])]))
     if "layers" not in spec:
         merged["layers"] = parent.get("layers", [])
     return merged
@@ -77,6 +84,7 @@ def known_keys() -> frozenset[str]:
         for aliases in mt.get("aliases", {}).values():
             keys.update(a.split(".")[0] for a in aliases)
         keys.update(mt.get("reads", []))
+        keys.update(mt.get("ignored", []))
     return frozenset(keys)
 
 
@@ -111,19 +119,28 @@ _CMP = {
     ast.GtE: operator.ge,
 }
 
+
+def _uniform(value: Any) -> Any:
+    """A per-layer list whose entries all agree, read as that one value; a plain value as is."""
+    if isinstance(value, list):
+        return value[0] if value and all(v == value[0] for v in value) else None
+    return value
+
+
 # Functions a derivation may call; each maps None to None like the operators do.
-FUNCTIONS: dict[str, Any] = {"int": int, "len": len, "ceil": math.ceil}
+FUNCTIONS: dict[str, Any] = {"int": int, "len": len, "ceil": math.ceil, "uniform": _uniform}
 
 
 def evaluate(expr: str, env: Mapping[str, Any]) -> Any:
-    """Evaluate a key-map derivation such as ``d_model // n_heads``.
+    """Evaluate a key-map expression such as ``d_model // n_heads``; nothing else runs.
 
-    Allowed: names, numbers and strings, ``+ - * / // %``, comparisons, ``and``/``or``/``not``,
-    ``a if cond else b``, ``x is None`` / ``x is not None`` and the calls in FUNCTIONS
-    (``int``, ``len``, ``ceil``): enough to restate a config class's ``__post_init__``
-    arithmetic. An unknown name is None, and arithmetic on None gives None (the value is
-    then unknown); only ``is None`` tests and conditionals look at None. Never executes
-    anything else.
+    Allowed: names, numbers, strings, true/false/None; ``+ - * / // %``; comparisons
+    (chained), ``is None`` / ``is not None``; ``and``/``or``/``not`` and ``a if cond else b``
+    with Python's truthiness; the calls in FUNCTIONS (``int``, ``len``, ``ceil``,
+    ``uniform``). Enough to restate a config class's ``__post_init__`` arithmetic and facts
+    that depend on a switch, e.g. ``'parallel' if use_parallel_residual else 'pre'``. An
+    unknown name is None and arithmetic or ordering on None gives None (the value is then
+    unknown); only equality, ``is`` tests and conditionals look at None.
     """
 
     def ev(node: ast.AST) -> Any:
@@ -142,27 +159,40 @@ def evaluate(expr: str, env: Mapping[str, Any]) -> Any:
             if isinstance(node.op, (ast.FloorDiv, ast.Div, ast.Mod)) and right == 0:
                 return None
             return _OPS[type(node.op)](left, right)
-        if isinstance(node, ast.UnaryOp) and isinstance(node.op, (ast.Not, ast.USub)):
+        if isinstance(node, ast.UnaryOp) and isinstance(node.op, ast.Not):
+            return not ev(node.operand)
+        if isinstance(node, ast.UnaryOp) and isinstance(node.op, ast.USub):
             value = ev(node.operand)
-            if isinstance(node.op, ast.Not):
-                return not value
             return None if value is None else -value
         if isinstance(node, ast.BoolOp):
-            values = [ev(v) for v in node.values]
-            return all(values) if isinstance(node.op, ast.And) else any(values)
+            value = None
+            for part in node.values:
+                value = ev(part)
+                if isinstance(node.op, ast.And) and not value:
+                    return value
+                if isinstance(node.op, ast.Or) and value:
+                    return value
+            return value
         if isinstance(node, ast.IfExp):
             return ev(node.body) if ev(node.test) else ev(node.orelse)
-        if isinstance(node, ast.Compare) and len(node.ops) == 1:
-            left, right = ev(node.left), ev(node.comparators[0])
-            op = node.ops[0]
-            if isinstance(op, ast.Is):
-                return left is right
-            if isinstance(op, ast.IsNot):
-                return left is not right
-            if type(op) in _CMP:
-                if left is None or right is None:
-                    return None
-                return _CMP[type(op)](left, right)
+        if isinstance(node, ast.Compare):
+            left = ev(node.left)
+            for op, comp in zip(node.ops, node.comparators, strict=True):
+                right = ev(comp)
+                if isinstance(op, ast.Is):
+                    ok = left is right
+                elif isinstance(op, ast.IsNot):
+                    ok = left is not right
+                elif type(op) in _CMP:
+                    if not isinstance(op, (ast.Eq, ast.NotEq)) and (left is None or right is None):
+                        return None
+                    ok = _CMP[type(op)](left, right)
+                else:
+                    raise ValueError(f"unsupported expression {expr!r}")
+                if not ok:
+                    return False
+                left = right
+            return True
         if (
             isinstance(node, ast.Call)
             and isinstance(node.func, ast.Name)
@@ -180,11 +210,7 @@ def evaluate(expr: str, env: Mapping[str, Any]) -> Any:
 def expression_names(expr: str) -> set[str]:
     """The field names an expression reads (function names excluded)."""
     tree = ast.parse(expr, mode="eval")
-    calls = {
-        n.func.id
-        for n in ast.walk(tree)
-        if isinstance(n, ast.Call) and isinstance(n.func, ast.Name)
-    }
+    calls = {n.func.id for n in ast.walk(tree) if isinstance(n, ast.Call) and isinstance(n.func, ast.Name)}
     return {n.id for n in ast.walk(tree) if isinstance(n, ast.Name) and n.id not in calls}
 
 
@@ -333,6 +359,24 @@ class Resolver:
         scopes = [self.text]
         if spec.get("scope") == "text_then_top" and self.raw.text_path:
             scopes.append(self.raw.data)
+        if spec.get("scope") == "top_then_text" and self.raw.text_path:
+            # A composite model's own config decides (transformers ties the head of
+            # ...ForConditionalGeneration by the top-level tie_word_embeddings).
+            scopes.insert(0, self.raw.data)
+            parent = transformers_defaults().get(str(self.raw.data.get("model_type")), {})
+            for alias in self.aliases(name):
+                if (
+                    lookup(self.text, alias) is _MISSING
+                    and lookup(parent, alias) is not _MISSING
+                    and lookup(self.raw.data, alias) is _MISSING
+                ):
+                    value = self._check(name, alias, lookup(parent, alias))
+                    return Value(
+                        value,
+                        "default",
+                        (alias,),
+                        f"absent; transformers' default for {self.raw.data.get('model_type')}",
+                    )
         for scope in scopes:
             for i, alias in enumerate(self.aliases(name)):
                 found = lookup(scope, alias)
@@ -370,11 +414,7 @@ class Resolver:
 
     def _derive(self, name: str, expr: str) -> Any:
         value = self.evaluate(expr)
-        if (
-            isinstance(value, float)
-            and value.is_integer()
-            and self.field_spec(name).get("type") == "integer"
-        ):
+        if isinstance(value, float) and value.is_integer() and self.field_spec(name).get("type") == "integer":
             value = int(value)
         return value
 

@@ -197,7 +197,9 @@ def _position(arch: Architecture) -> Fill:
     scaling = rope_scaling_type(arch)
     if scaling:
         ev.use("rope_scaling")
-    mrope = isinstance(arch.get("rope_scaling"), Mapping) and ("mrope_section" in arch.get("rope_scaling"))
+    mrope = pos == "mrope" or (
+        isinstance(arch.get("rope_scaling"), Mapping) and "mrope_section" in arch.get("rope_scaling")
+    )
     partial = frac < 1.0 or bool(rotary and rotary < (arch.get("head_dim") or rotary + 1))
     nope = [s.index for s in arch.layers if s.mixer in ("attention", "mla") and not s.rope]
     detail = ("M-RoPE" if mrope else "RoPE") + f" θ={_num(theta)}"
@@ -306,9 +308,7 @@ def _range(arch: Architecture) -> Fill:
 def _mixer(arch: Architecture) -> Fill:
     ev = _Ev(arch)
     counts = Counter(s.mixer for s in arch.layers if s.mixer)
-    recurrent = [
-        s for s in arch.layers if s.mixer not in ("attention", "mla", "cross_attention", None)
-    ]
+    recurrent = [s for s in arch.layers if s.mixer not in ("attention", "mla", "cross_attention", None)]
     variants = sorted(
         {s.variant or s.mixer for s in recurrent} | {s.parallel for s in arch.layers if s.parallel}
     )
@@ -358,13 +358,23 @@ def _mixer(arch: Architecture) -> Fill:
     )
 
 
+QK_NORM_KINDS = {
+    "head": "QK-norm per head",
+    "head_separate": "QK-norm per head, each head its own weight",
+    "full": "QK-norm over all heads",
+    "l2": "QK L2-norm, no weights",
+}
+
+
 def _qk_norm(arch: Architecture) -> Fill:
     ev = _Ev(arch)
     if not attention_layers(arch):
         return ev.fill("attention.qk_norm", "none", "no attention layers")
     if ev.use("qk_norm"):
         kind = ev.use("qk_norm_kind")
-        detail = "QK-norm per head" if kind == "head" else "QK-norm over all heads"
+        detail = QK_NORM_KINDS.get(kind, f"QK-norm ({kind})")
+        if kind != "l2" and ev.use("qk_norm_bias"):
+            detail += ", with bias"
         return ev.fill("attention.qk_norm", "qk-norm", detail, {"scope": kind})
     return ev.fill("attention.qk_norm", "none", "none")
 
@@ -491,8 +501,21 @@ def _ffn_bias(arch: Architecture) -> Fill:
     ev = _Ev(arch)
     if not any(s.ffn or s.shared_block is not None for s in arch.layers):
         return ev.fill("ffn.bias", "none", "no FFN sublayers")
-    if ev.use("ffn_bias"):
+    dense = any(s.ffn == "dense" for s in arch.layers)
+    moe = any(s.ffn == "moe" for s in arch.layers)
+    shared = moe and bool(arch.get("n_shared_experts") or arch.get("d_ff_shared"))
+    # ffn_bias covers dense FFNs and shared experts; expert_bias the routed experts.
+    plain = (dense or shared) and bool(ev.use("ffn_bias"))
+    routed = moe and bool(ev.use("expert_bias"))
+    if plain and (routed or not moe):
         return ev.fill("ffn.bias", "bias", "bias on the FFN matrices")
+    if routed:
+        only = " only" if dense or shared else ""
+        return ev.fill("ffn.bias", "bias", f"bias on the routed expert matrices{only}")
+    if plain:
+        return ev.fill(
+            "ffn.bias", "bias", "bias on the dense and shared FFN matrices, not the routed experts"
+        )
     return ev.fill("ffn.bias", "none", "no bias")
 
 
@@ -521,6 +544,8 @@ def _head(arch: Architecture) -> Fill:
     tied = bool(ev.use("tie_embeddings"))
     cap = ev.use("final_softcap")
     detail = "tied to the embedding" if tied else "untied"
+    if ev.use("head_bias"):
+        detail += ", with a bias"
     if cap:
         detail += f", logits soft-capped at {cap:g}"
     return ev.fill(

@@ -178,9 +178,7 @@ def _check_items(items: list[dict[str, Any]], where: str) -> None:
 def vision_types() -> dict[str, dict[str, Any]]:
     """Every tower file, by its name (the file stem); ``extends`` chains merged (child wins)."""
     folder = data_dir("schemas") / "vision_types"
-    raw = {
-        p.stem: load_schema_file(f"vision_types/{p.name}") for p in sorted(folder.glob("*.json"))
-    }
+    raw = {p.stem: load_schema_file(f"vision_types/{p.name}") for p in sorted(folder.glob("*.json"))}
 
     def merged(name: str, seen: tuple[str, ...] = ()) -> dict[str, Any]:
         spec = raw[name]
@@ -292,9 +290,7 @@ def resolve_fields(
         other = spec.get("fallback")
         if out[name].value is None and other and out.get(other, Value(None, "unknown")).value:
             src = out[other]
-            out[name] = Value(
-                src.value, "derived", src.keys, f"absent; {name} falls back to {other}"
-            )
+            out[name] = Value(src.value, "derived", src.keys, f"absent; {name} falls back to {other}")
     return out
 
 
@@ -329,11 +325,7 @@ def spec_fields(data: Mapping[str, Any], key: str | None) -> dict[str, Value]:
         how = "fixed by the parent" if parent.get("tower") else f"{node_key}.model_type"
         out["tower"] = Value(tower_name, "model_type", (), how)
         source = tower.get("defaults_from", tower_name)
-        out.update(
-            resolve_fields(
-                tower.get("fields", {}), node, node_key, defaults.get(source, {}), source
-            )
-        )
+        out.update(resolve_fields(tower.get("fields", {}), node, node_key, defaults.get(source, {}), source))
     out.update(
         resolve_fields(
             parent.get("fields", {}), data, "", defaults.get(str(parent_type), {}), str(parent_type)

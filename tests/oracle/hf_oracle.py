@@ -184,16 +184,22 @@ def _instantiate(cls: type, config: PreTrainedConfig, **kwargs: Any) -> PreTrain
         ) from exc
 
 
+def _build_meta(cfg: Mapping[str, Any]) -> tuple[PreTrainedModel, PreTrainedConfig, str]:
+    """:func:`build_meta` plus the reason its class was chosen."""
+    config = _config_object(cfg)
+    cls, why = _model_class(cfg, config)
+    with torch.device("meta"):
+        model = _instantiate(cls, config)
+    return model, config, why
+
+
 def build_meta(cfg: Mapping[str, Any]) -> tuple[PreTrainedModel, PreTrainedConfig]:
     """Instantiate transformers' model for ``cfg`` on the ``meta`` device; return (model, config).
 
     Meta tensors have shapes but no storage, so even 1T-parameter models build in well under a
     second; the class is chosen by :func:`_model_class` (never ``trust_remote_code``).
     """
-    config = _config_object(cfg)
-    cls, _why = _model_class(cfg, config)
-    with torch.device("meta"):
-        model = _instantiate(cls, config)
+    model, config, _why = _build_meta(cfg)
     return model, config
 
 
@@ -328,13 +334,9 @@ def param_count(cfg: Mapping[str, Any]) -> dict[str, Any]:
     pattern), ``tied`` (alias name -> name it shares storage with, e.g. ``lm_head.weight``),
     ``defaulted_subconfigs`` (sub-configs absent from the input that transformers filled with
     its defaults, e.g. a trimmed file without ``vision_config``), ``persistent_buffers``
-    (normalised name -> elements of checkpoint-carried buffers that are *not* in ``total``).
+    (normalised name -> elements of persistent buffers, which are *not* in ``total``).
     """
-    config = _config_object(cfg)
-    cls, why = _model_class(cfg, config)
-    with torch.device("meta"):
-        model = _instantiate(cls, config)
-
+    model, config, why = _build_meta(cfg)
     total = sum(p.numel() for p in model.parameters())
     parts = dict.fromkeys(PARTS, 0)
     by_name: Counter[str] = Counter()
@@ -354,7 +356,7 @@ def param_count(cfg: Mapping[str, Any]) -> dict[str, Any]:
     }
     assert sum(parts.values()) == total, "part table must partition the parameters"
     return {
-        "model_class": cls.__name__,
+        "model_class": type(model).__name__,
         "class_source": why,
         "total": total,
         "parts": parts,
@@ -393,6 +395,9 @@ TINY_SIZES: dict[str, int] = {
     "num_experts_per_token": 2,
     "moe_top_k": 2,
     "top_k_experts": 2,
+    "moe_k": 2,
+    "moe_topk": 2,
+    "moe_num_shared_experts": 1,
     "n_shared_experts": 1,
     "num_shared_experts": 1,
     "n_group": 1,
@@ -531,12 +536,20 @@ def _shrunk_dict(
         as_list = ids if isinstance(ids, list) else [ids]
         if isinstance(vocab, int) and any(isinstance(i, int) and i >= vocab for i in as_list):
             d[key] = [0] if isinstance(ids, list) else 0  # some classes reject None
-    for key in derived:
-        d.pop(key)
-    if derived:
-        notes.append(f"re-derived per-layer lists: {', '.join(derived)}")
+    original = {key: d.pop(key) for key in derived}
     if num_layers is None:
         num_layers = _covering_prefix(type(text).from_dict(d))
+    try:
+        probe = type(text).from_dict({**d, "num_hidden_layers": num_layers}).to_dict()
+    except Exception:  # e.g. Zamba-2's default pattern ignores num_hidden_layers
+        probe = {}
+    for key in derived:
+        value = probe.get(key)
+        if not (isinstance(value, (list, dict)) and len(value) <= num_layers):
+            d[key] = original[key]
+    derived = [key for key in derived if key not in d]
+    if derived:
+        notes.append(f"re-derived per-layer lists: {', '.join(derived)}")
     for key in per_layer:
         if key not in derived:
             d[key] = [d[key][i % n0] for i in range(num_layers)]
@@ -592,9 +605,15 @@ def tiny_text_config(
         except Exception as exc:  # config validation of every family
             raise OracleUnsupported(f"tiny config rejected: {type(exc).__name__}: {exc}") from exc
         n = int(tiny.num_hidden_layers)
-        reference = _mixer_shapes(full_model, n)
         with torch.device("meta"):
             shapes = _mixer_shapes(_instantiate(cls, tiny), n)
+        # compare the layers the tiny model has (LongCat counts two sub-layers per layer)
+        present = {re.search(r"layers\.(\d+)\.", k).group(1) for k in shapes}
+        reference = {
+            k: v
+            for k, v in _mixer_shapes(full_model, n).items()
+            if re.search(r"layers\.(\d+)\.", k).group(1) in present
+        }
         mismatches = sorted(
             f"{k}: {reference.get(k)} -> {shapes.get(k)}"
             for k in set(reference) | set(shapes)
@@ -649,6 +668,17 @@ def _input_ids(model: PreTrainedModel, length: int, batch_size: int = 1) -> torc
     gen = torch.Generator().manual_seed(1234)
     vocab = model.config.get_text_config(decoder=True).vocab_size
     return torch.randint(0, vocab, (batch_size, length), generator=gen)
+
+
+def _forward(model: PreTrainedModel, info: Mapping[str, Any], **kwargs: Any) -> Any:
+    """Run the tiny copy; a failure inside transformers becomes :class:`OracleUnsupported`."""
+    try:
+        return model(**kwargs)
+    except Exception as exc:  # transformers bugs of every kind
+        raise OracleUnsupported(
+            f"forward of the tiny {info['model_class']} fails in transformers "
+            f"{TRANSFORMERS_VERSION}: {type(exc).__name__}: {exc}"
+        ) from exc
 
 
 def _returned_cache(output: Any) -> Any:
@@ -800,7 +830,7 @@ def kv_cache_bytes(
     model, info = _build_tiny(cfg, num_layers, overrides, dtype)
     ids = _input_ids(model, seq_len, batch_size)
     with torch.no_grad():
-        out = model(input_ids=ids, use_cache=True)
+        out = _forward(model, info, input_ids=ids, use_cache=True)
     cache = _returned_cache(out)
     if cache is None:
         raise OracleUnsupported(f"{info['model_class']} returned no cache")
@@ -925,15 +955,15 @@ def forward_flops(
     with torch.no_grad():
         ids = _input_ids(model, seq_len)
         with FlopCounterMode(display=False) as counter:
-            model(input_ids=ids, use_cache=True)
+            _forward(model, info, input_ids=ids, use_cache=True)
         result["prefill"] = _flop_breakdown(counter)
         result["decode_context"] = decode_context
         result["decode"] = None
         if decode_context is not None:
             ids = _input_ids(model, decode_context + 1)
-            out = model(input_ids=ids[:, :decode_context], use_cache=True)
+            out = _forward(model, info, input_ids=ids[:, :decode_context], use_cache=True)
             cache = _returned_cache(out)
             with FlopCounterMode(display=False) as counter:
-                model(input_ids=ids[:, decode_context:], cache=cache, use_cache=True)
+                _forward(model, info, input_ids=ids[:, decode_context:], cache=cache, use_cache=True)
             result["decode"] = _flop_breakdown(counter)
     return result

@@ -89,6 +89,8 @@ class _Builder:
         self.out.append(Tensor(part, slot or part.split("/")[0], rows, cols, count, kind, module, routed))
 
     def norm(self, part: str, width: int, count: int, module: str, slot: str = "norms") -> None:
+        if self.arch.get("norm_affine") is False:
+            return  # LayerNorm without elementwise affine: no parameters
         self.add(part, width, 1, count, "vector", module, slot)
         if self.arch.get("norm_bias"):
             self.add(part + ".bias", width, 1, count, "vector", module, slot)
@@ -144,14 +146,14 @@ def _attention(b: _Builder, n: int, layer: LayerSpec) -> None:
         )
     if a.get("o_bias"):
         b.add("attention/o.bias", d, 1, n, "vector", f"{mod}.o_proj", slot)
-    if a.get("qk_norm"):
-        if a.get("qk_norm_kind") == "full":
-            b.add("attention/q_norm", h * hd, 1, n, "vector", f"{mod}.q_norm", slot)
-            b.add("attention/k_norm", g * hd, 1, n, "vector", f"{mod}.k_norm", slot)
-        else:
-            b.add("attention/q_norm", hd, 1, n, "vector", f"{mod}.q_norm", slot)
-            if not layer.kv_shared:
-                b.add("attention/k_norm", hd, 1, n, "vector", f"{mod}.k_norm", slot)
+    kind = a.get("qk_norm_kind")
+    if a.get("qk_norm") and kind != "l2":  # an L2 QK-norm has no weights
+        # One weight per head (each head its own, or one over all heads) or one shared.
+        q_w, k_w = (h * hd, g * hd) if kind in ("full", "head_separate") else (hd, hd)
+        for suffix in ("", ".bias") if a.get("qk_norm_bias") else ("",):
+            b.add(f"attention/q_norm{suffix}", q_w, 1, n, "vector", f"{mod}.q_norm", slot)
+            if not layer.kv_shared:  # a layer reusing another's K/V has no k norm
+                b.add(f"attention/k_norm{suffix}", k_w, 1, n, "vector", f"{mod}.k_norm", slot)
     if a.get("sinks"):
         b.add("attention/sinks", h, 1, n, "vector", f"{mod}.sinks", slot)
 
@@ -512,6 +514,8 @@ def _moe(b: _Builder, n: int) -> None:
     b.add("router/weight", e + zero, d, n, "linear", f"{mod}.gate")
     if a.get("router_bias"):
         b.add("router/bias", e + zero, 1, n, "vector", f"{mod}.gate")
+    if a.get("router_score_bias"):
+        b.add("router/score_bias", e, 1, n, "vector", f"{mod}.gate")
     if a.get("router_scales"):
         # A learned input scale before the router projection and a scale per expert.
         b.add("router/scale", d, 1, n, "vector", f"{mod}.router.scale")
@@ -604,7 +608,10 @@ def tensors(arch: Architecture) -> tuple[Tensor, ...]:
     b = _Builder(arch)
     d, vocab = _int(arch, "d_model"), _int(arch, "vocab")
     rows = vocab + (arch.get("embed_extra_rows") or 0)  # Mllama: vocab_size + 8
-    b.add("embedding/tokens", rows, d, 1, "embedding", "model.embed_tokens")
+    d_embed = arch.get("d_embed") or d
+    b.add("embedding/tokens", rows, d_embed, 1, "embedding", "model.embed_tokens")
+    if d_embed != d:
+        b.add("embedding/project_in", d, d_embed, 1, "linear", "model.project_in")
     if arch.get("embed_norm"):
         b.norm("norms/embedding", d, 1, "model.embed_layernorm")
     if arch.get("position") == "learned":
@@ -634,8 +641,10 @@ def tensors(arch: Architecture) -> tuple[Tensor, ...]:
     _norms(b, layers)
     if arch.get("final_norm", True):
         b.norm("norms/final", d, 1, "model.norm")
+    if d_embed != d:
+        b.add("head/project_out", d_embed, d, 1, "linear", "model.project_out")
     if not arch.get("tie_embeddings"):
-        b.add("head/weight", vocab, d, 1, "linear", "lm_head")
+        b.add("head/weight", vocab, d_embed, 1, "linear", "lm_head")
     if arch.get("head_bias"):
         b.add("head/bias", vocab, 1, 1, "vector", "lm_head")
     return tuple(b.out)
@@ -704,9 +713,7 @@ def count(arch: Architecture) -> ParamCount:
     """Count parameters exactly (total, active, by part) from the config alone."""
     refused = arch.v("unsupported")
     if refused.value:
-        raise Unsupported(
-            arch.name, f"cannot count parameters: {refused.value}", key=arch.key("unsupported")
-        )
+        raise Unsupported(arch.name, f"cannot count parameters: {refused.value}", key=arch.key("unsupported"))
     from .vision_params import vision_tensors
 
     ts = tensors(arch) + vision_tensors(arch)

@@ -128,9 +128,7 @@ def _build(
             norm_kind = item["kind"]
             if norm_kind not in NORM_KINDS:
                 norm_kind = evaluate(norm_kind, env)  # an expression choosing one of them
-            rows += [
-                (s, r, c, k, "none") for s, r, c, k in _norm_tensors(norm_kind, num(item["width"]))
-            ]
+            rows += [(s, r, c, k, "none") for s, r, c, k in _norm_tensors(norm_kind, num(item["width"]))]
         else:
             param_kind = item.get("kind", "vector")
             rows.append(

@@ -99,3 +99,15 @@ def test_mixtral() -> None:
     c = cost("mistralai/Mixtral-8x7B-v0.1")
     assert round(c.params.total / 1e9, 1) == 46.7
     assert round(c.params.active / 1e9, 1) == 12.9
+
+
+def test_deepseek_v3_mtp_and_hub_total() -> None:
+    # DeepSeek-V3 README: "The total size of DeepSeek-V3 models on Hugging Face is 685B, which
+    # includes 671B of the Main Model weights and 14B of the Multi-Token Prediction (MTP)
+    # Module weights." The checkpoint stores the MTP layer with its own copies of the
+    # embedding and the head (shared with the trunk in the model, so not in params.mtp).
+    # The README's figures are rounded to whole billions: tolerance ±0.6B / ±0.2 %.
+    c = cost("deepseek-ai/DeepSeek-V3")
+    copies = 2 * 129280 * 7168
+    assert abs((c.params.mtp + copies) / 1e9 - 14) < 0.6
+    assert abs((c.params.total + c.params.mtp + copies) / 685e9 - 1) < 0.002

@@ -15,7 +15,7 @@ from slotdiff.analyze import load
 from slotdiff.classify import classify, distance, families, fingerprint
 from slotdiff.compare import diff
 
-from conftest import raw
+from conftest import DEFAULTS, RAW, raw
 
 
 def model(repo: str, **changes: object):  # type: ignore[no-untyped-def]
@@ -61,6 +61,17 @@ EXPECTED_FAMILY = {
     "deepseek-ai/DeepSeek-V3": "DeepSeek-V3 (MLA + MoE + MTP)",
     "deepseek-ai/DeepSeek-V3.2": "DeepSeek-V3.2 (sparse attention)",
     "google/gemma-2-2b": "Gemma 2",
+    "openai/gpt-oss-20b": "gpt-oss (sliding + sinks, MoE)",
+    "Qwen/Qwen3-Next-80B-A3B-Thinking": "Qwen3-Next (gated DeltaNet hybrid, MoE)",
+}
+
+# transformers' default configs of classes whose docstring names a checkpoint of a family
+# whose published config is in the corpus: the same architecture.
+DEFAULTS_IN_FAMILY = {
+    "gpt2.json": "GPT-2",  # GPT2Config → openai-community/gpt2
+    "mistral.json": "Mistral 7B v0.1 (sliding window)",  # MistralConfig → Mistral-7B-v0.1
+    "gemma2.json": "Gemma 2",
+    "qwen2_5_vl.json": "Qwen2-VL / Qwen2.5-VL (M-RoPE, vision)",  # docstring names Qwen2-VL-7B
 }
 
 
@@ -70,6 +81,21 @@ def test_corpus_lands_in_its_family(repo: str) -> None:
     cls = classify(m.arch, m.fills)
     assert not cls.is_new and cls.distance == 0
     assert cls.family is not None and cls.family.name == EXPECTED_FAMILY[repo]
+
+
+@pytest.mark.parametrize("name", sorted(DEFAULTS_IN_FAMILY))
+def test_transformers_defaults_land_in_the_family_they_document(name: str) -> None:
+    m = load(DEFAULTS / name)
+    cls = classify(m.arch, m.fills)
+    assert cls.distance == 0 and cls.family.name == DEFAULTS_IN_FAMILY[name]
+
+
+@pytest.mark.parametrize("path", sorted(RAW.glob("*.json")), ids=lambda p: p.name)
+def test_every_published_config_has_a_known_family(path) -> None:  # type: ignore[no-untyped-def]
+    # fingerprints/ is generated from the corpus by tools/fingerprints.sh: a change to the
+    # fills that forgets to regenerate it shows here.
+    m = load(path)
+    assert classify(m.arch, m.fills).distance == 0
 
 
 # One facet altered in a real config → a new fingerprint at distance 1 from the original

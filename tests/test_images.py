@@ -27,9 +27,7 @@ def arch_of(name: str) -> Architecture:
 
 def arch_from(data: dict, name: str = "inline") -> Architecture:
     parsed_data, parsed = parse_config(json.dumps(data), name)
-    return build(
-        RawConfig(name=name, data=parsed_data, parsed=parsed, origin="file", location=name)
-    )
+    return build(RawConfig(name=name, data=parsed_data, parsed=parsed, origin="file", location=name))
 
 
 # --- Qwen2-VL: image_processing_qwen2_vl.py smart_resize, factor = patch · merge = 14 · 2 = 28,
@@ -218,9 +216,7 @@ def test_llava_vision_flops_by_hand() -> None:
     connector = 2 * 576 * (1024 * 4096 + 4096 * 4096)
     # Attention: 4 · L · s² · width, L = 24, s = 577, width = 1024.
     attention = 4 * 24 * 577**2 * 1024
-    cost = vision_flops(
-        arch_of("llava-hf__llava-1.5-7b-hf.json"), 640, 480, kv_bytes_per_token=1000
-    )
+    cost = vision_flops(arch_of("llava-hf__llava-1.5-7b-hf.json"), 640, 480, kv_bytes_per_token=1000)
     assert (cost.tower_matmul_flops, cost.connector_flops, cost.attention_flops) == (
         tower,
         connector,

@@ -29,9 +29,7 @@ def arch_from(data: dict, name: str = "inline") -> Architecture:
     import json
 
     parsed_data, parsed = parse_config(json.dumps(data), name)
-    return build(
-        RawConfig(name=name, data=parsed_data, parsed=parsed, origin="file", location=name)
-    )
+    return build(RawConfig(name=name, data=parsed_data, parsed=parsed, origin="file", location=name))
 
 
 def vision_sum(arch: Architecture) -> int:
@@ -102,9 +100,7 @@ def test_mllama_cross_attention_layers_and_total() -> None:
     c = count(arch)
     # transformers 5.24: model.language_model.layers.N.cross_attn* and cross_attn_*_gate
     # groups sum to 335,546,384 (8 layers: q, k, v, o, q_norm, k_norm, two gates)
-    assert sum(t.params for t in c.tensors if t.part.startswith("attention/cross.")) == (
-        335_546_384
-    )
+    assert sum(t.params for t in c.tensors if t.part.startswith("attention/cross.")) == (335_546_384)
     # MllamaForConditionalGeneration total, transformers 5.24 meta device
     assert c.total == 10_642_941_475
 

@@ -189,14 +189,14 @@ def label(fills: Fills) -> str:
         if ex.attr("shared"):
             moe += f"+{ex.size('shared_experts') or 1}s"
         parts.append(moe)
-    else:
+    elif ex.kind == "dense":
         parts.append("Dense")
     if mixer.kind != "softmax":
         names = "/".join(m.replace("_", "-") for m in mixer.attr("mixers", ()))
         if mixer.kind in ("linear-hybrid", "ssm-hybrid"):
             parts.append(f"Hybrid {names} {mixer.size('recurrent_layers')}:{mixer.size('attention_layers')}")
         else:
-            parts.append(names.upper() if mixer.kind == "ssm" else names)
+            parts.append({"mamba": "Mamba", "mamba2": "Mamba-2"}.get(names, names))
     if kv.kind == "mla":
         parts.append(f"MLA {kv.size('kv_lora_rank')}+{kv.size('qk_rope_head_dim')}")
     elif kv.kind in ("gqa", "mqa"):
@@ -224,10 +224,11 @@ def label(fills: Fills) -> str:
         if pos.attr("nope_layers"):
             text += "+NoPE"
         parts.append(text)
-    else:
+    elif not (pos.kind == "none" and kv.kind == "none"):  # pure SSMs have no position scheme
         parts.append({"learned": "learned pos", "alibi": "ALiBi", "none": "NoPE"}.get(pos.kind, pos.kind))
     act = fills["ffn.activation"]
-    parts.append(act.detail.split(",")[0])
+    if act.kind != "none":
+        parts.append(act.detail.split(",")[0])
     norm = fills["norm.kind"]
     placement = norm.attr("placement")
     parts.append(

@@ -400,16 +400,12 @@ def _attn_bias(arch: Architecture) -> Fill:
     return ev.fill("attention.bias", k, text[k])
 
 
-GATED_NAMES = {
-    "silu": "SwiGLU",
-    "swish": "SwiGLU",
-    "gelu": "GeGLU",
-    "gelu_pytorch_tanh": "GeGLU",
-    "gelu_new": "GeGLU",
-    "gelu_fast": "GeGLU",
-    "relu": "ReGLU",
-    "situ": "SituGLU",
-}
+def activation_name(act: str, gated: bool) -> str:
+    """Display name of an FFN activation (schemas/slots.json ``activations``)."""
+    names = load_schema_file("slots.json").get("activations", {}).get(act)
+    if names:
+        return names["gated" if gated else "plain"]
+    return f"{act}-GLU" if gated else act
 
 
 def _activation(arch: Architecture) -> Fill:
@@ -423,7 +419,7 @@ def _activation(arch: Architecture) -> Fill:
     f = widths[0] if widths else arch.get("d_ff_expert")
     if widths:
         ev.use("d_ff")
-    name = GATED_NAMES.get(act, f"{act}-GLU") if gated else act.upper().replace("_", " ")
+    name = activation_name(act, gated)
     kind = name.lower() if gated else ("gelu" if act.startswith("gelu") else act)
     ratio = f / d if f and d else None
     mats = 3 if gated else 2

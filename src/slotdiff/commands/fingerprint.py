@@ -28,6 +28,10 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         help="folder to write into (default: the fingerprints/ folder in use)",
     )
     parser.add_argument("--exemplar", action="append", default=[], help="more exemplar repo ids (repeatable)")
+    parser.add_argument(
+        "--exemplar-id", default=None, help="repo id to record for MODEL when it is a local file"
+    )
+    parser.add_argument("--note", default=None, help="where the fills come from, if not a published config")
     parser.add_argument("--force", action="store_true", help="overwrite an existing file")
     parser.add_argument("--stdout", action="store_true", help="print instead of writing")
 
@@ -40,7 +44,7 @@ def run(args: argparse.Namespace) -> int:
     from ..resources import data_dir
 
     model = load(args.model)
-    exemplars = [model.raw.repo_id or model.raw.name]
+    exemplars = [args.exemplar_id or model.raw.repo_id or model.raw.name]
     model_types = [model.arch.model_type]
     fp = fingerprint(model.fills)
     for extra in args.exemplar:
@@ -51,6 +55,8 @@ def run(args: argparse.Namespace) -> int:
         if other.arch.model_type not in model_types:
             model_types.append(other.arch.model_type)
     record = family_record(args.name, model_types, model.fills, exemplars)
+    if args.note:
+        record["notes"] = args.note
     text = json.dumps(record, indent=2, ensure_ascii=False) + "\n"
     if args.stdout:
         sys.stdout.write(text)

@@ -92,7 +92,9 @@ def _deltas(this: CostReport, other: CostReport) -> dict[str, float | int | None
     return {
         "params": this.params.total - other.params.total,
         "active_params": this.params.active - other.params.active,
-        "mtp_params": this.params.mtp - other.params.mtp,
+        "mtp_params": None
+        if this.params.mtp is None or other.params.mtp is None
+        else this.params.mtp - other.params.mtp,
         "weight_bytes": this.weights.bytes - other.weights.bytes,
         "kv_bytes_per_token": this.kv.bytes_per_token - other.kv.bytes_per_token,
         "kv_bytes_at_context": this.kv.bytes_at_context - other.kv.bytes_at_context,

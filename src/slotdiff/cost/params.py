@@ -657,7 +657,7 @@ def mtp_tensors(arch: Architecture) -> tuple[Tensor, ...]:
     the model's last layer, and a final norm; embedding and head are shared with the trunk.
     """
     n = arch.get("mtp_layers") or 0
-    if not n:
+    if not n or arch.get("mtp_style") != "deepseek":
         return ()
     last = arch.layers[-1]
     sub = _Builder(arch)
@@ -696,7 +696,7 @@ class ParamCount:
     total: int  # what transformers instantiates (MTP modules excluded)
     active: int  # per token: routed experts at top_k / n_experts
     by_part: tuple[tuple[str, int], ...]
-    mtp: int  # MTP modules, counted separately
+    mtp: int | None  # MTP modules, counted separately; None when their structure is not known
     tensors: tuple[Tensor, ...]
 
     def part(self, name: str) -> int:
@@ -724,5 +724,7 @@ def count(arch: Architecture) -> ParamCount:
     e, k = arch.get("n_experts") or 0, arch.get("top_k") or 0
     routed = sum(t.params for t in ts if t.routed)
     active = total - routed + (routed * k // e if e else 0)
-    mtp = sum(t.params for t in mtp_tensors(arch))
+    mtp: int | None = sum(t.params for t in mtp_tensors(arch))
+    if (arch.get("mtp_layers") or 0) and arch.get("mtp_style") != "deepseek":
+        mtp = None  # the config names MTP modules but not their tensors
     return ParamCount(total, active, tuple((p, v) for p, v in by.items() if v), mtp, ts)

@@ -58,6 +58,8 @@ def cost_lines(report: Any) -> Text:
         line += f", active {fmt.count(p.active)}"
     if p.mtp:
         line += f", MTP modules {fmt.count(p.mtp)} (apart)"
+    elif p.mtp is None:
+        line += ", MTP modules not counted (the config does not describe their tensors)"
     t.append(line + "\n")
     w = c.weights
     t.append(f"weights {fmt.si_bytes(w.bytes) if w.supported else 'not given'} ({w.detail})\n")

@@ -79,11 +79,15 @@ def cost_of(arch: Architecture, workload: Workload | None = None) -> CostReport:
     prefill = prefill_cost(arch, weights, kv, flops, device, peak)
     notes = list(ASSUMPTIONS) + list(weights.notes)
     if kv.recurrent_layers:
-        notes.append("recurrent (linear-attention / SSM) state is priced at the KV dtype")
+        notes.append(
+            "recurrent (linear-attention / SSM) states are priced in float32 (or the config's "
+            "ssm cache dtype), as transformers keeps them; their convolution windows at the KV dtype"
+        )
     if any(s.mixer == "mla" for s in arch.layers):
         notes.append(
-            "MLA caches the latent and RoPE key; attention FLOPs in transformers' "
-            "decompressed form (the absorbed form is in flops.attention_per_token_absorbed)"
+            "MLA caches the latent and RoPE key; decode attention FLOPs in the absorbed form, prefill "
+            "in the decompressed form (transformers' re-expanding decode form is in "
+            "flops.attention_per_token_transformers)"
         )
     return CostReport(wl, params, weights, kv, flops, decode, prefill, tuple(notes))
 

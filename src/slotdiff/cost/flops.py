@@ -3,9 +3,14 @@
 Weights: 2 × active matmul parameters per token (every linear and convolution; routed
 experts at top_k/n_experts; the head included even when tied; the embedding gather
 excluded). Attention: per softmax layer, q·kᵀ and p·v over the tokens it sees,
-2·h·(d_qk + d_v) per key, with the span capped by the layer's window or chunk. MLA is
-counted in the form transformers runs (K/V decompressed per head, not absorbed); the
-absorbed form is reported beside it.
+2·h·(d_qk + d_v) per key, with the span capped by the layer's window or chunk.
+
+MLA decode is counted in the absorbed form inference engines run (W_UK folded into the
+query, W_UV into the output: attention is an MQA over the cached latent, d_qk = r_kv + rope,
+d_v = r_kv, and the weights are used once per token). transformers instead caches the latent
+and re-expands every cached token through kv_b_proj at each step; that form is reported
+beside it (``attention_per_token_transformers``) and is what the FLOP-counter oracle checks.
+Prefill uses the decompressed form (d_qk = nope + rope, d_v = v_head_dim) in both.
 """
 
 from __future__ import annotations
@@ -76,14 +81,24 @@ def _span_sum(arch: Architecture, layer: LayerSpec, s: int) -> int:
     return _tri_capped(s, cap)
 
 
-def attention_flops(arch: Architecture, context: int, absorbed: bool = False) -> int:
-    """Attention FLOPs of one decode token at position ``context`` (score + mix)."""
+def attention_flops(arch: Architecture, context: int, form: str = "absorbed") -> int:
+    """Attention FLOPs of one decode token at position ``context`` (score + mix).
+
+    ``form`` matters for MLA only: ``absorbed`` (engines), ``decompressed`` (per-head K/V
+    already expanded), ``transformers`` (decompressed, plus re-expanding the other
+    ``context − 1`` cached latents through kv_b_proj, as transformers does each step).
+    """
     total = 0
     for layer in arch.layers:
         if layer.mixer not in ("attention", "mla"):
             continue
-        h, dqk, dv = _qk_v_dims(arch, layer, absorbed)
-        total += 2 * h * (dqk + dv) * attended(arch, layer, context)
+        h, dqk, dv = _qk_v_dims(arch, layer, absorbed=form == "absorbed")
+        keys = attended(arch, layer, context)
+        total += 2 * h * (dqk + dv) * keys
+        if layer.mixer == "mla" and form == "transformers":
+            rank = arch.get("kv_lora_rank") or 0
+            nope, hv = arch.get("qk_nope_head_dim") or 0, arch.get("v_head_dim") or 0
+            total += 2 * rank * h * (nope + hv) * (keys - 1)
         if layer.sparse:
             total += 2 * (arch.get("index_n_heads") or 0) * (arch.get("index_head_dim") or 0) * context
     return total
@@ -95,7 +110,7 @@ def prefill_attention_flops(arch: Architecture, s: int, causal: bool = True) -> 
     for layer in arch.layers:
         if layer.mixer not in ("attention", "mla"):
             continue
-        h, dqk, dv = _qk_v_dims(arch, layer)
+        h, dqk, dv = _qk_v_dims(arch, layer, absorbed=False)
         keys = _span_sum(arch, layer, s) if causal else s * s
         total += 2 * h * (dqk + dv) * keys
         if layer.sparse:
@@ -111,7 +126,7 @@ class FlopsCost:
     context: int
     weights_per_token: int
     attention_per_token: int
-    attention_per_token_absorbed: int | None  # MLA only
+    attention_per_token_transformers: int | None  # MLA only: transformers' re-expanding form
     prefill: int  # causal, whole prompt of `context` tokens
     prefill_no_mask: int  # if the masked half is computed anyway
 
@@ -124,9 +139,10 @@ class FlopsCost:
             "per_token": self.per_token,
             "weights_per_token": self.weights_per_token,
             "attention_per_token": self.attention_per_token,
-            "attention_per_token_absorbed": self.attention_per_token_absorbed,
-            "mla_form": "decompressed (as transformers runs it)"
-            if self.attention_per_token_absorbed is not None
+            "attention_per_token_transformers": self.attention_per_token_transformers,
+            "mla_form": "absorbed (decode as engines run it); attention_per_token_transformers "
+            "re-expands the cached latents each step as transformers does"
+            if self.attention_per_token_transformers is not None
             else None,
             "context": self.context,
             "prefill": self.prefill,
@@ -142,7 +158,7 @@ def flops_cost(arch: Architecture, params: ParamCount, context: int) -> FlopsCos
         context=context,
         weights_per_token=w,
         attention_per_token=attention_flops(arch, context),
-        attention_per_token_absorbed=attention_flops(arch, context, absorbed=True) if mla else None,
+        attention_per_token_transformers=attention_flops(arch, context, "transformers") if mla else None,
         prefill=w * context + prefill_attention_flops(arch, context),
         prefill_no_mask=w * context + prefill_attention_flops(arch, context, causal=False),
     )

@@ -19,19 +19,29 @@ def _b(dtype: str) -> float:
     return dtype_bits(dtype) / 8
 
 
+def _attention_elements(arch: Architecture, layer: LayerSpec) -> int:
+    g = layer.n_kv_heads or arch.get("n_kv_heads") or 0
+    hd = layer.head_dim or arch.get("head_dim") or 0
+    hv = arch.get("v_head_dim") or hd
+    # K and V are cached as two tensors even where the model computes V = K (Gemma 4's
+    # global layers), as transformers' cache stores them.
+    return g * (hd + hv)
+
+
 def layer_kv_elements(arch: Architecture, layer: LayerSpec) -> int:
-    """Elements cached per token by one layer (0 for recurrent layers)."""
+    """Elements cached per token by one layer (0 for recurrent layers and layers that
+    reuse another layer's K/V)."""
+    if layer.kv_shared:
+        return 0
+    elems = 0
     if layer.mixer == "attention":
-        g = layer.n_kv_heads or arch.get("n_kv_heads") or 0
-        hd = layer.head_dim or arch.get("head_dim") or 0
-        hv = arch.get("v_head_dim") or hd
-        if arch.get("k_eq_v") and layer.window is None:
-            return g * hd  # one tensor serves as K and V on these layers
-        return g * (hd + hv)
-    if layer.mixer == "mla":
+        elems += _attention_elements(arch, layer)
+    elif layer.mixer == "mla":
         extra = (arch.get("index_head_dim") or 0) if layer.sparse else 0
-        return (arch.get("kv_lora_rank") or 0) + (arch.get("qk_rope_head_dim") or 0) + extra
-    return 0
+        elems += (arch.get("kv_lora_rank") or 0) + (arch.get("qk_rope_head_dim") or 0) + extra
+    if layer.shared_block is not None:  # a weight-shared attention block run on this layer
+        elems += _attention_elements(arch, layer)
+    return elems
 
 
 def layer_span(layer: LayerSpec, context: int) -> int:
@@ -40,25 +50,48 @@ def layer_span(layer: LayerSpec, context: int) -> int:
     return min(context, cap)
 
 
-def layer_state_elements(arch: Architecture, layer: LayerSpec) -> int:
-    """Fixed per-sequence state of a recurrent layer (SSM / linear attention), in elements."""
-    m = layer.mixer
-    if m == "linear_attention":
+def _mixer_state(arch: Architecture, mixer: str | None, variant: str | None) -> tuple[int, int]:
+    """Elements of one recurrent mixer's state: (held in the state dtype, held in the model
+    dtype). SSM and delta-rule states are the first; convolution windows, and lightning
+    attention's d×d state (which transformers keeps in the model dtype), the second."""
+    d = arch.get("d_model") or 0
+    if mixer == "linear_attention" and variant == "lightning":
+        h = arch.get("n_heads") or 0
+        hd = arch.get("head_dim") or (d // h if h else 0)
+        return 0, h * hd * hd
+    if mixer == "linear_attention":
         nk, nv = arch.get("linear_n_k_heads") or 0, arch.get("linear_n_v_heads") or 0
         dk, dv = arch.get("linear_k_head_dim") or 0, arch.get("linear_v_head_dim") or 0
         kernel = arch.get("linear_conv_kernel") or 0
-        conv = (2 * nk * dk + nv * dv) * kernel
-        return nv * dk * dv + conv
-    if m == "mamba2":
-        heads, hdim = arch.get("ssm_n_heads") or 0, arch.get("ssm_head_dim") or 0
-        groups, state = arch.get("ssm_n_groups") or 0, arch.get("ssm_state") or 0
-        kernel = arch.get("ssm_conv_kernel") or 0
-        return heads * hdim * state + (heads * hdim + 2 * groups * state) * kernel
-    if m == "mamba":
-        d = arch.get("d_model") or 0
-        inner = int((arch.get("ssm_expand") or 2) * d)
-        return inner * (arch.get("ssm_state") or 0) + inner * (arch.get("ssm_conv_kernel") or 0)
-    return 0
+        return nv * dk * dv, (2 * nk * dk + nv * dv) * kernel
+    if mixer in ("mamba", "mamba2"):
+        state, kernel = arch.get("ssm_state") or 0, arch.get("ssm_conv_kernel") or 0
+        inner = arch.get("ssm_inner") or int((arch.get("ssm_expand") or 2) * d)
+        if mixer == "mamba":
+            return inner * state, inner * kernel
+        groups = arch.get("ssm_n_groups") or 0
+        return inner * state, (inner + 2 * groups * state) * kernel
+    if mixer == "conv":
+        return 0, d * (arch.get("short_conv_kernel") or 0)
+    return 0, 0
+
+
+def layer_state_elements(arch: Architecture, layer: LayerSpec) -> tuple[int, int]:
+    """Fixed per-sequence state of a layer's recurrent mixers: (in the state dtype, in the
+    model dtype), as :func:`_mixer_state`."""
+    rec, conv = _mixer_state(arch, layer.mixer, layer.variant)
+    if layer.parallel:
+        prec, pconv = _mixer_state(arch, layer.parallel, None)
+        rec, conv = rec + prec, conv + pconv
+    return rec, conv
+
+
+def state_dtype(arch: Architecture) -> str:
+    """dtype of recurrent (SSM / linear-attention) states: the config's own cache dtype, else
+    float32, which transformers keeps them in even when the model runs in bf16."""
+    from ..precision import canonical_dtype
+
+    return canonical_dtype(arch.get("ssm_state_dtype")) or "float32"
 
 
 @dataclass(frozen=True)
@@ -88,8 +121,12 @@ class KVCost:
 
 
 def kv_cost(arch: Architecture, context: int, dtype: str = "bfloat16") -> KVCost:
-    """KV cache of one sequence at ``context`` tokens, with ``dtype`` elements."""
+    """KV cache of one sequence at ``context`` tokens, with ``dtype`` elements.
+
+    Recurrent states are priced at :func:`state_dtype`, convolution windows at ``dtype``.
+    """
     b = _b(dtype)
+    b_state = _b(state_dtype(arch))
     per_token = 0.0
     at_context = 0.0
     state = 0.0
@@ -107,10 +144,10 @@ def kv_cost(arch: Architecture, context: int, dtype: str = "bfloat16") -> KVCost
             by_kind[kind] = by_kind.get(kind, 0) + elems * b
             per_token += elems * b
             at_context += elems * b * layer_span(layer, context)
-        st = layer_state_elements(arch, layer)
-        if st:
+        rec, conv = layer_state_elements(arch, layer)
+        if rec or conv:
             n_rec += 1
-            state += st * b
+            state += rec * b_state + conv * b
     return KVCost(
         dtype,
         round(per_token),

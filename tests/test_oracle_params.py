@@ -1,0 +1,70 @@
+"""Parameter totals equal transformers' own count, for every corpus config it can build.
+
+The reference is transformers 5.24 building the model class on the ``meta`` device
+(tests/oracle/hf_oracle.py): exact equality, no tolerance. Where transformers cannot build a
+config, the test says why and checks what slotdiff does instead.
+"""
+
+from __future__ import annotations
+
+import copy
+from pathlib import Path
+
+import pytest
+from conftest import DEFAULTS, RAW, all_corpus
+
+from oracle import hf_oracle
+from slotdiff.analyze import load
+from slotdiff.cost.params import Unsupported, count
+
+# transformers 5.24 cannot build these defaults as they are (its own bugs); the same model
+# with the one missing value filled in is what its class documents.
+REPAIRS = {
+    # DbrxAttention reads attn_config.rope_theta, which DbrxAttentionConfig does not default.
+    "dbrx.json": lambda c: c["attn_config"].update(rope_theta=10000.0),
+    # HunYuanMoEV1Config leaves head_dim None; the attention needs hidden/heads = 128.
+    "hunyuan_v1_moe.json": lambda c: c.update(head_dim=c["hidden_size"] // c["num_attention_heads"]),
+}
+# transformers has no model class for these: slotdiff must refuse rather than guess.
+NOT_BUILDABLE = {"moonshotai__Kimi-K3.json"}
+
+
+def reference(path: Path) -> dict:
+    cfg = hf_oracle.load_config(path)
+    if path.name in REPAIRS:
+        cfg = copy.deepcopy(cfg)
+        REPAIRS[path.name](cfg)
+    return cfg
+
+
+@pytest.mark.parametrize(
+    "path", [p for p in all_corpus() if p.name not in NOT_BUILDABLE], ids=lambda p: p.name
+)
+def test_total_equals_transformers(path: Path) -> None:
+    cfg = reference(path)
+    ours = count(load(cfg).arch)
+    theirs = hf_oracle.param_count(cfg)
+    assert ours.total == theirs["total"]
+    # The parts transformers' names identify unambiguously must agree too.
+    for part in ("embedding", "head"):
+        assert ours.part(part) == theirs["parts"].get(part, 0), part
+    assert ours.part("vision") + ours.part("connector") == (
+        theirs["parts"].get("vision", 0) + theirs["parts"].get("connector", 0)
+    )
+    routed = sum(t.params for t in ours.tensors if t.routed)
+    assert routed == theirs["parts"].get("experts", 0)
+
+
+@pytest.mark.parametrize("name", sorted(NOT_BUILDABLE))
+def test_unbuildable_configs_are_refused_with_a_reason(name: str) -> None:
+    with pytest.raises(hf_oracle.OracleUnsupported):
+        hf_oracle.build_meta(hf_oracle.load_config(RAW / name))
+    with pytest.raises(Unsupported, match="cannot count"):
+        count(load(RAW / name).arch)
+
+
+def test_repaired_defaults_fail_in_transformers_as_they_are() -> None:
+    # Keeps REPAIRS honest: drop an entry once transformers builds the file unchanged.
+    for name in REPAIRS:
+        with pytest.raises(hf_oracle.OracleUnsupported):
+            hf_oracle.build_meta(hf_oracle.load_config(DEFAULTS / name))

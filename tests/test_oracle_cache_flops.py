@@ -12,13 +12,14 @@ from __future__ import annotations
 from functools import cache
 
 import pytest
-from conftest import CORPUS
 
-from oracle import hf_oracle
 from slotdiff.analyze import load
 from slotdiff.cost.flops import attention_flops, flops_cost, weight_flops_per_token
 from slotdiff.cost.kv import kv_cost
 from slotdiff.cost.params import count
+
+from conftest import CORPUS
+from oracle import hf_oracle
 
 # (corpus file, config overrides, tokens): a small window makes the cap visible.
 CASES = {

@@ -11,11 +11,12 @@ import copy
 from pathlib import Path
 
 import pytest
-from conftest import DEFAULTS, RAW, all_corpus
 
-from oracle import hf_oracle
 from slotdiff.analyze import load
 from slotdiff.cost.params import Unsupported, count
+
+from conftest import DEFAULTS, RAW, all_corpus
+from oracle import hf_oracle
 
 # transformers 5.24 cannot build these defaults as they are (its own bugs); the same model
 # with the one missing value filled in is what its class documents.

@@ -74,7 +74,9 @@ def render_fit(f: Any) -> str:
         lines.append(f"verdict: FITS — needs {_gib(f.needed_per_gpu)} of {usable}")
     else:
         fewest = (
-            f"fewest {f.gpu} that hold it: {f.min_gpus}" if f.min_gpus else f"more than 4096 {f.gpu} needed"
+            f"fewest {f.gpu} that hold it: {f.min_gpus}"
+            if f.min_gpus
+            else f"no count of {f.gpu} up to 4096 holds it under tensor parallelism"
         )
         lines.append(
             f"verdict: DOES NOT FIT — needs {_gib(f.needed_per_gpu)} per GPU, {usable}: "

@@ -75,6 +75,7 @@ class Sweep:
     compute_bound_batch_weights: int | None  # weights alone, KV ignored
     compute_bound_batch: int | None  # with KV at the fixed context (over batch only)
     attention_overtakes_context: int | None  # attention FLOPs/token ≥ weight FLOPs/token from here
+    model_max_context: int | None  # max_position_embeddings, when the config states it
     notes: tuple[str, ...]
 
     def to_dict(self) -> dict[str, Any]:
@@ -90,6 +91,7 @@ class Sweep:
             "compute_bound_batch_weights_only": self.compute_bound_batch_weights,
             "compute_bound_batch": self.compute_bound_batch,
             "attention_overtakes_weights_context": self.attention_overtakes_context,
+            "model_max_context": self.model_max_context,
             "prefill_mfu": PREFILL_MFU,
             "rows": [r.to_dict() for r in self.rows],
             "notes": list(self.notes),
@@ -154,7 +156,7 @@ def _sweep(dep: Deployment, over: str, fixed: int, rows: tuple[SweepRow, ...]) -
     weights_flops = dep.flops(ctx).weights_per_token
     notes = [
         f"decode bound per GPU on {dep.gpus} × {dep.device.id}: max(bytes / HBM bandwidth, FLOPs / dense "
-        f"{dep.workload.compute_dtype} peak); ideal scaling, no communication time",
+        f"{dtype_label(dep.workload.compute_dtype)} peak); ideal scaling, no communication time",
         "every sequence at the full context; KV in " + dtype_label(dep.workload.kv_dtype),
         "FLOPs per decode token: weights = 2 × active matmul params (head included); attention = "
         "q·kᵀ and p·v over the keys each query sees",
@@ -178,6 +180,7 @@ def _sweep(dep: Deployment, over: str, fixed: int, rows: tuple[SweepRow, ...]) -
         compute_bound_batch_weights=compute_bound_batch(dep, ctx, with_kv=False),
         compute_bound_batch=compute_bound_batch(dep, ctx) if over == "batch" else None,
         attention_overtakes_context=attention_overtakes(dep.arch, weights_flops),
+        model_max_context=dep.arch.get("max_positions"),
         notes=tuple(notes),
     )
 

@@ -196,9 +196,10 @@ def render_sweep(s: Any) -> str:
             mark = ""
             if not marked and r.attention_flops_per_token >= r.weight_flops_per_token:
                 mark, marked = "◀A", True
+            beyond = s.model_max_context and r.context > s.model_max_context
             rows.append(
                 [
-                    f"{r.context:,}",
+                    f"{r.context:,}" + ("*" if beyond else " "),
                     fmt.bin_bytes(r.kv_bytes_per_sequence),
                     _fl(r.weight_flops_per_token),
                     _fl(r.attention_flops_per_token),
@@ -215,6 +216,11 @@ def render_sweep(s: Any) -> str:
             [
                 "FLOPs per decode token; prefill = one causal prompt of the context's length; step = "
                 "decode step bound at the batch; ◀A attention FLOPs reach weight FLOPs"
+                + (
+                    f"; * beyond the model's {s.model_max_context:,}-token limit"
+                    if s.model_max_context and s.rows[-1].context > s.model_max_context
+                    else ""
+                )
             ]
         )
     return "\n".join([*_wrap(lines), *_assumptions(s.notes)]) + "\n"

@@ -25,6 +25,11 @@ COMMANDS: dict[str, str] = {
     "fingerprint": "slotdiff.commands.fingerprint",
     "catalog": "slotdiff.commands.catalog",
     "gpus": "slotdiff.commands.gpus",
+    "fit": "slotdiff.commands.fit",
+    "sweep": "slotdiff.commands.sweep",
+    "moe": "slotdiff.commands.moe",
+    "specdec": "slotdiff.commands.specdec",
+    "formats": "slotdiff.commands.formats",
 }
 
 EPILOG = """\

@@ -38,6 +38,18 @@ def dtype_bits(name: str) -> int:
     return formats()["dtypes"][name]["bits"]
 
 
+def dtype_label(name: str) -> str:
+    """``float8_e4m3fn`` → ``fp8 E4M3``: how a canonical dtype is written for people."""
+    return formats()["dtypes"][name]["label"]
+
+
+def storage_bits(name: str) -> float:
+    """Bits one element takes with its share of a block scale: MXFP4 4 + 8/32 = 4.25."""
+    entry = formats()["dtypes"][name]
+    group = entry.get("group")
+    return entry["bits"] + (entry["scale_bits"] / group if group else 0.0)
+
+
 @dataclass(frozen=True)
 class WeightFormat:
     """How the checkpoint stores its weights."""

@@ -12,11 +12,11 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from ..arch import Architecture, LayerSpec
-from ..precision import dtype_bits
+from ..precision import storage_bits
 
 
 def _b(dtype: str) -> float:
-    return dtype_bits(dtype) / 8
+    return storage_bits(dtype) / 8  # block-scaled formats (MXFP4, NVFP4) carry their scales
 
 
 def _attention_elements(arch: Architecture, layer: LayerSpec) -> int:

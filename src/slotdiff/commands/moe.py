@@ -1,0 +1,62 @@
+"""MoE traffic of MODEL at decode (seed 06): experts a batch touches per layer, the weights a
+step actually reads (against total and activated parameters), and the expert-parallel
+all-to-all bytes per layer (dispatch + combine) for an EP degree.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+
+EPILOG = """\
+examples:
+  slotdiff moe deepseek-ai/DeepSeek-V3 --batch 32 --ep 8
+  slotdiff moe mistralai/Mixtral-8x7B-v0.1 --batch 128 --ep 8 --dispatch-dtype fp8 --json
+"""
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    from ..cli import add_workload_arguments
+
+    parser.add_argument("model", help="config.json, a folder holding one, or a Hub repo id")
+    parser.add_argument("--ep", type=int, default=8, help="expert-parallel degree (default 8)")
+    parser.add_argument(
+        "--dispatch-dtype", default="bf16", help="dtype tokens are dispatched in (default bf16)"
+    )
+    parser.add_argument("--combine-dtype", default="bf16", help="dtype results come back in (default bf16)")
+    parser.add_argument("--json", action="store_true", help="the traffic as JSON")
+    add_workload_arguments(parser)
+
+
+def _dtype(name: str, flag: str) -> str:
+    from ..errors import UsageError
+    from ..precision import canonical_dtype
+
+    value = canonical_dtype(name)
+    if value is None:
+        raise UsageError(f"unknown dtype {name!r} for {flag}")
+    return value
+
+
+def run(args: argparse.Namespace) -> int:
+    from ..analyze import load
+    from ..cli import workload_from
+    from ..cost.deploy import deployment
+    from ..cost.moe import moe_traffic
+    from ..render.deploy import render_moe
+
+    wl = workload_from(args)
+    dep = deployment(load(args.model).arch, wl)
+    result = moe_traffic(
+        dep,
+        wl.batch,
+        args.ep,
+        _dtype(args.dispatch_dtype, "--dispatch-dtype"),
+        _dtype(args.combine_dtype, "--combine-dtype"),
+    )
+    if args.json:
+        sys.stdout.write(json.dumps(result.to_dict(), indent=2, allow_nan=False) + "\n")
+    else:
+        sys.stdout.write(render_moe(result))
+    return 0

@@ -1,0 +1,71 @@
+"""Speculative decoding for MODEL (seed 08): expected tokens per verification
+(1 − α^(γ+1)) / (1 − α), the speedup given the draft's cost, and the batch above which
+verification stops being nearly free, from the roofline. When the config has MTP modules
+they are offered as the draft too.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+
+EPILOG = """\
+examples:
+  slotdiff specdec meta-llama/Meta-Llama-3-8B --alpha 0.8 --gamma 4 --draft-cost 0.1
+  slotdiff specdec deepseek-ai/DeepSeek-V3 --gpu h200 --gpus 8 --draft mtp
+  slotdiff specdec Qwen/Qwen3-8B --context 1024 --batches 1,16,64,256 --json
+"""
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    from ..cli import add_workload_arguments
+    from ..cost.specdec import MTP_ACCEPTANCE
+    from .sweep import parse_points
+
+    parser.add_argument("model", help="config.json, a folder holding one, or a Hub repo id")
+    parser.add_argument("--alpha", type=float, default=0.8, help="per-token acceptance rate (default 0.8)")
+    parser.add_argument("--gamma", type=int, default=4, help="draft tokens per step (default 4)")
+    parser.add_argument(
+        "--draft-cost", type=float, default=0.1, help="one draft token ÷ one target step (default 0.1)"
+    )
+    parser.add_argument(
+        "--draft",
+        choices=("auto", "external", "mtp"),
+        default="auto",
+        help="auto: an external draft, plus the config's MTP modules when it has them",
+    )
+    parser.add_argument(
+        "--mtp-alpha",
+        type=float,
+        default=MTP_ACCEPTANCE,
+        help=f"acceptance of an MTP draft token (default {MTP_ACCEPTANCE:g}, DeepSeek-V3's reported low end)",
+    )
+    parser.add_argument("--gpus", type=int, default=1, help="GPUs of the --gpu kind, tensor parallel")
+    parser.add_argument("--batches", type=parse_points, help="batches to tabulate (default 1..1024)")
+    parser.add_argument("--json", action="store_true", help="the analysis as JSON")
+    add_workload_arguments(parser)
+
+
+def run(args: argparse.Namespace) -> int:
+    from ..analyze import load
+    from ..cli import workload_from
+    from ..cost.deploy import deployment
+    from ..cost.specdec import DEFAULT_BATCHES, specdec_report
+    from ..render.deploy import render_specdec
+
+    dep = deployment(load(args.model).arch, workload_from(args), args.gpus)
+    result = specdec_report(
+        dep,
+        alpha=args.alpha,
+        gamma=args.gamma,
+        draft_cost=args.draft_cost,
+        draft=args.draft,
+        mtp_alpha=args.mtp_alpha,
+        batches=args.batches or DEFAULT_BATCHES,
+    )
+    if args.json:
+        sys.stdout.write(json.dumps(result.to_dict(), indent=2, allow_nan=False) + "\n")
+    else:
+        sys.stdout.write(render_specdec(result))
+    return 0

@@ -1,0 +1,90 @@
+"""Sweep MODEL over batch or context: KV, FLOPs split weights vs attention, the decode bound
+and which side binds; marks the batch where decode turns compute-bound and the context where
+attention FLOPs overtake weight FLOPs. ``--plot`` draws it (needs matplotlib); ``--vs`` adds
+models to the same table run and chart.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from pathlib import Path
+
+EPILOG = """\
+examples:
+  slotdiff sweep meta-llama/Meta-Llama-3-8B --over batch --context 8192
+  slotdiff sweep meta-llama/Meta-Llama-3-8B --over context --vs deepseek-ai/DeepSeek-V3 --plot ctx.png
+  slotdiff sweep Qwen/Qwen3-30B-A3B --over batch --points 1,8,64,512 --plot roofline.svg
+points take K and M suffixes (8K = 8192, 1M = 1048576)
+"""
+
+PLOT_SUFFIXES = (".png", ".svg")
+
+
+def parse_points(text: str) -> tuple[int, ...]:
+    """'1,8,64' or '8K,128K,1M' (K = 1024) → a sorted tuple of distinct positive integers."""
+    from ..errors import UsageError
+
+    out = set()
+    for part in text.split(","):
+        part = part.strip().upper()
+        scale = {"K": 1024, "M": 1024 * 1024}.get(part[-1:], 1)
+        digits = part[:-1] if scale > 1 else part
+        if not digits.isdigit() or int(digits) < 1:
+            raise UsageError(f"bad point {part!r}: expected positive integers like 8, 8K or 1M")
+        out.add(int(digits) * scale)
+    return tuple(sorted(out))
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    from ..cli import add_workload_arguments
+
+    parser.add_argument("model", help="config.json, a folder holding one, or a Hub repo id")
+    parser.add_argument("--over", choices=("batch", "context"), required=True, help="what to sweep")
+    parser.add_argument("--points", type=parse_points, help="comma-separated points (default: powers of 2)")
+    parser.add_argument(
+        "--vs", metavar="MODEL", action="append", default=[], help="another model (repeatable)"
+    )
+    parser.add_argument("--gpus", type=int, default=1, help="GPUs of the --gpu kind, tensor parallel")
+    parser.add_argument(
+        "--plot", metavar="FILE", help="draw to FILE.png or FILE.svg (pip install 'slotdiff[plot]')"
+    )
+    parser.add_argument("--json", action="store_true", help="the sweeps as JSON")
+    add_workload_arguments(parser)
+
+
+def run(args: argparse.Namespace) -> int:
+    from ..analyze import load
+    from ..cli import workload_from
+    from ..cost.deploy import deployment
+    from ..cost.sweep import sweep_batch, sweep_context
+    from ..errors import UsageError
+    from ..render.deploy import render_sweeps
+
+    if args.plot and Path(args.plot).suffix.lower() not in PLOT_SUFFIXES:
+        raise UsageError(f"--plot {args.plot}: the file must end in .png or .svg")
+    if args.plot:
+        from ..render.plot import require_matplotlib
+
+        require_matplotlib()
+    wl = workload_from(args)
+    sweeps = []
+    for name in (args.model, *args.vs):
+        dep = deployment(load(name).arch, wl, args.gpus)
+        if args.over == "batch":
+            sweeps.append(sweep_batch(dep, wl.context, args.points))
+        else:
+            sweeps.append(sweep_context(dep, wl.batch, args.points))
+    if args.plot:
+        from ..render.plot import plot_sweeps
+
+        plot_sweeps(sweeps, Path(args.plot))
+    if args.json:
+        out = {"over": args.over, "plot": args.plot, "models": [s.to_dict() for s in sweeps]}
+        sys.stdout.write(json.dumps(out, indent=2, allow_nan=False) + "\n")
+    else:
+        sys.stdout.write(render_sweeps(sweeps))
+        if args.plot:
+            sys.stdout.write(f"wrote {args.plot}\n")
+    return 0

@@ -1,0 +1,430 @@
+"""Deployment on N GPUs: does the model fit at a context, how many sequences, how fast.
+
+Layout assumed: one replica, tensor parallel over all N GPUs, every weight split evenly
+(1/N per GPU). The KV cache follows the heads: a softmax layer's g KV heads spread over N
+GPUs with ceil(g/N) heads on each, so heads replicate when g < N (what vLLM does); MLA's
+latent cache has no heads to split, so every GPU holds all of it. Recurrent state splits
+evenly. A runtime reserve (``RESERVE_FRACTION`` of each GPU) is kept for the CUDA context,
+activations and allocator slack. Decode time is the roofline bound of one GPU (its share
+of the weights read, its KV, its share of the FLOPs), with ideal scaling: no
+communication time.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+from ..arch import Architecture
+from ..errors import UsageError
+from ..precision import dtype_label, storage_bits
+from .flops import FlopsCost, flops_cost
+from .kv import KVCost, kv_cost, layer_kv_elements, layer_span
+from .params import ParamCount, count, mtp_tensors
+from .roofline import decode_bytes, experts_touched
+from .weights import WeightsCost, weights_cost
+from .workload import GPU, Workload
+
+# vLLM's gpu_memory_utilization defaults to 0.9: the other 10% holds the CUDA context,
+# activations of the largest forward and allocator fragmentation. The one place it is set.
+RESERVE_FRACTION = 0.10
+CONTEXT_LIMIT = 1 << 30  # searches stop here: beyond it memory does not bind
+_NO_KV = KVCost("bfloat16", 0, 0, 1, 0, (), 0, 0)
+
+
+@dataclass(frozen=True)
+class Deployment:
+    """A model priced once for a workload and a GPU count; evaluated at any (batch, context)."""
+
+    arch: Architecture
+    params: ParamCount
+    weights: WeightsCost
+    workload: Workload
+    gpus: int = 1
+    _flops: dict[int, FlopsCost] = field(default_factory=dict, repr=False, compare=False)
+
+    @property
+    def device(self) -> GPU:
+        return self.workload.device
+
+    @property
+    def peak(self) -> int:
+        return self.device.peak_for(self.workload.compute_dtype)
+
+    @property
+    def ridge(self) -> float:
+        return self.peak / self.device.bandwidth
+
+    def flops(self, context: int) -> FlopsCost:
+        if context not in self._flops:
+            self._flops[context] = flops_cost(self.arch, self.params, context)
+        return self._flops[context]
+
+    def kv_per_gpu(self, context: int) -> float:
+        """KV bytes of one sequence at ``context`` held by each GPU (heads split, MLA whole)."""
+        return kv_bytes_per_gpu(self.arch, context, self.workload.kv_dtype, self.gpus)
+
+    def state_per_gpu(self) -> float:
+        return state_bytes(self.arch, self.workload.kv_dtype) / self.gpus
+
+    def weight_bytes_read(self, tokens: int) -> float:
+        """Weight bytes read from HBM (all GPUs together) by one forward over ``tokens`` tokens."""
+        return decode_bytes(self.arch, self.weights, _NO_KV, tokens)
+
+
+def deployment(arch: Architecture, workload: Workload | None = None, gpus: int = 1) -> Deployment:
+    """Price ``arch``'s weights once for ``workload`` on ``gpus`` GPUs."""
+    if gpus < 1:
+        raise UsageError(f"--gpus must be at least 1, got {gpus}")
+    wl = workload or Workload()
+    params = count(arch)
+    weights = weights_cost(arch, params, wl.weight_dtype, mtp_tensors(arch))
+    if not weights.supported:
+        raise UsageError(f"{arch.name}: {weights.detail}: weight bytes unknown, pass --dtype")
+    return Deployment(arch, params, weights, wl, gpus)
+
+
+def kv_share(arch: Architecture, layer_index: int, gpus: int) -> float:
+    """Share of one layer's per-token KV each GPU holds under tensor parallelism."""
+    layer = arch.layers[layer_index]
+    if layer.mixer != "attention":
+        return 1.0  # MLA latent (and anything without KV heads) is replicated
+    g = layer.n_kv_heads or arch.get("n_kv_heads") or 1
+    return math.ceil(g / gpus) / g
+
+
+def kv_bytes_per_gpu(arch: Architecture, context: int, dtype: str, gpus: int) -> float:
+    """KV bytes of one sequence at ``context`` on each of ``gpus`` GPUs."""
+    b = storage_bits(dtype) / 8
+    total = 0.0
+    for i, layer in enumerate(arch.layers):
+        elems = layer_kv_elements(arch, layer)
+        if elems:
+            total += elems * b * layer_span(layer, context) * kv_share(arch, i, gpus)
+    return total
+
+
+def state_bytes(arch: Architecture, dtype: str) -> int:
+    """Fixed recurrent (linear-attention / SSM) state of one sequence."""
+    return kv_cost(arch, 1, dtype).state_bytes_per_sequence
+
+
+@dataclass(frozen=True)
+class DecodeStep:
+    """One forward of ``batch`` sequences × ``tokens_per_sequence`` tokens, per GPU."""
+
+    gpus: int
+    batch: int
+    context: int
+    tokens_per_sequence: int
+    weight_bytes: float  # per GPU: its share of the weights read this step
+    kv_bytes: float  # per GPU: every sequence's KV at the context + recurrent state
+    weight_flops: float  # per GPU
+    attention_flops: float  # per GPU
+    bandwidth: int
+    peak: int
+    experts_touched: float | None  # per MoE layer, expected
+
+    @property
+    def bytes(self) -> float:
+        return self.weight_bytes + self.kv_bytes
+
+    @property
+    def flops(self) -> float:
+        return self.weight_flops + self.attention_flops
+
+    @property
+    def memory_ms(self) -> float:
+        return self.bytes / self.bandwidth * 1e3
+
+    @property
+    def compute_ms(self) -> float:
+        return self.flops / self.peak * 1e3
+
+    @property
+    def step_ms(self) -> float:
+        return max(self.memory_ms, self.compute_ms)
+
+    @property
+    def bound(self) -> str:
+        return "compute" if self.compute_ms > self.memory_ms else "memory"
+
+    @property
+    def intensity(self) -> float:
+        return self.flops / self.bytes if self.bytes else 0.0
+
+    @property
+    def tokens_per_s(self) -> float:
+        """Tokens processed per second by the whole group (an upper bound)."""
+        return self.batch * self.tokens_per_sequence / (self.step_ms / 1e3) if self.step_ms else 0.0
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "gpus": self.gpus,
+            "batch": self.batch,
+            "context": self.context,
+            "tokens_per_sequence": self.tokens_per_sequence,
+            "step_ms": self.step_ms,
+            "bound": self.bound,
+            "tokens_per_s": self.tokens_per_s,
+            "memory_ms": self.memory_ms,
+            "compute_ms": self.compute_ms,
+            "bytes_per_gpu": self.bytes,
+            "weight_bytes_per_gpu": self.weight_bytes,
+            "kv_bytes_per_gpu": self.kv_bytes,
+            "flops_per_gpu": self.flops,
+            "weight_flops_per_gpu": self.weight_flops,
+            "attention_flops_per_gpu": self.attention_flops,
+            "intensity_flop_per_byte": self.intensity,
+            "experts_touched_per_layer": self.experts_touched,
+        }
+
+
+def decode_step(
+    dep: Deployment,
+    batch: int,
+    context: int,
+    tokens_per_sequence: int = 1,
+    with_kv: bool = True,
+) -> DecodeStep:
+    """Roofline bound of one step; ``with_kv=False`` counts the weights alone (bytes and FLOPs)."""
+    tokens = batch * tokens_per_sequence
+    fl = dep.flops(context)
+    e, k = dep.arch.get("n_experts") or 0, dep.arch.get("top_k") or 0
+    n = dep.gpus
+    kv = batch * (dep.kv_per_gpu(context) + dep.state_per_gpu()) if with_kv else 0.0
+    return DecodeStep(
+        gpus=n,
+        batch=batch,
+        context=context,
+        tokens_per_sequence=tokens_per_sequence,
+        weight_bytes=dep.weight_bytes_read(tokens) / n,
+        kv_bytes=kv,
+        weight_flops=tokens * fl.weights_per_token / n,
+        attention_flops=tokens * fl.attention_per_token / n if with_kv else 0.0,
+        bandwidth=dep.device.bandwidth,
+        peak=dep.peak,
+        experts_touched=experts_touched(e, k, tokens) if e else None,
+    )
+
+
+def first_true(predicate: Callable[[int], bool], limit: int = 1 << 20) -> int | None:
+    """Smallest x in [1, limit] with ``predicate(x)``, for a predicate that stays true once true."""
+    hi = 1
+    while not predicate(hi):
+        if hi >= limit:
+            return None
+        hi = min(hi * 2, limit)
+    lo = hi // 2 + 1 if hi > 1 else 1
+    while lo < hi:
+        mid = (lo + hi) // 2
+        if predicate(mid):
+            hi = mid
+        else:
+            lo = mid + 1
+    return hi
+
+
+def compute_bound_batch(
+    dep: Deployment, context: int, tokens_per_sequence: int = 1, with_kv: bool = True
+) -> int | None:
+    """Smallest batch whose step is compute-bound (None: never, within 2^20 sequences)."""
+    return first_true(lambda b: decode_step(dep, b, context, tokens_per_sequence, with_kv).bound == "compute")
+
+
+@dataclass(frozen=True)
+class Fit:
+    """Whether ``batch`` sequences of ``context`` tokens fit on the GPUs, and what does."""
+
+    model: str
+    gpu: str
+    gpu_name: str
+    gpus: int
+    context: int
+    batch: int
+    kv_dtype: str
+    weight_format: str
+    reserve_fraction: float
+    memory_per_gpu: int
+    usable_per_gpu: float
+    weights_bytes: int  # resident, all GPUs together
+    mtp_included: bool
+    kv_per_sequence: int  # one copy, at the context
+    kv_per_sequence_per_gpu: float
+    state_per_sequence: int
+    needed_per_gpu: float
+    max_sequences: int | None  # at the context; None: sequences need no memory
+    max_context: int | None  # one sequence; None: memory does not bind (windowed layers)
+    model_max_context: int | None
+    min_gpus: int | None  # fewest GPUs of this kind that hold `batch` sequences (None: > 4096)
+    decode: DecodeStep | None  # at `batch`, when it fits
+    decode_at_max: DecodeStep | None  # at max_sequences
+    assumptions: tuple[str, ...]
+
+    @property
+    def weights_per_gpu(self) -> float:
+        return self.weights_bytes / self.gpus
+
+    @property
+    def fits(self) -> bool:
+        return self.needed_per_gpu <= self.usable_per_gpu
+
+    @property
+    def shortfall_per_gpu(self) -> float:
+        return max(0.0, self.needed_per_gpu - self.usable_per_gpu)
+
+    @property
+    def kv_replication(self) -> float:
+        """KV bytes stored over all GPUs ÷ one copy (1 = split without duplication)."""
+        if not self.kv_per_sequence:
+            return 1.0
+        return self.kv_per_sequence_per_gpu * self.gpus / self.kv_per_sequence
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "model": self.model,
+            "gpu": self.gpu,
+            "gpu_name": self.gpu_name,
+            "gpus": self.gpus,
+            "context": self.context,
+            "batch": self.batch,
+            "kv_dtype": self.kv_dtype,
+            "weight_format": self.weight_format,
+            "fits": self.fits,
+            "shortfall_bytes_per_gpu": self.shortfall_per_gpu,
+            "shortfall_bytes": self.shortfall_per_gpu * self.gpus,
+            "min_gpus": self.min_gpus,
+            "reserve_fraction": self.reserve_fraction,
+            "memory_bytes_per_gpu": self.memory_per_gpu,
+            "usable_bytes_per_gpu": self.usable_per_gpu,
+            "weights_bytes": self.weights_bytes,
+            "weights_bytes_per_gpu": self.weights_per_gpu,
+            "mtp_included": self.mtp_included,
+            "kv_bytes_per_sequence": self.kv_per_sequence,
+            "kv_bytes_per_sequence_per_gpu": self.kv_per_sequence_per_gpu,
+            "kv_replication": self.kv_replication,
+            "state_bytes_per_sequence": self.state_per_sequence,
+            "needed_bytes_per_gpu": self.needed_per_gpu,
+            "max_sequences": self.max_sequences,
+            "max_context": self.max_context,
+            "model_max_context": self.model_max_context,
+            "decode": self.decode.to_dict() if self.decode else None,
+            "decode_at_max_sequences": self.decode_at_max.to_dict() if self.decode_at_max else None,
+            "assumptions": list(self.assumptions),
+        }
+
+
+def _needed(dep: Deployment, resident: float, batch: int, context: int) -> float:
+    return resident / dep.gpus + batch * (dep.kv_per_gpu(context) + dep.state_per_gpu())
+
+
+def fit(
+    arch: Architecture,
+    workload: Workload | None = None,
+    gpus: int = 1,
+    reserve: float = RESERVE_FRACTION,
+    mtp: bool = False,
+) -> Fit:
+    """Memory verdict for ``workload.batch`` sequences at ``workload.context`` on ``gpus`` GPUs."""
+    if not 0 <= reserve < 1:
+        raise UsageError(f"--reserve must be in [0, 1), got {reserve}")
+    wl = workload or Workload()
+    dep = deployment(arch, wl, gpus)
+    resident = dep.weights.bytes + (dep.weights.mtp_bytes if mtp else 0)
+    usable = dep.device.memory_bytes * (1 - reserve)
+    ctx, batch = wl.context, wl.batch
+    per_seq = dep.kv_per_gpu(ctx) + dep.state_per_gpu()
+    free = usable - resident / gpus
+    if free < 0:
+        max_seq: int | None = 0
+    elif per_seq == 0:
+        max_seq = None
+    else:
+        max_seq = int(free // per_seq)
+
+    def one_fits(s: int) -> bool:
+        return _needed(dep, resident, 1, s) <= usable
+
+    if not one_fits(1):
+        max_ctx: int | None = 0
+    elif one_fits(CONTEXT_LIMIT):
+        max_ctx = None
+    else:
+        over = first_true(lambda s: not one_fits(s), CONTEXT_LIMIT)
+        max_ctx = (over or CONTEXT_LIMIT) - 1
+
+    def fits_on(n: int) -> bool:
+        other = Deployment(dep.arch, dep.params, dep.weights, wl, n, dep._flops)
+        return _needed(other, resident, batch, ctx) <= usable
+
+    min_gpus = next((n for n in range(1, 4097) if fits_on(n)), None)
+    needed = _needed(dep, resident, batch, ctx)
+    fits_now = needed <= usable
+    kv_logical = kv_cost(arch, ctx, wl.kv_dtype).bytes_at_context
+    return Fit(
+        model=arch.name,
+        gpu=dep.device.id,
+        gpu_name=dep.device.name,
+        gpus=gpus,
+        context=ctx,
+        batch=batch,
+        kv_dtype=wl.kv_dtype,
+        weight_format=dep.weights.detail,
+        reserve_fraction=reserve,
+        memory_per_gpu=dep.device.memory_bytes,
+        usable_per_gpu=usable,
+        weights_bytes=resident,
+        mtp_included=mtp,
+        kv_per_sequence=kv_logical,
+        kv_per_sequence_per_gpu=dep.kv_per_gpu(ctx),
+        state_per_sequence=state_bytes(arch, wl.kv_dtype),
+        needed_per_gpu=needed,
+        max_sequences=max_seq,
+        max_context=max_ctx,
+        model_max_context=arch.get("max_positions"),
+        min_gpus=min_gpus,
+        decode=decode_step(dep, batch, ctx) if fits_now else None,
+        decode_at_max=decode_step(dep, max_seq, ctx) if max_seq else None,
+        assumptions=tuple(fit_assumptions(dep, reserve, mtp)),
+    )
+
+
+def fit_assumptions(dep: Deployment, reserve: float, mtp: bool) -> list[str]:
+    """What the verdict assumes, in words, with this model's particulars."""
+    arch, n, wl = dep.arch, dep.gpus, dep.workload
+    notes = [
+        f"runtime reserve {reserve:.0%} of each GPU's memory for the CUDA context, activations and "
+        "allocator slack (vLLM's default gpu_memory_utilization is 0.9)",
+        f"GPU memory {dep.device.memory_bytes / 2**30:g} GiB, the preset's nominal capacity (vendor GB "
+        "read as GiB); the driver keeps a few hundred MiB of it",
+        f"one replica, tensor parallel over {n} GPU{'s' if n > 1 else ''}: weights split evenly",
+        f"KV cache in {dtype_label(wl.kv_dtype)}, every sequence at the full context",
+        f"weights as {dep.weights.detail}",
+    ]
+    if any(s.mixer == "mla" for s in arch.layers) and n > 1:
+        notes.append(
+            f"MLA's latent KV has no heads to split: every GPU holds the whole cache (×{n} in all); "
+            "data-parallel attention would avoid that"
+        )
+    gs = {s.n_kv_heads or arch.get("n_kv_heads") for s in arch.layers if s.mixer == "attention"}
+    for g in sorted(x for x in gs if x):
+        if g < n:
+            notes.append(f"{g} KV heads < {n} GPUs: each GPU holds one head, KV replicated ×{n / g:g}")
+        elif g % n:
+            notes.append(f"{g} KV heads do not divide over {n} GPUs: each holds {math.ceil(g / n)}")
+    h = arch.get("n_heads") or 0
+    if h and h % n:
+        notes.append(f"{n} GPUs do not divide the {h} query heads; engines need them to")
+    if state_bytes(arch, wl.kv_dtype):
+        notes.append("recurrent (linear-attention / SSM) state priced at the KV dtype, split evenly")
+    if dep.weights.mtp_bytes:
+        notes.append(
+            "MTP modules loaded beside the weights" if mtp else "MTP modules not loaded (add them with --mtp)"
+        )
+    notes.append(
+        "decode bound per GPU: its share of the weights read plus its KV over HBM bandwidth, against "
+        "its share of the FLOPs over the dense peak; ideal scaling, all-reduce time not counted"
+    )
+    return notes

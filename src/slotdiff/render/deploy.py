@@ -1,0 +1,385 @@
+"""Plain-text views of the deployment answers: fit, sweep, MoE traffic, speculative decoding, formats.
+
+Each ``render_*`` takes the frozen result of a cost module and returns text that reads at
+100 columns; every number carries its unit.
+"""
+
+from __future__ import annotations
+
+import textwrap
+from collections.abc import Sequence
+from pathlib import PurePath
+from typing import Any
+
+from ..precision import dtype_label
+from . import fmt
+
+WIDTH = 100
+
+
+def display_name(name: str) -> str:
+    """A repo id as is; a local config by its file name (its folder's, for config.json)."""
+    p = PurePath(name)
+    if p.suffix == ".json":
+        return p.parent.name if p.name == "config.json" else p.stem
+    return name
+
+
+def table(headers: Sequence[str], rows: Sequence[Sequence[str]], left: int = 0) -> list[str]:
+    """Right-aligned columns (the first ``left`` left-aligned), two spaces apart."""
+    widths = [max(len(h), *(len(r[i]) for r in rows)) for i, h in enumerate(headers)]
+
+    def line(cells: Sequence[str]) -> str:
+        out = [
+            c.ljust(w) if i < left else c.rjust(w) for i, (c, w) in enumerate(zip(cells, widths, strict=True))
+        ]
+        return "  ".join(out).rstrip()
+
+    return [line(headers), *(line(r) for r in rows)]
+
+
+def _gib(n: float | None) -> str:
+    return "—" if n is None else f"{n / 2**30:,.2f} GiB"
+
+
+def _assumptions(notes: Sequence[str]) -> list[str]:
+    out = ["assumes:"]
+    for n in notes:
+        out += textwrap.wrap(n, WIDTH, initial_indent="  - ", subsequent_indent="    ")
+    return out
+
+
+def _count(n: int | None, never: str = "never") -> str:
+    return never if n is None else f"{n:,}"
+
+
+def _decode_line(step: Any, label: str) -> str:
+    per_seq = step.tokens_per_s / step.batch if step.batch else 0.0
+    other = (
+        f"compute {fmt.ms(step.compute_ms)}" if step.bound == "memory" else f"memory {fmt.ms(step.memory_ms)}"
+    )
+    return (
+        f"{label}: ≥ {fmt.ms(step.step_ms)}/step ({step.bound}-bound; {other}) → "
+        f"≤ {step.tokens_per_s:,.1f} tokens/s ({per_seq:,.1f}/seq.)"
+    )
+
+
+def render_fit(f: Any) -> str:
+    lines = [
+        f"{display_name(f.model)} on {f.gpus} × {f.gpu} ({f.memory_per_gpu / 2**30:g} GiB each), "
+        f"context {f.context:,}, {f.batch:,} sequence{'s' if f.batch > 1 else ''}",
+    ]
+    usable = f"{_gib(f.usable_per_gpu)} usable per GPU"
+    if f.fits:
+        lines.append(f"verdict: FITS — needs {_gib(f.needed_per_gpu)} of {usable}")
+    else:
+        fewest = (
+            f"fewest {f.gpu} that hold it: {f.min_gpus}"
+            if f.min_gpus
+            else f"no count of {f.gpu} up to 4096 holds it under tensor parallelism"
+        )
+        lines.append(
+            f"verdict: DOES NOT FIT — needs {_gib(f.needed_per_gpu)} per GPU, {usable}: "
+            f"short {_gib(f.shortfall_per_gpu)} per GPU ({_gib(f.shortfall_per_gpu * f.gpus)} in all); "
+            + fewest
+        )
+    rep = f", replicated ×{f.kv_replication:g} over the GPUs" if f.kv_replication > 1.0001 else ""
+    lines += [
+        f"  weights         {_gib(f.weights_bytes)} ({f.weight_format}) → {_gib(f.weights_per_gpu)} per GPU",
+        f"  KV / sequence   {_gib(f.kv_per_sequence)} at {f.context:,} tokens ({dtype_label(f.kv_dtype)}) → "
+        f"{_gib(f.kv_per_sequence_per_gpu)} per GPU{rep}",
+    ]
+    if f.state_per_sequence:
+        lines.append(f"  state / seq.    {_gib(f.state_per_sequence)} fixed (recurrent layers)")
+    lines.append(
+        f"  reserve         {f.reserve_fraction:.0%} = {_gib(f.memory_per_gpu * f.reserve_fraction)} per GPU"
+    )
+    seqs = "no limit from memory" if f.max_sequences is None else f"{f.max_sequences:,}"
+    if f.weights_per_gpu > f.usable_per_gpu:
+        seqs = "none: the weights alone exceed the usable memory"
+    lines.append(f"max concurrent sequences at {f.context:,} tokens: {seqs}")
+    trained = f" (the model's limit: {f.model_max_context:,})" if f.model_max_context else ""
+    if f.weights_per_gpu > f.usable_per_gpu:
+        longest = "none"
+    elif f.max_context is None:
+        longest = "memory does not bind (every attention layer is windowed)"
+    else:
+        longest = f"{f.max_context:,} tokens"
+    lines.append(f"longest context for one sequence: {longest}{trained}")
+    if f.decode_at_max:
+        lines.append(_decode_line(f.decode_at_max, f"decode at {f.decode_at_max.batch:,} sequences"))
+    if f.decode and (not f.decode_at_max or f.decode.batch != f.decode_at_max.batch):
+        lines.append(_decode_line(f.decode, f"decode at {f.batch:,} sequence{'s' if f.batch > 1 else ''}"))
+    return "\n".join([*_wrap(lines), *_assumptions(f.assumptions)]) + "\n"
+
+
+def _wrap(lines: Sequence[str]) -> list[str]:
+    """Lines longer than WIDTH wrapped, continuations indented two more than the line."""
+    out: list[str] = []
+    for line in lines:
+        if len(line) <= WIDTH:
+            out.append(line)
+            continue
+        indent = " " * (len(line) - len(line.lstrip()) + 2)
+        out += textwrap.wrap(line, WIDTH, subsequent_indent=indent)
+    return out
+
+
+def _fl(n: float) -> str:
+    """FLOPs in a column headed '... FLOP': 15009316864 → '15.01 G'."""
+    return fmt.flops(n).replace("FLOP", "").strip()
+
+
+def _sweep_header(s: Any) -> list[str]:
+    fixed = f"at {s.fixed:,} tokens" if s.over == "batch" else f"at batch {s.fixed:,}"
+    over = "batch" if s.over == "batch" else "context"
+    lines = [
+        f"{display_name(s.model)} · decode over {over} {fixed} · {s.gpus} × {s.gpu} "
+        f"(weights {s.weight_format}; KV {dtype_label(s.kv_dtype)})",
+    ]
+    cb = _count(s.compute_bound_batch_weights, "never (≤ 2^20)")
+    line = f"ridge {s.ridge:.0f} FLOP/byte; weights alone turn decode compute-bound at batch {cb}"
+    if s.over == "batch":
+        kv = _count(s.compute_bound_batch, "never (KV reads grow with batch as fast as FLOPs)")
+        line += f"; with KV at {s.fixed:,} tokens: {kv}"
+    lines.append(line)
+    ac = s.attention_overtakes_context
+    lines.append(
+        "attention FLOPs overtake weight FLOPs per decode token from context "
+        + (f"{ac:,}" if ac else "never (windowed)")
+    )
+    return _wrap(lines)
+
+
+def render_sweep(s: Any) -> str:
+    lines = _sweep_header(s)
+    rows = []
+    if s.over == "batch":
+        headers = ["batch", "KV total", "weight FLOP", "attn FLOP", "bytes/GPU", "memory", "compute"]
+        headers += ["binds", "tokens/s", ""]
+        marked_w = marked_c = False
+        for r in s.rows:
+            st = r.step
+            mark = ""
+            cbw = s.compute_bound_batch_weights
+            if cbw and not marked_w and r.batch >= cbw:
+                mark, marked_w = "◀W", True
+            if st.bound == "compute" and not marked_c:
+                mark, marked_c = mark + "◀C", True
+            rows.append(
+                [
+                    f"{r.batch:,}",
+                    fmt.bin_bytes(r.kv_bytes_per_sequence * r.batch),
+                    _fl(st.weight_flops * st.gpus),
+                    _fl(st.attention_flops * st.gpus),
+                    fmt.si_bytes(st.bytes),
+                    fmt.ms(st.memory_ms),
+                    fmt.ms(st.compute_ms),
+                    st.bound,
+                    f"{st.tokens_per_s:,.0f}",
+                    mark,
+                ]
+            )
+        lines += table(headers, rows, left=0)
+        lines += _wrap(
+            [
+                "FLOPs per step over all GPUs; bytes, memory and compute times per GPU; tokens/s an upper "
+                "bound. ◀W weights alone turn compute-bound, ◀C the step turns compute-bound"
+            ]
+        )
+    else:
+        headers = ["context", "KV/seq", "weight FLOP", "attn FLOP", "attn", "prefill FLOP", "prefill"]
+        headers += ["step", "binds", ""]
+        marked = False
+        for r in s.rows:
+            st = r.step
+            mark = ""
+            if not marked and r.attention_flops_per_token >= r.weight_flops_per_token:
+                mark, marked = "◀A", True
+            beyond = s.model_max_context and r.context > s.model_max_context
+            rows.append(
+                [
+                    f"{r.context:,}" + ("*" if beyond else " "),
+                    fmt.bin_bytes(r.kv_bytes_per_sequence),
+                    _fl(r.weight_flops_per_token),
+                    _fl(r.attention_flops_per_token),
+                    f"{r.attention_share:.0%}",
+                    _fl(r.prefill_flops),
+                    fmt.ms(r.prefill_s * 1e3),
+                    fmt.ms(st.step_ms),
+                    st.bound,
+                    mark,
+                ]
+            )
+        lines += table(headers, rows)
+        lines += _wrap(
+            [
+                "FLOPs per decode token; prefill = one causal prompt of the context's length; step = "
+                "decode step bound at the batch; ◀A attention FLOPs reach weight FLOPs"
+                + (
+                    f"; * beyond the model's {s.model_max_context:,}-token limit"
+                    if s.model_max_context and s.rows[-1].context > s.model_max_context
+                    else ""
+                )
+            ]
+        )
+    return "\n".join([*_wrap(lines), *_assumptions(s.notes)]) + "\n"
+
+
+def render_sweeps(sweeps: Sequence[Any]) -> str:
+    return "\n".join(render_sweep(s) for s in sweeps)
+
+
+def render_moe(m: Any) -> str:
+    shared = f", {m.n_shared} shared" if m.n_shared else ""
+    lines = [
+        f"{display_name(m.model)} · MoE {m.n_experts} routed experts, top-{m.top_k}{shared} · "
+        f"{m.moe_layers} of {m.n_layers} layers MoE",
+        f"params {fmt.count(m.params_total)} total ({fmt.count(m.routed_params)} in routed experts) · "
+        f"{fmt.count(m.params_active)} activated per token · weights {fmt.si_bytes(m.weight_bytes)} "
+        f"({m.weight_format})",
+        "read per decode step (one token per sequence), by batch:",
+    ]
+    rows = [
+        [
+            f"{r.tokens:,}",
+            f"{r.experts_touched:,.1f} / {m.n_experts}",
+            fmt.count(r.params_read),
+            fmt.si_bytes(r.bytes_read),
+            f"{r.bytes_read / m.weight_bytes:.1%}",
+        ]
+        for r in m.rows
+    ]
+    lines += table(["batch", "experts/layer", "params read", "bytes read", "of weights"], rows)
+    a = m.a2a
+    lines += [
+        f"expert-parallel all-to-all, EP {a.ep}, {a.tokens:,} tokens per step:",
+        f"  per MoE layer: dispatch {fmt.si_bytes(a.dispatch_bytes)} ({a.dispatch_dtype}) + combine "
+        f"{fmt.si_bytes(a.combine_bytes)} ({a.combine_dtype}) = {fmt.si_bytes(a.layer_bytes)} "
+        f"over the group, {fmt.si_bytes(a.layer_bytes_per_gpu)} per GPU",
+        f"  {a.remote_copies_per_token:.2f} of {a.top_k} copies per token leave its GPU, d = {a.d_model:,}; "
+        f"per step ({a.moe_layers} MoE layers): {fmt.si_bytes(a.step_bytes)}",
+        f"  one copy per destination GPU instead: {a.remote_gpus_per_token:.2f} GPUs per token, "
+        f"dispatch {fmt.si_bytes(a.dispatch_bytes_dedup)} per layer",
+        f"  tensor parallel over {a.ep} instead: two ring all-reduces per layer, "
+        f"{fmt.si_bytes(a.tp_allreduce_bytes_per_gpu)} per GPU per layer",
+    ]
+    return "\n".join([*_wrap(lines), *_assumptions(m.notes)]) + "\n"
+
+
+def _specdec_block(s: Any) -> list[str]:
+    a, g = s.alpha, s.gamma
+    if s.draft == "mtp":
+        head = f"draft: the config's MTP module{'s' if g > 1 else ''} (γ = {g}), α {a:g}"
+        head += f", one draft token costs {s.draft_cost:.3f} of a decode step at batch 1"
+    else:
+        head = f"draft: external, α {a:g}, γ {g}, one draft token costs {s.draft_cost:g} of a decode step"
+    lines = [
+        head,
+        f"  expected tokens per verification: (1 − {a:g}^{g + 1}) / (1 − {a:g}) = {s.expected_tokens:.2f}",
+        f"  speedup while verification is free: {s.expected_tokens:.2f} / ({g} × {s.draft_cost:.3g} + 1) "
+        f"= {s.ideal_speedup:.2f}×",
+        f"  verification ({g + 1} positions) turns compute-bound from batch "
+        f"{_count(s.verify_compute_bound_batch_weights)} by the weights alone "
+        f"(ridge {s.ridge:.0f} / (γ+1) = {s.ridge / (g + 1):.0f}); with KV at {s.context:,} tokens: "
+        f"{_count(s.verify_compute_bound_batch)}",
+        f"  first slower than plain decoding at batch {_count(s.break_even_batch_weights)} (weights "
+        f"alone), {_count(s.break_even_batch)} (with KV)",
+    ]
+    rows = [
+        [
+            f"{r.batch:,}",
+            fmt.ms(r.decode_ms),
+            fmt.ms(r.verify_ms),
+            f"{r.verify_ratio:.2f}",
+            r.verify_bound,
+            fmt.ms(r.draft_ms),
+            f"{r.speedup:.2f}×",
+            f"{r.speedup_weights_only:.2f}×",
+        ]
+        for r in s.rows
+    ]
+    headers = ["batch", "decode step", "verify step", "ratio", "verify", "draft", "speedup"]
+    lines += ["  " + x for x in table([*headers, "weights alone"], rows)]
+    return lines
+
+
+def render_specdec(result: Any) -> str:
+    ext, mtp = result.external, result.mtp
+    first = ext or mtp
+    lines = [
+        f"{display_name(first.model)} · speculative decoding at {first.context:,} tokens on "
+        f"{first.gpus} × {first.gpu}"
+    ]
+    if ext:
+        lines += _specdec_block(ext)
+    if mtp:
+        lines.append(
+            f"this config has {mtp.gamma} MTP module{'s' if mtp.gamma > 1 else ''}: "
+            "offered as the draft (DeepSeek-V3 reports 85–90% acceptance)"
+        )
+        lines += _specdec_block(mtp)
+    notes = first.notes if not mtp or not ext else (*ext.notes, mtp.notes[-1])
+    return "\n".join([*_wrap(lines), *_assumptions(notes)]) + "\n"
+
+
+def _num(x: float | None) -> str:
+    if x is None:
+        return "—"
+    if x == int(x) and abs(x) < 1e6:
+        return f"{int(x)}"
+    return f"{x:.3g}"
+
+
+def render_formats(r: Any) -> str:
+    c = r.chosen
+    lines = [
+        f"{display_name(r.model)} · {fmt.count(r.params)} params · checkpoint: {r.checkpoint_format} · "
+        f"{r.gpu}, context {r.context:,}",
+        f"chosen: weights {c['weights']} = {fmt.si_bytes(c['weight_bytes'])} "
+        f"({c['weight_bits_per_param'] / 8:.3g} B/param); KV {dtype_label(c['kv_dtype'])} = "
+        f"{fmt.bin_bytes(c['kv_bytes_per_token'])}/token, {fmt.bin_bytes(c['kv_bytes_at_context'])} "
+        f"at {r.context:,}; decode at batch {c['batch']} ≥ {fmt.ms(c['decode']['step_ms'])}/step",
+        "format facts (one element):",
+    ]
+    rows = []
+    for row in r.rows:
+        f = row.facts
+        em = f"{f.exponent_bits}/{f.mantissa_bits}" if f.exponent_bits is not None else "int"
+        block = f"{f.group} + {f.scale_format.split(' ')[0]}" if f.group else "—"
+        rows.append(
+            [
+                f.label.split(" (")[0],
+                f"{f.bits}",
+                em,
+                _num(f.max),
+                _num(f.min_normal),
+                _num(f.epsilon),
+                block,
+                f"{f.storage_bits:g}",
+            ]
+        )
+    lines += table(["format", "bits", "e/m", "max", "min normal", "epsilon", "block", "bits+scale"], rows, 1)
+    lines.append("this model in each format (weights: --dtype; KV: --kv-dtype):")
+    rows = []
+    for row in r.rows:
+        rows.append(
+            [
+                row.facts.label.split(" (")[0],
+                fmt.si_bytes(row.weight_bytes),
+                f"{row.weight_bits_per_param / 8:.3f}",
+                fmt.bin_bytes(row.kv_bytes_per_token),
+                fmt.bin_bytes(row.kv_bytes_at_context),
+                fmt.ms(row.decode_ms),
+                f"{row.peak / 1e12:,.0f} T",
+                row.peak_note,
+            ]
+        )
+    headers = ["format", "weights", "B/param", "KV/token", f"KV @{r.context // 1024}K", "decode B=1", "peak"]
+    lines += table([*headers, "compute"], rows, 1)
+    parts = " + ".join(str(v) for v in r.training_state_parts.values())
+    lines.append(
+        f"training state (mixed-precision Adam): {parts} = {r.training_state_bytes_per_param} B/param → "
+        f"{fmt.si_bytes(r.training_state_bytes)} for {fmt.count(r.params)} params, activations excluded"
+    )
+    return "\n".join([*_wrap(lines), *_assumptions(r.notes)]) + "\n"

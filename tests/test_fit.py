@@ -134,12 +134,14 @@ def test_sliding_window_everywhere_means_memory_does_not_bound_context() -> None
 
 
 def test_recurrent_state_counts_per_sequence() -> None:
-    # Qwen3.5-35B-A3B: 30 Gated DeltaNet layers hold 32 value heads × 128 × 128 state plus a
-    # 4-wide conv over (2 × 16 × 128 + 32 × 128) channels = 557,056 elements × 2 B per layer
-    # = 33,423,360 B per sequence, whatever the context.
+    # Qwen3.5-35B-A3B: 30 Gated DeltaNet layers hold 32 value heads × 128 × 128 recurrent
+    # state in float32 (its config says mamba_ssm_dtype float32) plus a 4-wide conv window
+    # over (2 × 16 × 128 + 32 × 128) channels in bf16:
+    # 30 × (524,288 × 4 B + 32,768 × 2 B) = 30 × 2,162,688 = 64,880,640 B per sequence.
     f = fit(arch("Qwen/Qwen3.5-35B-A3B"), Workload(context=8192, batch=4), gpus=1)
-    assert f.state_per_sequence == 30 * (32 * 128 * 128 + (2 * 16 * 128 + 32 * 128) * 4) * 2 == 33_423_360
-    assert f.needed_per_gpu == pytest.approx(f.weights_bytes + 4 * (f.kv_per_sequence + 33_423_360))
+    state = 30 * (32 * 128 * 128 * 4 + (2 * 16 * 128 + 32 * 128) * 4 * 2)
+    assert f.state_per_sequence == state == 64_880_640
+    assert f.needed_per_gpu == pytest.approx(f.weights_bytes + 4 * (f.kv_per_sequence + state))
 
 
 def test_reserve_and_gpus_are_checked() -> None:

@@ -90,7 +90,9 @@ def measured_flops(case: str) -> dict:
     )
 
 
-FLOP_CASES = sorted(c for c in CASES if "ssm" not in c and "linear" not in c)
+# Pure SSMs and Qwen3-Next's delta rule run scans FlopCounterMode cannot see in a decode
+# step in a comparable form; every other case is compared.
+FLOP_CASES = sorted(c for c in CASES if "(ssm)" not in c and "linear hybrid" not in c)
 
 
 @pytest.mark.parametrize("case", FLOP_CASES)
@@ -104,10 +106,19 @@ def test_decode_flops_within_2_percent(case: str) -> None:
     assert ours == pytest.approx(got["decode"]["total"], rel=0.02)
 
 
+RECURRENT = ("ssm", "hybrid", "kda", "shared", "parallel", "linear")
+
+
 @pytest.mark.parametrize("case", FLOP_CASES)
 def test_prefill_flops_within_2_percent(case: str) -> None:
     got = measured_flops(case)
     arch = load(got["tiny_config"]).arch
     # Eager attention multiplies the full 16×16 score matrix and masks afterwards.
     ours = flops_cost(arch, count(arch), 16).prefill_no_mask
-    assert ours == pytest.approx(got["prefill"]["total"], rel=0.02)
+    if any(k in case for k in RECURRENT):
+        # slotdiff counts a recurrent mixer's projections and convolutions, not its scan:
+        # transformers' chunked reference scan (SSD) adds matmuls of its own, so here
+        # slotdiff's prefill is a lower bound (docs/COSTS.md).
+        assert ours <= got["prefill"]["total"]
+    else:
+        assert ours == pytest.approx(got["prefill"]["total"], rel=0.02)

@@ -1,0 +1,112 @@
+"""Policy rules (SD301-SD305): the team's budgets and allowed fills, priced by the cost pass.
+
+Budgets are checked on the policy's workload (``[tool.slotdiff.workload]``: GPU preset,
+batch, context, KV dtype); each message carries the figure, the budget and the workload.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from typing import Any
+
+from ..errors import SlotdiffError
+from ..render import fmt
+from .document import KeyPath
+from .registry import Hit, rule
+
+
+def _cost(cx: Any) -> Any:
+    """This file's cost on the policy's workload, or None when it cannot be priced."""
+    try:
+        return cx.doc.cost(cx.workload)
+    except SlotdiffError:
+        return None
+
+
+def _first_key(cx: Any, *fields: str) -> KeyPath:
+    for f in fields:
+        path = cx.doc.key_of(f)
+        if path:
+            return path
+    return ()
+
+
+def _on(cx: Any) -> str:
+    w = cx.workload
+    return f"{w.gpu}, batch {w.batch}, context {w.context:,}"
+
+
+@rule("SD301", needs="arch")
+def kv_budget(cx: Any) -> Iterator[Hit]:
+    """KV cache per token within budget."""
+    budget = cx.policy.budgets.max_kv_bytes_per_token
+    cost = _cost(cx) if budget is not None else None
+    if cost is None or cost.kv.bytes_per_token <= budget:
+        return
+    kv = cost.kv.bytes_per_token
+    yield Hit(
+        _first_key(cx, "kv_lora_rank", "n_kv_heads", "head_dim", "n_layers"),
+        f"KV cache {fmt.bin_bytes(kv)} per token ({kv:,} B, {cost.kv.dtype}) exceeds the budget of "
+        f"{fmt.bin_bytes(budget)} ({budget:,} B)",
+    )
+
+
+@rule("SD302", needs="arch")
+def decode_budget(cx: Any) -> Iterator[Hit]:
+    """Decode-step roofline bound within budget."""
+    budget = cx.policy.budgets.max_decode_ms
+    cost = _cost(cx) if budget is not None else None
+    if cost is None or cost.decode.step_ms <= budget:
+        return
+    d = cost.decode
+    yield Hit(
+        _first_key(cx, "n_layers", "d_model"),
+        f"decode step bound {d.step_ms:.2f} ms ({d.bound}-bound) on {_on(cx)} exceeds the budget of "
+        f"{budget:g} ms",
+    )
+
+
+@rule("SD303", needs="arch")
+def params_budget(cx: Any) -> Iterator[Hit]:
+    """Total parameters within budget."""
+    budget = cx.policy.budgets.max_total_params
+    cost = _cost(cx) if budget is not None else None
+    if cost is None or cost.params.total <= budget:
+        return
+    n = cost.params.total
+    yield Hit(
+        _first_key(cx, "n_layers", "d_model"),
+        f"{fmt.count(n)} parameters ({n:,}) exceed the budget of {fmt.count(budget)} ({budget:,})",
+    )
+
+
+@rule("SD304", needs="arch")
+def active_params_budget(cx: Any) -> Iterator[Hit]:
+    """Active parameters per token within budget."""
+    budget = cx.policy.budgets.max_active_params
+    cost = _cost(cx) if budget is not None else None
+    if cost is None or cost.params.active <= budget:
+        return
+    n = cost.params.active
+    yield Hit(
+        _first_key(cx, "top_k", "n_experts", "n_layers", "d_model"),
+        f"{fmt.count(n)} active parameters per token ({n:,}) exceed the budget of "
+        f"{fmt.count(budget)} ({budget:,})",
+    )
+
+
+@rule("SD305", needs="arch")
+def fill_not_allowed(cx: Any) -> Iterator[Hit]:
+    """Every facet the policy constrains is filled with an allowed kind."""
+    from .document import key_path
+
+    for facet, kinds in cx.policy.allowed_fills.items():
+        fill = cx.doc.fills[facet]
+        if fill.kind in kinds:
+            continue
+        where = next((key_path(k) for k, _ in fill.evidence if key_path(k) in cx.doc.parsed.positions), ())
+        yield Hit(
+            where,
+            f"{facet} is {fill.detail} ({fill.kind}); the policy allows {', '.join(kinds)}",
+            {"facet": facet},
+        )

@@ -1,0 +1,287 @@
+"""Run the rules over files: read → rules in table order → diagnostics sorted by position.
+
+The engine owns the order of stages and what each rule may assume (``needs`` in the
+registry); rules own what they check. One frozen Diagnostic per problem comes out, and the
+run's exit status follows from their severities alone.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+from functools import cached_property
+from pathlib import Path
+from typing import Any
+
+from ..errors import SlotdiffError
+from . import budgets, diffmode, rules  # noqa: F401  (importing registers the rules)
+from .document import Document, KeyPath, read
+from .policy import Policy
+from .registry import RULES, Pos, by_code, table
+
+
+@dataclass(frozen=True)
+class Diagnostic:
+    """One problem (or, in diff mode, one slot change) at one place in one file."""
+
+    path: str
+    line: int
+    col: int
+    code: str
+    severity: str
+    message: str
+    key: str | None = None  # the config key it points at, dotted
+    extra: Mapping[str, Any] | None = None  # facet, deltas ... (diff and policy rules)
+
+    def sort_key(self) -> tuple[int, int, str]:
+        return (self.line, self.col, self.code)
+
+
+@dataclass(frozen=True)
+class FileResult:
+    path: str
+    diagnostics: tuple[Diagnostic, ...]
+
+
+@dataclass(frozen=True)
+class Run:
+    """Everything one ``slotdiff lint`` invocation found."""
+
+    files: tuple[FileResult, ...]
+
+    @property
+    def diagnostics(self) -> tuple[Diagnostic, ...]:
+        return tuple(d for f in self.files for d in f.diagnostics)
+
+    def count(self, severity: str) -> int:
+        return sum(1 for d in self.diagnostics if d.severity == severity)
+
+    @property
+    def exit_code(self) -> int:
+        return 1 if self.count("error") else 0
+
+
+@dataclass
+class FileContext:
+    """What a rule sees: the file, its base, the policy and the workload costs use."""
+
+    doc: Document
+    policy: Policy
+    base: Document | None = None
+    base_label: str = ""
+    workload_factory: Any = None
+    cache: dict[str, Any] = field(default_factory=dict)
+
+    @cached_property
+    def workload(self) -> Any:
+        return self.workload_factory()
+
+
+def _stage_ok(needs: str, cx: FileContext) -> bool:
+    doc = cx.doc
+    if needs == "text":
+        return True
+    if doc.data is None:
+        return False
+    if needs == "data":
+        return True
+    if needs == "values":
+        return True
+    if needs == "arch":
+        return doc.arch is not None
+    if needs == "base":
+        return cx.base is not None and doc.arch is not None
+    raise AssertionError(needs)
+
+
+def _dotted(where: KeyPath) -> str | None:
+    from ..jsonpos import dotted
+
+    return dotted(where) if where else None
+
+
+def lint_document(cx: FileContext) -> tuple[Diagnostic, ...]:
+    """Every selected rule over one file, sorted by (line, col, code)."""
+    doc = cx.doc
+    out: list[Diagnostic] = []
+    enabled = cx.policy.enabled_codes(doc.name)
+    for info in table():
+        reg = RULES.get(info.code)
+        if reg is None or info.code not in enabled or not _stage_ok(reg.needs, cx):
+            continue
+        for hit in reg.fn(cx):
+            if isinstance(hit.where, Pos):
+                (line, col), key = hit.where, None
+            else:
+                (line, col), key = doc.where(hit.where), _dotted(hit.where)
+            out.append(Diagnostic(doc.name, line, col, info.code, info.severity, hit.message, key, hit.extra))
+    return tuple(sorted(_drop_superseded(out), key=Diagnostic.sort_key))
+
+
+def _drop_superseded(diags: list[Diagnostic]) -> list[Diagnostic]:
+    """SD103 (the schema layer's refusal) only where no more specific error speaks for that key."""
+    specific = [d for d in diags if d.severity == "error" and d.code != "SD103"]
+
+    def covered(d: Diagnostic) -> bool:
+        if d.key is None:
+            return False
+        for o in specific:
+            if o.key is None:
+                continue
+            if o.key == d.key or o.key.startswith(d.key + ".") or o.key.startswith(d.key + "["):
+                return True
+            if d.key.startswith(o.key + ".") or d.key.startswith(o.key + "["):
+                return True
+        return False
+
+    return [d for d in diags if d.code != "SD103" or not covered(d)]
+
+
+def _unreadable(name: str, err: SlotdiffError) -> FileResult:
+    info = by_code()["SD101"]
+    return FileResult(name, (Diagnostic(name, 1, 1, "SD101", info.severity, f"cannot read: {err.reason}"),))
+
+
+def lint(
+    paths: Sequence[str],
+    policy: Policy,
+    diff_base: str | None = None,
+    texts: Mapping[str, bytes] | None = None,
+    bases: Mapping[str, bytes | None] | None = None,
+    jobs: int | None = None,
+) -> Run:
+    """Lint ``paths`` under ``policy``; ``diff_base`` compares each with its version there.
+
+    ``texts`` and ``bases`` supply file contents and base versions directly (tests, editors);
+    otherwise files are read from disk and bases from git. ``jobs`` worker processes share
+    the files (default: one per CPU for large runs).
+    """
+    workload_cache: list[Any] = []
+
+    def workload() -> Any:
+        if not workload_cache:
+            workload_cache.append(policy.make_workload())
+        return workload_cache[0]
+
+    label = diff_base or "base"
+    if bases is None:
+        bases = diffmode.git_versions(diff_base, list(paths)) if diff_base is not None else {}
+    baseline: Document | None = None
+    if policy.baseline:
+        baseline = diffmode.baseline_document(policy.baseline, policy.root)
+
+    def one(name: str) -> FileResult:
+        try:
+            doc = Document(name, texts[name]) if texts and name in texts else read(Path(name), name)
+        except SlotdiffError as err:
+            return _unreadable(name, err)
+        base_text = bases.get(name)
+        if base_text is not None:
+            base, against = Document(f"{label}:{name}", base_text), label
+        elif baseline is not None:
+            base, against = baseline, f"baseline {policy.baseline}"
+        else:
+            base, against = None, ""
+        return FileResult(name, lint_document(FileContext(doc, policy, base, against, workload)))
+
+    return Run(tuple(_map(one, list(paths), jobs)))
+
+
+# A worker process pays for itself from about this many files per worker.
+FILES_PER_JOB = 40
+
+
+def _map(fn: Any, items: list[str], jobs: int | None) -> list[FileResult]:
+    """``[fn(x) for x in items]``, spread over forked workers when that is worth it.
+
+    Rules only read their file, so files are independent; the parent loads the shared data
+    (schemas, key map, rule table) first so every worker inherits it instead of reloading.
+    """
+    import os
+
+    if jobs is None:
+        jobs = min(os.cpu_count() or 1, len(items) // FILES_PER_JOB)
+    if jobs <= 1 or len(items) < 2 or not hasattr(os, "fork"):
+        return [fn(x) for x in items]
+    import pickle
+    import sys
+
+    _warm()
+    sys.stdout.flush()
+    sys.stderr.flush()
+    chunks = [items[i::jobs] for i in range(jobs)]
+    children: list[tuple[int, int]] = []
+    for chunk in chunks[1:]:
+        read_fd, write_fd = os.pipe()
+        pid = os.fork()
+        if pid == 0:  # worker: lint its share, send the results, leave without cleanup
+            os.close(read_fd)
+            try:
+                payload = pickle.dumps(("ok", [fn(x) for x in chunk]))
+            except BaseException as err:  # hand any failure to the parent to raise
+                import traceback
+
+                payload = pickle.dumps(("error", err if _picklable(err) else None, traceback.format_exc()))
+            with os.fdopen(write_fd, "wb") as out:
+                out.write(payload)
+            os._exit(0)
+        os.close(write_fd)
+        children.append((pid, read_fd))
+    results = {0: [fn(x) for x in chunks[0]]}
+    for i, (pid, read_fd) in enumerate(children, start=1):
+        with os.fdopen(read_fd, "rb") as src:
+            data = src.read()
+        os.waitpid(pid, 0)
+        status, *rest = pickle.loads(data) if data else ("error", None, "worker died")
+        if status != "ok":
+            if rest[0] is not None:
+                raise rest[0]
+            raise RuntimeError(f"lint worker failed:\n{rest[-1]}")
+        results[i] = rest[0]
+    out: list[FileResult] = [None] * len(items)  # type: ignore[list-item]
+    for i, chunk_results in results.items():
+        out[i::jobs] = chunk_results
+    return out
+
+
+def _picklable(err: BaseException) -> bool:
+    import pickle
+
+    try:
+        pickle.loads(pickle.dumps(err))
+    except Exception:
+        return False
+    return True
+
+
+def _warm() -> None:
+    """Load what every file needs once, before workers fork."""
+    from ..schema import keymap, known_keys, transformers_defaults
+    from . import rules as _rules
+    from .configschema import validator
+
+    validator()
+    keymap()
+    known_keys()
+    transformers_defaults()
+    _rules._known_keys()
+    _rules._read_keys()
+    import slotdiff.layers  # noqa: F401
+
+
+def iter_config_files(paths: Iterable[str]) -> list[str]:
+    """Files as given; folders expand to the config files beneath them (hidden folders skipped)."""
+    import fnmatch
+    import os
+
+    out: list[str] = []
+    for p in paths:
+        if not os.path.isdir(p):
+            out.append(p)
+            continue
+        for folder, dirs, files in os.walk(p):
+            dirs[:] = sorted(d for d in dirs if not d.startswith("."))
+            for f in sorted(files):
+                if fnmatch.fnmatchcase(f, "*config*.json"):
+                    out.append(os.path.join(folder, f))
+    return out

@@ -91,7 +91,7 @@ def changed_files(rev: str, cwd: Path | None = None) -> list[str]:
     return [os.path.relpath(root / n, cwd) for n in names]
 
 
-def baseline_document(spec: str, root: Path) -> Document:
+def baseline_document(spec: str, root: Path, source: str = "policy") -> Document:
     """The policy's baseline: a path relative to the policy file, or a bundled catalog id."""
     from ..source import catalog, read_bytes
     from .document import read
@@ -101,7 +101,7 @@ def baseline_document(spec: str, root: Path) -> Document:
         return read(path, spec)
     entry = catalog().get(spec.lower())
     if entry is None:
-        raise SlotdiffError("policy", f"baseline {spec!r} is neither a file nor a bundled catalog repo id")
+        raise SlotdiffError(source, f"baseline {spec!r} is neither a file nor a bundled catalog repo id")
     from ..resources import catalog_dir
 
     file = catalog_dir() / entry.file

@@ -168,7 +168,7 @@ def lint(
         bases = diffmode.git_versions(diff_base, list(paths)) if diff_base is not None else {}
     baseline: Document | None = None
     if policy.baseline:
-        baseline = diffmode.baseline_document(policy.baseline, policy.root)
+        baseline = diffmode.baseline_document(policy.baseline, policy.root, policy.source or "policy")
 
     def one(name: str) -> FileResult:
         try:
@@ -269,11 +269,22 @@ def _warm() -> None:
     import slotdiff.layers  # noqa: F401
 
 
-def iter_config_files(paths: Iterable[str]) -> list[str]:
-    """Files as given; folders expand to the config files beneath them (hidden folders skipped)."""
-    import fnmatch
-    import os
+# The files the pre-commit hooks run on (.pre-commit-hooks.yaml states the same two patterns;
+# a test keeps them equal): config.json and *config*.json, but not the companion files of a
+# Hugging Face checkpoint that match the glob without being model configs.
+CONFIG_FILES = r"(^|/)[^/]*config[^/]*\.json$"
+NOT_MODEL_CONFIGS = (
+    r"(^|/)((generation|tokenizer|preprocessor|processor|video_preprocessor|feature_extractor|adapter"
+    r"|quantize|sentence_bert)_config|config_sentence_transformers|[tj]sconfig)\.json$"
+)
 
+
+def iter_config_files(paths: Iterable[str]) -> list[str]:
+    """Files as given; folders expand to the model configs beneath them (hidden folders skipped)."""
+    import os
+    import re
+
+    wanted, unwanted = re.compile(CONFIG_FILES), re.compile(NOT_MODEL_CONFIGS)
     out: list[str] = []
     for p in paths:
         if not os.path.isdir(p):
@@ -282,6 +293,7 @@ def iter_config_files(paths: Iterable[str]) -> list[str]:
         for folder, dirs, files in os.walk(p):
             dirs[:] = sorted(d for d in dirs if not d.startswith("."))
             for f in sorted(files):
-                if fnmatch.fnmatchcase(f, "*config*.json"):
+                rel = os.path.join(folder, f).replace(os.sep, "/")
+                if wanted.search(rel) and not unwanted.search(rel):
                     out.append(os.path.join(folder, f))
     return out

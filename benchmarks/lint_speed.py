@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import argparse
 import os
+import resource
 import shutil
 import statistics
 import subprocess
@@ -37,13 +38,17 @@ def make_files(folder: Path, n: int) -> list[str]:
     return out
 
 
-def wall(cmd: list[str], env: dict[str, str]) -> float:
+def timed(cmd: list[str], env: dict[str, str]) -> tuple[float, float]:
+    """(wall seconds, CPU seconds of the process and its workers) of one run."""
+    before = resource.getrusage(resource.RUSAGE_CHILDREN)
     start = time.perf_counter()
     proc = subprocess.run(cmd, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, check=False)
     took = time.perf_counter() - start
+    after = resource.getrusage(resource.RUSAGE_CHILDREN)
     if proc.returncode not in (0, 1):
         sys.exit(f"{cmd[0]} failed ({proc.returncode}): {proc.stderr.decode()[-400:]}")
-    return took
+    cpu = (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
+    return took, cpu
 
 
 def main() -> int:
@@ -61,17 +66,25 @@ def main() -> int:
             "check-jsonschema": [check, "--schemafile", schema, *files],
         }
         times: dict[str, list[float]] = {name: [] for name in tools}
+        cpus: dict[str, list[float]] = {name: [] for name in tools}
         for cmd in tools.values():  # one warm-up each (page cache, .pyc files)
-            wall(cmd, env)
+            timed(cmd, env)
         for _ in range(args.runs):
             for name, cmd in tools.items():
-                times[name].append(wall(cmd, env))
+                took, cpu = timed(cmd, env)
+                times[name].append(took)
+                cpus[name].append(cpu)
+    load = os.getloadavg()[0] if hasattr(os, "getloadavg") else float("nan")
     print(
-        f"{args.files} configs, {args.runs} runs each, {os.cpu_count()} CPUs, Python {sys.version.split()[0]}"
+        f"{args.files} configs, {args.runs} runs each, {os.cpu_count()} CPUs, "
+        f"Python {sys.version.split()[0]}, load average {load:.2f} (other work inflates wall times)"
     )
     for name, ts in times.items():
         runs = " ".join(f"{t:.3f}" for t in ts)
-        print(f"{name:<17} median {statistics.median(ts):.3f} s  min {min(ts):.3f} s  ({runs})")
+        print(
+            f"{name:<17} wall median {statistics.median(ts):.3f} s, min {min(ts):.3f} s; "
+            f"CPU median {statistics.median(cpus[name]):.3f} s  (wall: {runs})"
+        )
     ratio = statistics.median(times["slotdiff lint"]) / statistics.median(times["check-jsonschema"])
     print(f"ratio slotdiff lint / check-jsonschema (medians): {ratio:.2f}")
     print(

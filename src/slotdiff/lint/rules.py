@@ -40,7 +40,7 @@ def schema(cx: Any) -> Iterator[Hit]:
     # One diagnostic per problem: a list whose items fail the same way is one problem.
     seen: dict[tuple[Any, ...], int] = {}
     firsts: list[Any] = []
-    for err in sorted(errors, key=lambda e: [str(p) for p in e.absolute_path]):
+    for err in sorted(errors, key=lambda e: [(isinstance(p, int), p) for p in e.absolute_path]):
         path = tuple(err.absolute_path)
         group = (path[:-1], err.validator) if path and isinstance(path[-1], int) else (path, id(err))
         if group in seen:
@@ -124,29 +124,39 @@ def _scopes(cx: Any) -> Iterator[tuple[KeyPath, Mapping[str, Any]]]:
         yield cx.doc.text_path, cx.doc.text_config
 
 
+@cache
+def _near(key: str) -> tuple[tuple[int, str], ...]:
+    """(edits, key slotdiff reads) within the edit limit of ``key``, closest first."""
+    p = params("SD105")
+    if len(key) < p["min_length"]:
+        return ()
+    limit = p["max_edits_long"] if len(key) >= p["long_from"] else p["max_edits_short"]
+    targets, letters = _read_keys(), set(key)
+    found = []
+    for n in range(len(key) - limit, len(key) + limit + 1):
+        for target in targets.get(n, ()):
+            # An edit changes at most two letters of the letter set: a cheap lower bound.
+            if len(letters ^ set(target)) > 2 * limit:
+                continue
+            d = _edits(key, target, limit)
+            if d <= limit:
+                found.append((d, target))
+    return tuple(sorted(found))
+
+
 def _unknown(cx: Any) -> list[tuple[KeyPath, str | None]]:
     """(key path, suggested spelling or None) for each key nobody knows; cached per file."""
     if "unknown" in cx.cache:
         return cx.cache["unknown"]
     known = _known_keys()
-    p = params("SD105")
     out: list[tuple[KeyPath, str | None]] = []
     for prefix, scope in _scopes(cx):
         for key in scope:
             if key in known or key.startswith("_"):
                 continue
-            limit = p["max_edits_long"] if len(key) >= p["long_from"] else p["max_edits_short"]
-            best: tuple[int, str] | None = None
-            if len(key) >= p["min_length"]:
-                targets = _read_keys()
-                for n in range(len(key) - limit, len(key) + limit + 1):
-                    for target in targets.get(n, ()):
-                        if target in scope:
-                            continue
-                        d = _edits(key, target, limit)
-                        if d <= limit and (best is None or (d, target) < best):
-                            best = (d, target)
-            out.append(((*prefix, key), best[1] if best else None))
+            # A near miss counts only when the key it resembles is absent: otherwise it is a stray.
+            best = next((target for _, target in _near(key) if target not in scope), None)
+            out.append(((*prefix, key), best))
     cx.cache["unknown"] = out
     return out
 

@@ -83,9 +83,7 @@ def _stage_ok(needs: str, cx: FileContext) -> bool:
         return True
     if doc.data is None:
         return False
-    if needs == "data":
-        return True
-    if needs == "values":
+    if needs in ("data", "values"):  # values fall back to field-by-field resolution
         return True
     if needs == "arch":
         return doc.arch is not None

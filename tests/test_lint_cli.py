@@ -373,3 +373,18 @@ def test_diff_mode_imports_deepdiff_only(repo: Path) -> None:
     edit(repo / "configs" / "small" / "config.json", num_key_value_heads=4)
     code, heavy = _probe("--no-config", "--diff-base", "HEAD", "configs/small/config.json", cwd=repo)
     assert code == 0 and heavy == ["deepdiff"]
+
+
+def test_absurd_sizes_are_reported_not_crashed_on(tmp_path: Path) -> None:
+    """The cost pass overflows on a 1e308-wide model; the hook still answers with diagnostics."""
+    data = json.loads(GOOD.read_text())
+    data.update(hidden_size=1e308, num_key_value_heads=2**40)
+    cfg = tmp_path / "config.json"
+    cfg.write_text(json.dumps(data))
+    (tmp_path / ".slotdiff.toml").write_text(
+        '[budgets]\nmax-total-params = "9B"\nmax-kv-bytes-per-token = "1 MiB"\n'
+    )
+    res = lint("config.json", cwd=tmp_path)
+    assert res.returncode == 1 and "Traceback" not in res.stderr
+    codes = {c for *_, c in parsed(res.stdout)}
+    assert {"SD110", "SD301", "SD303"} <= codes

@@ -14,13 +14,25 @@ from ..render import fmt
 from .document import KeyPath
 from .registry import Hit, rule
 
+# The cost pass refuses some configs (SlotdiffError) and overflows on absurd sizes (2**40
+# heads); a linter must report either, not crash on it.
+COST_FAILURES = (SlotdiffError, ArithmeticError, ValueError)
+
 
 def _cost(cx: Any) -> Any:
-    """This file's cost on the policy's workload, or None when it cannot be priced."""
+    """This file's cost on the policy's workload, or the reason it cannot be priced."""
     try:
         return cx.doc.cost(cx.workload)
-    except SlotdiffError:
-        return None
+    except COST_FAILURES as err:
+        return _Unpriced(getattr(err, "reason", None) or str(err) or type(err).__name__)
+
+
+class _Unpriced(str):
+    """Why a config has no cost (a budget rule says so instead of passing silently)."""
+
+
+def _unpriced(cost: Any, budget: str) -> Iterator[Hit]:
+    yield Hit((), f"cannot check {budget}: the cost pass cannot price this config ({cost})")
 
 
 def _first_key(cx: Any, *fields: str) -> KeyPath:
@@ -41,6 +53,9 @@ def kv_budget(cx: Any) -> Iterator[Hit]:
     """KV cache per token within budget."""
     budget = cx.policy.budgets.max_kv_bytes_per_token
     cost = _cost(cx) if budget is not None else None
+    if isinstance(cost, _Unpriced):
+        yield from _unpriced(cost, "max-kv-bytes-per-token")
+        return
     if cost is None or cost.kv.bytes_per_token <= budget:
         return
     kv = cost.kv.bytes_per_token
@@ -56,6 +71,9 @@ def decode_budget(cx: Any) -> Iterator[Hit]:
     """Decode-step roofline bound within budget."""
     budget = cx.policy.budgets.max_decode_ms
     cost = _cost(cx) if budget is not None else None
+    if isinstance(cost, _Unpriced):
+        yield from _unpriced(cost, "max-decode-ms")
+        return
     if cost is None or cost.decode.step_ms <= budget:
         return
     d = cost.decode
@@ -71,6 +89,9 @@ def params_budget(cx: Any) -> Iterator[Hit]:
     """Total parameters within budget."""
     budget = cx.policy.budgets.max_total_params
     cost = _cost(cx) if budget is not None else None
+    if isinstance(cost, _Unpriced):
+        yield from _unpriced(cost, "max-total-params")
+        return
     if cost is None or cost.params.total <= budget:
         return
     n = cost.params.total
@@ -85,6 +106,9 @@ def active_params_budget(cx: Any) -> Iterator[Hit]:
     """Active parameters per token within budget."""
     budget = cx.policy.budgets.max_active_params
     cost = _cost(cx) if budget is not None else None
+    if isinstance(cost, _Unpriced):
+        yield from _unpriced(cost, "max-active-params")
+        return
     if cost is None or cost.params.active <= budget:
         return
     n = cost.params.active

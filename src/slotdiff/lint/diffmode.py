@@ -149,10 +149,11 @@ def _hybrid(base: Document, new: Document, top_keys: set[str], text_path: tuple[
 
 def _deltas(new_doc: Document, base_doc: Document, workload: Any) -> Mapping[str, Any] | None:
     from ..cost import _deltas as cost_deltas
+    from .budgets import COST_FAILURES
 
     try:
         return cost_deltas(new_doc.cost(workload), base_doc.cost(workload))
-    except (SlotdiffError, AssertionError):
+    except (*COST_FAILURES, AssertionError):
         return None
 
 

@@ -47,6 +47,7 @@ class Document:
         self.name = name  # as the user wrote it; every diagnostic names it
         self.text = text
         self.location = location or name
+        self._costs: dict[Any, Any] = {}
 
     # ------------------------------------------------------------------ JSON
 
@@ -174,13 +175,12 @@ class Document:
 
     def cost(self, workload: Any) -> Any:
         """The cost pass under ``workload`` (cached per workload); raises SlotdiffError."""
-        cache = self.__dict__.setdefault("_costs", {})
-        if workload not in cache:
+        if workload not in self._costs:
             from ..cost import cost_of
 
             assert self.arch is not None
-            cache[workload] = cost_of(self.arch, workload)
-        return cache[workload]
+            self._costs[workload] = cost_of(self.arch, workload)
+        return self._costs[workload]
 
 
 def read(path: Path, name: str) -> Document:

@@ -17,7 +17,7 @@ from ..errors import SlotdiffError
 from . import budgets, diffmode, rules  # noqa: F401  (importing registers the rules)
 from .document import Document, KeyPath, read
 from .policy import Policy
-from .registry import RULES, Pos, by_code, table
+from .registry import RULES, Hit, Pos, by_code, table
 
 
 @dataclass(frozen=True)
@@ -107,7 +107,11 @@ def lint_document(cx: FileContext) -> tuple[Diagnostic, ...]:
         reg = RULES.get(info.code)
         if reg is None or info.code not in enabled or not _stage_ok(reg.needs, cx):
             continue
-        for hit in reg.fn(cx):
+        try:
+            hits = list(reg.fn(cx))
+        except Exception as err:  # absurd input (a 1e308-wide model) must not crash the hook
+            hits = [Hit((), f"could not be checked: {type(err).__name__}: {err}")]
+        for hit in hits:
             if isinstance(hit.where, Pos):
                 (line, col), key = hit.where, None
             else:

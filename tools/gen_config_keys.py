@@ -1,7 +1,8 @@
-"""Regenerate schemas/config_keys.json: every key some transformers config class knows.
+"""Regenerate schemas/config_keys.json: every model_type and config key transformers knows.
 
-``slotdiff lint`` reports a key that no config class and no slotdiff key map knows (SD201)
-and suggests a spelling for near misses (SD105). The list is the union, over every
+``slotdiff lint`` reports a key that no config class and no slotdiff key map knows (SD201),
+suggests a spelling for near misses (SD105), and checks that model_type names a class
+transformers has (SD116, SD205). The list is the union, over every
 model_type in transformers' CONFIG_MAPPING, of the default config's keys, its dataclass
 fields, its attribute_map aliases and its sub-configs' keys. Run it with transformers
 installed after upgrading transformers:
@@ -41,7 +42,8 @@ def main() -> int:
 
     warnings.simplefilter("ignore")
     keys: set[str] = set()
-    for model_type in sorted(CONFIG_MAPPING.keys()):
+    model_types = sorted(CONFIG_MAPPING.keys())
+    for model_type in model_types:
         try:
             config = CONFIG_MAPPING[model_type]()
         except Exception as err:  # a few classes cannot be built without arguments
@@ -49,10 +51,12 @@ def main() -> int:
             continue
         keys.update(config_keys(config))
     out = {
-        "about": "Every key some transformers config class knows (defaults, dataclass fields, "
-        "attribute_map aliases, sub-configs), for slotdiff lint's unknown-key rules. Generated "
+        "about": "Every model_type in transformers' CONFIG_MAPPING, and every key some transformers "
+        "config class knows (defaults, dataclass fields, attribute_map aliases, sub-configs), for "
+        "slotdiff lint's unknown-key and model_type rules. Generated "
         f"by tools/gen_config_keys.py from transformers {transformers.__version__}.",
         "transformers_version": transformers.__version__,
+        "model_types": model_types,
         "keys": sorted(k for k in keys if not k.startswith("_")),
     }
     path = data_dir("schemas") / "config_keys.json"

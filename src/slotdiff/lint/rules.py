@@ -289,6 +289,31 @@ def mla_partial(cx: Any) -> Iterator[Hit]:
         )
 
 
+@cache
+def _model_types() -> frozenset[str]:
+    """Model types transformers has (config_keys.json) or slotdiff has a key-map file for."""
+    from ..resources import load_schema_file
+    from ..schema import known_model_types
+
+    return frozenset(load_schema_file("config_keys.json")["model_types"]) | known_model_types()
+
+
+def _unknown_model_types(cx: Any) -> list[tuple[KeyPath, str, str | None]]:
+    """(key path, model_type, closest known model_type or None) for each unknown model_type."""
+    if "auto_map" in cx.doc.data:
+        return []  # custom code names its own config class
+    out = []
+    for prefix, scope in _scopes(cx):
+        mt = scope.get("model_type")
+        if not isinstance(mt, str) or not mt or mt in _model_types():
+            continue
+        limit = 2 if len(mt) >= 6 else 1
+        near = sorted((_edits(mt, known, limit), known) for known in _model_types())
+        best = near[0][1] if near and near[0][0] <= limit else None
+        out.append(((*prefix, "model_type"), mt, best))
+    return out
+
+
 def _present(doc: Any, field: str) -> bool:
     val = doc.fields.get(field)
     return bool(val is not None and val.how in ("explicit", "alias") and val.value)
@@ -296,10 +321,13 @@ def _present(doc: Any, field: str) -> bool:
 
 @rule("SD116", needs="values")
 def model_type_mismatch(cx: Any) -> Iterator[Hit]:
-    """Fields for a feature the model_type's class does not have."""
+    """A misspelled model_type, or fields for a feature its class does not have."""
     from ..schema import Resolver, transformers_defaults
 
     doc = cx.doc
+    for path, mt, best in _unknown_model_types(cx):
+        if best:
+            yield Hit(path, f"model_type {mt!r} is not a transformers model type: did you mean {best!r}?")
     if "auto_map" in doc.data or "auto_map" in doc.text_config:
         return
     res = Resolver(doc.raw)
@@ -345,6 +373,24 @@ def _suggest(doc: Any, fields: list[str]) -> str:
 
 
 # ---------------------------------------------------------------------- SD201-SD204
+
+
+@rule("SD205")
+def unknown_model_type(cx: Any) -> Iterator[Hit]:
+    """A model_type transformers does not know, not close to one it does (SD116 takes typos)."""
+    for path, mt, best in _unknown_model_types(cx):
+        if not best:
+            yield Hit(
+                path,
+                f"model_type {mt!r} is unknown to transformers {_transformers_version()} and the config "
+                "has no auto_map: AutoConfig cannot load it",
+            )
+
+
+def _transformers_version() -> str:
+    from ..resources import load_schema_file
+
+    return str(load_schema_file("config_keys.json").get("transformers_version", ""))
 
 
 @rule("SD201")

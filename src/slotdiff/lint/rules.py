@@ -210,19 +210,29 @@ def _name(doc: Any, field: str) -> str:
 
 @rule("SD111", needs="values")
 def head_dim_mismatch(cx: Any) -> Iterator[Hit]:
-    """Without head_dim, hidden_size must divide by the head count."""
+    """Without head_dim, heads × head width must come out at hidden_size."""
     doc = cx.doc
     d, h = doc.value("d_model"), doc.value("n_heads")
-    if _mla(cx) or not (_positive_int(d) and _positive_int(h)) or d % h == 0:
+    hd_val = doc.fields.get("head_dim")
+    if _mla(cx) or not (_positive_int(d) and _positive_int(h)) or hd_val is None:
         return
-    if doc.fields["head_dim"].how != "derived":
-        return  # head_dim is written, or the model_type's class supplies one
-    hd = d // h
-    yield Hit(
-        doc.key_of("d_model") or doc.key_of("n_heads"),
-        f"{_name(doc, 'd_model')} {d} is not divisible by {_name(doc, 'n_heads')} {h} and no head_dim "
-        f"is given: loaders use head_dim {hd} ({h} × {hd} = {h * hd}, not {d})",
-    )
+    where = doc.key_of("d_model") or doc.key_of("n_heads")
+    dk, hk = _name(doc, "d_model"), _name(doc, "n_heads")
+    if hd_val.how == "derived" and d % h:
+        hd = d // h
+        yield Hit(
+            where,
+            f"{dk} {d} is not divisible by {hk} {h} and no head_dim is given: loaders use head_dim "
+            f"{hd} ({h} × {hd} = {h * hd}, not {d})",
+        )
+    elif hd_val.how == "default" and _positive_int(hd_val.value) and h * hd_val.value != d:
+        hd = hd_val.value
+        mt = doc.text_config.get("model_type") or doc.data.get("model_type")
+        yield Hit(
+            where,
+            f"no head_dim is given, so the {mt} class's default head_dim {hd} applies: "
+            f"{h} × {hd} = {h * hd}, not {dk} {d}",
+        )
 
 
 @rule("SD112", needs="values")

@@ -3,9 +3,8 @@
 The 200 files are the corpus configs (tests/fixtures/corpus: published configs and
 transformers' defaults) copied round-robin into a temporary folder as ``NNN_config.json``.
 Both tools run on the same files with the same schema (schemas/config.schema.json), each
-as a fresh process; slotdiff also with ``--jobs 1`` (no worker processes). The script prints
-every run's wall time, the median and the minimum, the CPU time (process and workers), and
-the ratio of the medians. Target: slotdiff lint under one second.
+as a fresh process. The script prints every run's wall time, the median and the minimum,
+the CPU time, and the ratio of the medians. Target: slotdiff lint under one second.
 
     python benchmarks/lint_speed.py [--runs 7] [--files 200]
 """
@@ -64,17 +63,6 @@ def main() -> int:
         files = make_files(Path(tmp), args.files)
         tools = {
             "slotdiff lint": [sys.executable, "-m", "slotdiff", "lint", "--no-config", "-q", *files],
-            "slotdiff --jobs 1": [
-                sys.executable,
-                "-m",
-                "slotdiff",
-                "lint",
-                "--no-config",
-                "-q",
-                "--jobs",
-                "1",
-                *files,
-            ],
             "check-jsonschema": [check, "--schemafile", schema, *files],
         }
         times: dict[str, list[float]] = {name: [] for name in tools}

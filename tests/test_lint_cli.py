@@ -82,7 +82,6 @@ def test_warnings_alone_exit_0() -> None:
         (["--ignore", "XX1", str(GOOD)], "names no rule"),
         (["/no/such/config.json"], "no such file"),
         ([], "name config files"),
-        (["--jobs", "0", str(GOOD)], "--jobs"),
     ],
 )
 def test_usage_errors_exit_2_with_one_line(args: list[str], needle: str) -> None:

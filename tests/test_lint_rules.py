@@ -43,7 +43,7 @@ def lint_example(path: Path) -> list[tuple[int, int, str]]:
     policy = load(policy_file) if policy_file.is_file() else Policy(root=path.parent)
     base = path.with_name(path.stem + ".base.json")
     bases = {str(path): base.read_bytes()} if base.is_file() else None
-    run = engine.lint([str(path)], policy, bases=bases, jobs=1)
+    run = engine.lint([str(path)], policy, bases=bases)
     return [(d.line, d.col, d.code) for d in run.diagnostics]
 
 

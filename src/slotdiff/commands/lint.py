@@ -49,9 +49,6 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     where.add_argument("--no-config", action="store_true", help="ignore any policy file; defaults only")
     parser.add_argument("--list-rules", action="store_true", help="print the rule table and exit")
     parser.add_argument("--explain", metavar="CODE", help="print what a rule checks, why, and how to fix it")
-    parser.add_argument(
-        "--jobs", type=int, metavar="N", help="worker processes (default: one per CPU for 80+ files; 1: none)"
-    )
     parser.add_argument("-q", "--quiet", action="store_true", help="no summary line on stderr")
 
 
@@ -93,9 +90,7 @@ def run(args: argparse.Namespace) -> int:
     if missing:
         raise SlotdiffError(missing[0], "no such file or folder")
     files = engine.iter_config_files(paths)
-    if args.jobs is not None and args.jobs < 1:
-        raise UsageError("--jobs must be at least 1")
-    result = engine.lint(files, pol, diff_base=args.diff_base, jobs=args.jobs)
+    result = engine.lint(files, pol, diff_base=args.diff_base)
     sys.stdout.write(REPORTER_BY_NAME[args.format](result))
     if not args.quiet and args.format == "text":
         counts = [(result.count(s), s) for s in ("error", "warning", "info")]

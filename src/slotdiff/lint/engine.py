@@ -150,13 +150,11 @@ def lint(
     diff_base: str | None = None,
     texts: Mapping[str, bytes] | None = None,
     bases: Mapping[str, bytes | None] | None = None,
-    jobs: int | None = None,
 ) -> Run:
     """Lint ``paths`` under ``policy``; ``diff_base`` compares each with its version there.
 
     ``texts`` and ``bases`` supply file contents and base versions directly (tests, editors);
-    otherwise files are read from disk and bases from git. ``jobs`` worker processes share
-    the files (default: one per CPU for large runs).
+    otherwise files are read from disk and bases from git.
     """
     workload_cache: list[Any] = []
 
@@ -186,89 +184,7 @@ def lint(
             base, against = None, ""
         return FileResult(name, lint_document(FileContext(doc, policy, base, against, workload)))
 
-    return Run(tuple(_map(one, list(paths), jobs)))
-
-
-# A worker process pays for itself from about this many files per worker.
-FILES_PER_JOB = 40
-
-
-def _map(fn: Any, items: list[str], jobs: int | None) -> list[FileResult]:
-    """``[fn(x) for x in items]``, spread over forked workers when that is worth it.
-
-    Rules only read their file, so files are independent; the parent loads the shared data
-    (schemas, key map, rule table) first so every worker inherits it instead of reloading.
-    """
-    import os
-
-    if jobs is None:
-        jobs = min(os.cpu_count() or 1, len(items) // FILES_PER_JOB)
-    if jobs <= 1 or len(items) < 2 or not hasattr(os, "fork"):
-        return [fn(x) for x in items]
-    import pickle
-    import sys
-
-    _warm()
-    sys.stdout.flush()
-    sys.stderr.flush()
-    chunks = [items[i::jobs] for i in range(jobs)]
-    children: list[tuple[int, int]] = []
-    for chunk in chunks[1:]:
-        read_fd, write_fd = os.pipe()
-        pid = os.fork()
-        if pid == 0:  # worker: lint its share, send the results, leave without cleanup
-            os.close(read_fd)
-            try:
-                payload = pickle.dumps(("ok", [fn(x) for x in chunk]))
-            except BaseException as err:  # hand any failure to the parent to raise
-                import traceback
-
-                payload = pickle.dumps(("error", err if _picklable(err) else None, traceback.format_exc()))
-            with os.fdopen(write_fd, "wb") as out:
-                out.write(payload)
-            os._exit(0)
-        os.close(write_fd)
-        children.append((pid, read_fd))
-    results = {0: [fn(x) for x in chunks[0]]}
-    for i, (pid, read_fd) in enumerate(children, start=1):
-        with os.fdopen(read_fd, "rb") as src:
-            data = src.read()
-        os.waitpid(pid, 0)
-        status, *rest = pickle.loads(data) if data else ("error", None, "worker died")
-        if status != "ok":
-            if rest[0] is not None:
-                raise rest[0]
-            raise RuntimeError(f"lint worker failed:\n{rest[-1]}")
-        results[i] = rest[0]
-    out: list[FileResult] = [None] * len(items)  # type: ignore[list-item]
-    for i, chunk_results in results.items():
-        out[i::jobs] = chunk_results
-    return out
-
-
-def _picklable(err: BaseException) -> bool:
-    import pickle
-
-    try:
-        pickle.loads(pickle.dumps(err))
-    except Exception:
-        return False
-    return True
-
-
-def _warm() -> None:
-    """Load what every file needs once, before workers fork."""
-    from ..schema import keymap, known_keys, transformers_defaults
-    from . import rules as _rules
-    from .configschema import validator
-
-    validator()
-    keymap()
-    known_keys()
-    transformers_defaults()
-    _rules._known_keys()
-    _rules._read_keys()
-    import slotdiff.layers  # noqa: F401
+    return Run(tuple(one(name) for name in paths))
 
 
 # The files the pre-commit hooks run on (.pre-commit-hooks.yaml states the same two patterns;

@@ -14,25 +14,23 @@ from ..render import fmt
 from .document import KeyPath
 from .registry import Hit, rule
 
-# The cost pass refuses some configs (SlotdiffError) and overflows on absurd sizes (2**40
-# heads); a linter must report either, not crash on it.
+# What the cost pass raises on configs it cannot price: SlotdiffError when it refuses one,
+# ArithmeticError / ValueError when absurd sizes (2**40 heads) overflow.
 COST_FAILURES = (SlotdiffError, ArithmeticError, ValueError)
 
 
-def _cost(cx: Any) -> Any:
-    """This file's cost on the policy's workload, or the reason it cannot be priced."""
+def _over(cx: Any, name: str, budget: float | None, measure: Any) -> tuple[Any, Hit | None]:
+    """(cost report, None) when ``measure(cost)`` exceeds ``budget``; (None, Hit) when the
+    config cannot be priced (a budget it cannot check is reported, never passed); else (None, None).
+    """
+    if budget is None:
+        return None, None
     try:
-        return cx.doc.cost(cx.workload)
+        cost = cx.doc.cost(cx.workload)
     except COST_FAILURES as err:
-        return _Unpriced(getattr(err, "reason", None) or str(err) or type(err).__name__)
-
-
-class _Unpriced(str):
-    """Why a config has no cost (a budget rule says so instead of passing silently)."""
-
-
-def _unpriced(cost: Any, budget: str) -> Iterator[Hit]:
-    yield Hit((), f"cannot check {budget}: the cost pass cannot price this config ({cost})")
+        reason = getattr(err, "reason", None) or str(err) or type(err).__name__
+        return None, Hit((), f"cannot check {name}: the cost pass cannot price this config ({reason})")
+    return (cost if measure(cost) > budget else None), None
 
 
 def _first_key(cx: Any, *fields: str) -> KeyPath:
@@ -43,20 +41,14 @@ def _first_key(cx: Any, *fields: str) -> KeyPath:
     return ()
 
 
-def _on(cx: Any) -> str:
-    w = cx.workload
-    return f"{w.gpu}, batch {w.batch}, context {w.context:,}"
-
-
 @rule("SD301", needs="arch")
 def kv_budget(cx: Any) -> Iterator[Hit]:
     """KV cache per token within budget."""
     budget = cx.policy.budgets.max_kv_bytes_per_token
-    cost = _cost(cx) if budget is not None else None
-    if isinstance(cost, _Unpriced):
-        yield from _unpriced(cost, "max-kv-bytes-per-token")
-        return
-    if cost is None or cost.kv.bytes_per_token <= budget:
+    cost, problem = _over(cx, "max-kv-bytes-per-token", budget, lambda c: c.kv.bytes_per_token)
+    if problem:
+        yield problem
+    if cost is None:
         return
     kv = cost.kv.bytes_per_token
     yield Hit(
@@ -70,17 +62,30 @@ def kv_budget(cx: Any) -> Iterator[Hit]:
 def decode_budget(cx: Any) -> Iterator[Hit]:
     """Decode-step roofline bound within budget."""
     budget = cx.policy.budgets.max_decode_ms
-    cost = _cost(cx) if budget is not None else None
-    if isinstance(cost, _Unpriced):
-        yield from _unpriced(cost, "max-decode-ms")
+    cost, problem = _over(cx, "max-decode-ms", budget, lambda c: c.decode.step_ms)
+    if problem:
+        yield problem
+    if cost is None:
         return
-    if cost is None or cost.decode.step_ms <= budget:
-        return
-    d = cost.decode
+    d, w = cost.decode, cx.workload
     yield Hit(
         _first_key(cx, "n_layers", "d_model"),
-        f"decode step bound {d.step_ms:.2f} ms ({d.bound}-bound) on {_on(cx)} exceeds the budget of "
-        f"{budget:g} ms",
+        f"decode step bound {d.step_ms:.2f} ms ({d.bound}-bound) on {w.gpu}, batch {w.batch}, "
+        f"context {w.context:,} exceeds the budget of {budget:g} ms",
+    )
+
+
+def _params_hit(cx: Any, name: str, budget: int | None, which: str, where: tuple[str, ...]) -> Iterator[Hit]:
+    cost, problem = _over(cx, name, budget, lambda c: getattr(c.params, which))
+    if problem:
+        yield problem
+    if cost is None:
+        return
+    n = getattr(cost.params, which)
+    what = "parameters" if which == "total" else "active parameters per token"
+    yield Hit(
+        _first_key(cx, *where),
+        f"{fmt.count(n)} {what} ({n:,}) exceed the budget of {fmt.count(budget)} ({budget:,})",
     )
 
 
@@ -88,35 +93,15 @@ def decode_budget(cx: Any) -> Iterator[Hit]:
 def params_budget(cx: Any) -> Iterator[Hit]:
     """Total parameters within budget."""
     budget = cx.policy.budgets.max_total_params
-    cost = _cost(cx) if budget is not None else None
-    if isinstance(cost, _Unpriced):
-        yield from _unpriced(cost, "max-total-params")
-        return
-    if cost is None or cost.params.total <= budget:
-        return
-    n = cost.params.total
-    yield Hit(
-        _first_key(cx, "n_layers", "d_model"),
-        f"{fmt.count(n)} parameters ({n:,}) exceed the budget of {fmt.count(budget)} ({budget:,})",
-    )
+    yield from _params_hit(cx, "max-total-params", budget, "total", ("n_layers", "d_model"))
 
 
 @rule("SD304", needs="arch")
 def active_params_budget(cx: Any) -> Iterator[Hit]:
     """Active parameters per token within budget."""
     budget = cx.policy.budgets.max_active_params
-    cost = _cost(cx) if budget is not None else None
-    if isinstance(cost, _Unpriced):
-        yield from _unpriced(cost, "max-active-params")
-        return
-    if cost is None or cost.params.active <= budget:
-        return
-    n = cost.params.active
-    yield Hit(
-        _first_key(cx, "top_k", "n_experts", "n_layers", "d_model"),
-        f"{fmt.count(n)} active parameters per token ({n:,}) exceed the budget of "
-        f"{fmt.count(budget)} ({budget:,})",
-    )
+    where = ("top_k", "n_experts", "n_layers", "d_model")
+    yield from _params_hit(cx, "max-active-params", budget, "active", where)
 
 
 @rule("SD305", needs="arch")

@@ -220,31 +220,29 @@ def _key_summary(keys: Sequence[Any]) -> str:
     return f" [{', '.join(shown)}{more}]" if shown else ""
 
 
+# The deltas a slot-change message shows: (key in cost._deltas, label, formatter).
+_SHOWN = (
+    ("params", "params", fmt.count),
+    ("active_params", "active", fmt.count),
+    ("kv_bytes_per_token", "KV/token", fmt.bin_bytes),
+    ("state_bytes_per_sequence", "state/sequence", fmt.bin_bytes),
+    ("flops_per_token", "FLOPs/token", fmt.flops),
+    ("decode_step_ms", "decode", fmt.ms),
+)
+
+
 def delta_text(deltas: Mapping[str, Any] | None, workload: Any) -> str:
-    """``Δ KV/token +384 KiB, Δ params +1.34B, ...`` (nonzero deltas only)."""
+    """``Δ params +100.7M, Δ KV/token +96 KiB, ...`` (nonzero deltas; active only if it differs)."""
     if deltas is None:
         return "cost not priced (one side cannot be costed)"
     parts = []
-    if deltas["params"]:
-        parts.append(f"Δ params {fmt.signed(fmt.count(deltas['params']), deltas['params'])}")
-    if deltas["active_params"] != deltas["params"]:
-        a = deltas["active_params"]
-        parts.append(f"Δ active {fmt.signed(fmt.count(a), a)}")
-    if deltas["kv_bytes_per_token"]:
-        kv = deltas["kv_bytes_per_token"]
-        parts.append(f"Δ KV/token {fmt.signed(fmt.bin_bytes(kv), kv)}")
-    if deltas["state_bytes_per_sequence"]:
-        st = deltas["state_bytes_per_sequence"]
-        parts.append(f"Δ state/sequence {fmt.signed(fmt.bin_bytes(st), st)}")
-    if deltas["flops_per_token"]:
-        fl = deltas["flops_per_token"]
-        parts.append(f"Δ FLOPs/token {fmt.signed(fmt.flops(fl), fl)}")
+    for key, label, show in _SHOWN:
+        value = deltas[key]
+        if not value or (key == "active_params" and value == deltas["params"]):
+            continue
+        parts.append(f"Δ {label} {fmt.signed(show(value), value)}")
     if deltas["decode_step_ms"]:
-        ms = deltas["decode_step_ms"]
-        parts.append(
-            f"Δ decode {fmt.signed(fmt.ms(ms), ms)} ({workload.gpu}, batch {workload.batch}, "
-            f"context {workload.context:,})"
-        )
+        parts[-1] += f" ({workload.gpu}, batch {workload.batch}, context {workload.context:,})"
     return ", ".join(parts) if parts else "no cost change"
 
 

@@ -387,3 +387,19 @@ def test_absurd_sizes_are_reported_not_crashed_on(tmp_path: Path) -> None:
     assert res.returncode == 1 and "Traceback" not in res.stderr
     codes = {c for *_, c in parsed(res.stdout)}
     assert {"SD110", "SD301", "SD303"} <= codes
+
+
+def test_budget_messages_carry_figures_that_match_the_closed_forms(tmp_path: Path) -> None:
+    """Llama-3.2-1B at 16 KV heads and a 10240-wide FFN, priced by hand (DESIGN.md's formulas)."""
+    V, d, L, h, g, hd, f = 128256, 2048, 16, 32, 16, 64, 10240
+    kv = 2 * L * g * hd * 2  # K and V, bf16
+    params = V * d + L * (d * h * hd + 2 * d * g * hd + h * hd * d + 3 * d * f + 2 * d) + d  # tied head
+    data = json.loads(GOOD.read_text())
+    data.update(num_key_value_heads=g, intermediate_size=f)
+    (tmp_path / "config.json").write_text(json.dumps(data, indent=2))
+    (tmp_path / ".slotdiff.toml").write_text(
+        '[budgets]\nmax-kv-bytes-per-token = "32 KiB"\nmax-total-params = "1B"\n'
+    )
+    res = lint("config.json", cwd=tmp_path)
+    assert f"({kv:,} B, bfloat16) exceeds the budget of 32 KiB (32,768 B)" in res.stdout
+    assert f"parameters ({params:,}) exceed the budget of 1.00B (1,000,000,000)" in res.stdout

@@ -27,6 +27,7 @@ REPAIRS = {
     "hunyuan_v1_moe.json": lambda c: c.update(head_dim=c["hidden_size"] // c["num_attention_heads"]),
 }
 
+
 def phantom_zero_experts(cfg: dict, theirs: dict) -> int:
     """Rows transformers allocates in gate_up_proj for LongCat-Flash's zero (identity)
     experts, which compute nothing and which no checkpoint stores."""

@@ -46,7 +46,7 @@ def test_wheel_contains_data(wheel: Path) -> None:
         "slotdiff/catalog/openai-community__gpt2.json",
     ):
         assert required in names, required
-    fingerprints = [n for n in names if n.startswith("slotdiff/_data/fingerprints/")]
+    fingerprints = [n for n in names if n.startswith("slotdiff/_data/fingerprints/") and n.endswith(".json")]
     assert len(fingerprints) == len(list((ROOT / "fingerprints").glob("*.json")))
 
 

@@ -3,7 +3,8 @@
 ``slotdiff MODEL`` analyzes one model; other commands are looked up in ``COMMANDS`` and
 imported only when used, so a run imports only what it needs.
 
-Exit codes: 0 success; 1 lint errors found / ``scan --fail-on-new`` found something new;
+Exit codes: 0 success; 1 lint errors found / ``scan --fail-on-new`` found something new /
+``fit`` found the model does not fit;
 2 bad input or usage (one line on stderr, never a traceback); 3 internal error (a bug; one
 line unless SLOTDIFF_DEBUG=1); 130 interrupted.
 """
@@ -25,6 +26,7 @@ COMMANDS: dict[str, str] = {
     "fingerprint": "slotdiff.commands.fingerprint",
     "catalog": "slotdiff.commands.catalog",
     "gpus": "slotdiff.commands.gpus",
+    "lint": "slotdiff.commands.lint",
     "fit": "slotdiff.commands.fit",
     "sweep": "slotdiff.commands.sweep",
     "moe": "slotdiff.commands.moe",

@@ -1,0 +1,98 @@
+"""How long ``slotdiff lint`` takes on 200 configs, process start to exit, next to check-jsonschema.
+
+The 200 files are the corpus configs (tests/fixtures/corpus: published configs and
+transformers' defaults) copied round-robin into a temporary folder as ``NNN_config.json``.
+Both tools run on the same files with the same schema (schemas/config.schema.json), each
+as a fresh process. The script prints every run's wall time, the median and the minimum,
+the CPU time, and the ratio of the medians. Target: slotdiff lint under one second.
+
+    python benchmarks/lint_speed.py [--runs 7] [--files 200]
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import resource
+import shutil
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+CORPUS = ROOT / "tests" / "fixtures" / "corpus"
+
+
+def make_files(folder: Path, n: int) -> list[str]:
+    sources = sorted((CORPUS / "raw").glob("*.json")) + sorted(
+        (CORPUS / "transformers-defaults").glob("*.json")
+    )
+    out = []
+    for i in range(n):
+        dest = folder / f"{i:03d}_config.json"
+        shutil.copyfile(sources[i % len(sources)], dest)
+        out.append(str(dest))
+    return out
+
+
+def timed(cmd: list[str], env: dict[str, str]) -> tuple[float, float]:
+    """(wall seconds, CPU seconds of the process and its workers) of one run."""
+    before = resource.getrusage(resource.RUSAGE_CHILDREN)
+    start = time.perf_counter()
+    proc = subprocess.run(cmd, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, check=False)
+    took = time.perf_counter() - start
+    after = resource.getrusage(resource.RUSAGE_CHILDREN)
+    if proc.returncode not in (0, 1):
+        sys.exit(f"{cmd[0]} failed ({proc.returncode}): {proc.stderr.decode()[-400:]}")
+    cpu = (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
+    return took, cpu
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--runs", type=int, default=7)
+    parser.add_argument("--files", type=int, default=200)
+    args = parser.parse_args()
+    env = {**os.environ, "PYTHONPATH": str(ROOT / "src"), "HF_HUB_OFFLINE": "1"}
+    check = shutil.which("check-jsonschema") or str(Path(sys.executable).parent / "check-jsonschema")
+    schema = str(ROOT / "schemas" / "config.schema.json")
+    with tempfile.TemporaryDirectory() as tmp:
+        files = make_files(Path(tmp), args.files)
+        tools = {
+            "slotdiff lint": [sys.executable, "-m", "slotdiff", "lint", "--no-config", "-q", *files],
+            "check-jsonschema": [check, "--schemafile", schema, *files],
+        }
+        times: dict[str, list[float]] = {name: [] for name in tools}
+        cpus: dict[str, list[float]] = {name: [] for name in tools}
+        for cmd in tools.values():  # one warm-up each (page cache, .pyc files)
+            timed(cmd, env)
+        for _ in range(args.runs):
+            for name, cmd in tools.items():
+                took, cpu = timed(cmd, env)
+                times[name].append(took)
+                cpus[name].append(cpu)
+    load = os.getloadavg()[0] if hasattr(os, "getloadavg") else float("nan")
+    print(
+        f"{args.files} configs, {args.runs} runs each, {os.cpu_count()} CPUs, "
+        f"Python {sys.version.split()[0]}, load average {load:.2f} (other work inflates wall times)"
+    )
+    for name, ts in times.items():
+        runs = " ".join(f"{t:.3f}" for t in ts)
+        print(
+            f"{name:<17} wall median {statistics.median(ts):.3f} s, min {min(ts):.3f} s; "
+            f"CPU median {statistics.median(cpus[name]):.3f} s  (wall: {runs})"
+        )
+    ratio = statistics.median(times["slotdiff lint"]) / statistics.median(times["check-jsonschema"])
+    print(f"ratio slotdiff lint / check-jsonschema (medians): {ratio:.2f}")
+    print(
+        "target: slotdiff lint under 1 s:",
+        "met" if statistics.median(times["slotdiff lint"]) < 1 else "MISSED",
+    )
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -1,0 +1,289 @@
+"""Diff mode (SD310-SD315): what a change did to each slot, and what it costs.
+
+The base of a file is its version at ``--diff-base REV`` (read with ``git cat-file``, one
+process for all files; a file new at REV has none) or else the policy's ``baseline``. Every
+facet whose fill differs from the base's is one diagnostic, and so is a change of the
+model's dimensions. The price of a facet's change is the cost of the base with only that
+facet's keys taken from the new file, minus the base's cost; when one facet changed, or its
+keys cannot be separated, it is the whole change's delta and the message says so.
+"""
+
+from __future__ import annotations
+
+import copy
+import json
+import os
+import subprocess
+from collections.abc import Iterator, Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from ..errors import SlotdiffError
+from ..render import fmt
+from .document import Document, KeyPath, key_path
+from .registry import Hit, rule
+
+# ----------------------------------------------------------------------------- git
+
+
+def _git(args: Sequence[str], cwd: Path, stdin: bytes | None = None) -> subprocess.CompletedProcess[bytes]:
+    try:
+        return subprocess.run(
+            ["git", *args], cwd=cwd, input=stdin, capture_output=True, check=False, timeout=120
+        )
+    except FileNotFoundError as err:
+        raise SlotdiffError("slotdiff lint", "--diff-base needs git, and git is not on PATH") from err
+
+
+def git_versions(rev: str, paths: Sequence[str], cwd: Path | None = None) -> dict[str, bytes | None]:
+    """Each path's content at ``rev`` (None where the file does not exist there)."""
+    cwd = (cwd or Path.cwd()).resolve()
+    top = _git(["rev-parse", "--show-toplevel"], cwd)
+    if top.returncode != 0:
+        raise SlotdiffError("slotdiff lint", f"--diff-base {rev}: not inside a git repository")
+    root = Path(os.fsdecode(top.stdout.strip())).resolve()
+    verify = _git(["rev-parse", "--verify", "--quiet", f"{rev}^{{commit}}"], root)
+    if verify.returncode != 0:
+        unborn = rev == "HEAD" and _git(["rev-parse", "--verify", "--quiet", "HEAD"], root).returncode != 0
+        if unborn:  # the first commit of a repository: every file is new
+            return dict.fromkeys(paths)
+        raise SlotdiffError("slotdiff lint", f"--diff-base {rev}: unknown revision")
+    commit = verify.stdout.decode().strip()
+    out: dict[str, bytes | None] = dict.fromkeys(paths)
+    specs: list[tuple[str, str]] = []
+    for p in paths:
+        try:
+            rel = (cwd / p).resolve().relative_to(root).as_posix()
+        except ValueError:
+            continue  # outside the repository: no base
+        specs.append((p, rel))
+    if not specs:
+        return out
+    batch = _git(["cat-file", "--batch"], root, "".join(f"{commit}:{rel}\n" for _, rel in specs).encode())
+    if batch.returncode != 0:
+        raise SlotdiffError("slotdiff lint", f"git cat-file failed: {batch.stderr.decode().strip()}")
+    buf, i = batch.stdout, 0
+    for p, _ in specs:
+        end = buf.index(b"\n", i)
+        header = buf[i:end].split()
+        i = end + 1
+        if len(header) == 3 and header[1] == b"blob":
+            size = int(header[2])
+            out[p] = buf[i : i + size]
+            i += size + 1
+        elif len(header) == 3:  # a tree or other object at that path: skip its body
+            i += int(header[2]) + 1
+    return out
+
+
+def changed_files(rev: str, cwd: Path | None = None) -> list[str]:
+    """Files that differ from ``rev`` in the working tree (added or modified), cwd-relative."""
+    cwd = (cwd or Path.cwd()).resolve()
+    top = _git(["rev-parse", "--show-toplevel"], cwd)
+    if top.returncode != 0:
+        raise SlotdiffError("slotdiff lint", f"--diff-base {rev}: not inside a git repository")
+    root = Path(os.fsdecode(top.stdout.strip())).resolve()
+    res = _git(["diff", "--name-only", "--diff-filter=AMR", "-z", rev, "--"], root)
+    if res.returncode != 0:
+        raise SlotdiffError("slotdiff lint", f"--diff-base {rev}: {res.stderr.decode().strip()}")
+    names = [n for n in res.stdout.decode().split("\0") if n]
+    return [os.path.relpath(root / n, cwd) for n in names]
+
+
+def baseline_document(spec: str, root: Path, source: str = "policy") -> Document:
+    """The policy's baseline: a path relative to the policy file, or a bundled catalog id."""
+    from ..source import catalog, read_bytes
+    from .document import read
+
+    path = (root / spec).expanduser()
+    if path.is_file():
+        return read(path, spec)
+    entry = catalog().get(spec.lower())
+    if entry is None:
+        raise SlotdiffError(source, f"baseline {spec!r} is neither a file nor a bundled catalog repo id")
+    from ..resources import catalog_dir
+
+    file = catalog_dir() / entry.file
+    return Document(entry.repo_id, read_bytes(file, spec), str(file))
+
+
+# ----------------------------------------------------------------------- slot changes
+
+
+@dataclass(frozen=True)
+class SlotChange:
+    """One facet (or the model's dimensions) that differs from the base."""
+
+    facet: str  # slot facet id, or "dims"
+    status: str  # changed | resized | dims
+    old: str
+    new: str
+    keys: tuple[Any, ...]  # differ.KeyChange, attributed to this facet
+    deltas: Mapping[str, Any] | None
+    whole: bool  # deltas are the whole change's, not this facet's alone
+    where: KeyPath
+
+
+def _top_key(path: str, text_path: tuple[str, ...]) -> str:
+    """``text_config.rope_scaling.factor`` → ``rope_scaling``; ``layer_types[3]`` → ``layer_types``."""
+    parts = path.split(".")
+    if tuple(parts[: len(text_path)]) == text_path:
+        parts = parts[len(text_path) :]
+    return parts[0].split("[")[0] if parts else ""
+
+
+def _hybrid(base: Document, new: Document, top_keys: set[str], text_path: tuple[str, ...]) -> Document:
+    """The base with ``top_keys`` (within the text config) taken from the new file."""
+    data = copy.deepcopy(base.data)
+    scope, source = data, new.data
+    for part in text_path:
+        scope, source = scope.setdefault(part, {}), source.get(part, {})
+    for key in top_keys:
+        if key in source:
+            scope[key] = copy.deepcopy(source[key])
+        else:
+            scope.pop(key, None)
+    return Document(new.name, json.dumps(data).encode())
+
+
+def _deltas(new_doc: Document, base_doc: Document, workload: Any) -> Mapping[str, Any] | None:
+    from ..cost import _deltas as cost_deltas
+    from .budgets import COST_FAILURES
+
+    try:
+        return cost_deltas(new_doc.cost(workload), base_doc.cost(workload))
+    except (*COST_FAILURES, AssertionError):
+        return None
+
+
+def slot_changes(cx: Any) -> list[SlotChange]:
+    """Every facet of this file that differs from its base, with its price (cached per file)."""
+    if "changes" in cx.cache:
+        return cx.cache["changes"]
+    out: list[SlotChange] = []
+    cx.cache["changes"] = out
+    new, base = cx.doc, cx.base
+    if base is None or base.data is None or base.arch is None or new.arch is None:
+        return out
+    from ..differ import diff_fills, key_changes
+
+    text_path = new.text_path
+    facets = [d for d in diff_fills(base.fills, new.fills) if d.status != "same"]
+    keys = key_changes(base.data, new.data, text_path)
+    by_facet: dict[str, list[Any]] = {}
+    for k in keys:
+        if k.facet:
+            by_facet.setdefault(k.facet, []).append(k)
+    groups: list[tuple[str, str, str, str]] = [(d.facet, d.status, d.a.detail, d.b.detail) for d in facets]
+    if by_facet.get("dims"):
+        groups.append(("dims", "dims", _dims(base), _dims(new)))
+    total = _deltas(new, base, cx.workload)
+    for facet, status, old, new_detail in groups:
+        own = by_facet.get(facet, [])
+        deltas, whole = total, len(groups) > 1
+        if len(groups) > 1 and own:
+            hybrid = _hybrid(base, new, {_top_key(k.path, text_path) for k in own}, text_path)
+            if hybrid.arch is not None:
+                deltas, whole = _deltas(hybrid, base, cx.workload), False
+        out.append(SlotChange(facet, status, old, new_detail, tuple(own), deltas, whole, _where(new, own)))
+    return out
+
+
+def _dims(doc: Document) -> str:
+    d, n = doc.value("d_model"), doc.value("n_layers")
+    return f"d_model {d}, {n} layers"
+
+
+def _where(doc: Document, keys: Sequence[Any]) -> KeyPath:
+    """The first changed key that is in the new file (a removed key points at its object)."""
+    positions = doc.parsed.positions if keys else {}
+    best: tuple[tuple[int, int], KeyPath] | None = None
+    for k in keys:
+        path = key_path(k.path.split("[")[0])
+        while path and path not in positions:
+            path = path[:-1]
+        pos = positions.get(path, (1, 1))
+        if best is None or pos < best[0]:
+            best = (pos, path)
+    return best[1] if best else ()
+
+
+def _short(value: Any) -> str:
+    text = json.dumps(value, default=str) if value is not None else "absent"
+    return text if len(text) <= 24 else text[:21] + "..."
+
+
+def _key_summary(keys: Sequence[Any]) -> str:
+    shown = [f"{k.path} {_short(k.old)} → {_short(k.new)}" for k in keys[:3]]
+    more = f", +{len(keys) - 3} more" if len(keys) > 3 else ""
+    return f" [{', '.join(shown)}{more}]" if shown else ""
+
+
+# The deltas a slot-change message shows: (key in cost._deltas, label, formatter).
+_SHOWN = (
+    ("params", "params", fmt.count),
+    ("active_params", "active", fmt.count),
+    ("kv_bytes_per_token", "KV/token", fmt.bin_bytes),
+    ("state_bytes_per_sequence", "state/sequence", fmt.bin_bytes),
+    ("flops_per_token", "FLOPs/token", fmt.flops),
+    ("decode_step_ms", "decode", fmt.ms),
+)
+
+
+def delta_text(deltas: Mapping[str, Any] | None, workload: Any) -> str:
+    """``Δ params +100.7M, Δ KV/token +96 KiB, ...`` (nonzero deltas; active only if it differs)."""
+    if deltas is None:
+        return "cost not priced (one side cannot be costed)"
+    parts = []
+    for key, label, show in _SHOWN:
+        value = deltas[key]
+        if not value or (key == "active_params" and value == deltas["params"]):
+            continue
+        parts.append(f"Δ {label} {fmt.signed(show(value), value)}")
+    if deltas["decode_step_ms"]:
+        parts[-1] += f" ({workload.gpu}, batch {workload.batch}, context {workload.context:,})"
+    return ", ".join(parts) if parts else "no cost change"
+
+
+def _hits(cx: Any, statuses: set[str], forbidden: bool) -> Iterator[Hit]:
+    for ch in slot_changes(cx):
+        if ch.status not in statuses or (ch.facet in cx.policy.forbid_changes) != forbidden:
+            continue
+        verb = {"changed": "changed", "resized": "resized", "dims": "changed"}[ch.status]
+        head = f"{ch.facet} {verb} vs {cx.base_label}: {ch.old} → {ch.new}{_key_summary(ch.keys)}; "
+        price = ("whole change: " if ch.whole else "") + delta_text(ch.deltas, cx.workload)
+        if forbidden:
+            head = f"forbidden by policy (forbid-changes): {head}"
+        extra = {
+            "facet": ch.facet,
+            "status": ch.status,
+            "base": cx.base_label,
+            "deltas": dict(ch.deltas) if ch.deltas is not None else None,
+            "deltas_of": "whole change" if ch.whole else "this facet",
+        }
+        yield Hit(ch.where, head + price, extra)
+
+
+@rule("SD310", needs="base")
+def slot_changed(cx: Any) -> Iterator[Hit]:
+    """A facet's design differs from the base's."""
+    yield from _hits(cx, {"changed"}, forbidden=False)
+
+
+@rule("SD311", needs="base")
+def slot_resized(cx: Any) -> Iterator[Hit]:
+    """A facet keeps its design at other sizes."""
+    yield from _hits(cx, {"resized"}, forbidden=False)
+
+
+@rule("SD312", needs="base")
+def dims_changed(cx: Any) -> Iterator[Hit]:
+    """Width or depth differs from the base's."""
+    yield from _hits(cx, {"dims"}, forbidden=False)
+
+
+@rule("SD315", needs="base")
+def forbidden_change(cx: Any) -> Iterator[Hit]:
+    """A change to a facet the policy freezes."""
+    yield from _hits(cx, {"changed", "resized", "dims"}, forbidden=True)

@@ -1,0 +1,190 @@
+"""One config as the linter sees it: bytes → JSON → RawConfig → Architecture → fills → cost.
+
+Each stage is computed on first use and kept, so a rule pays only for what it reads. Key
+positions are the expensive part of reading (a tokenizer pass in :mod:`slotdiff.jsonpos`)
+and only files with something to report need them, so the first parse takes values only,
+with a cheap duplicate-key check, and positions are computed when a diagnostic asks.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping
+from functools import cached_property
+from pathlib import Path
+from typing import Any
+
+from ..arch import UNKNOWN, Architecture, Value
+from ..errors import SlotdiffError
+from ..jsonpos import JSONInputError, Parsed, parse
+from ..source import RawConfig
+
+KeyPath = tuple[str | int, ...]
+
+
+def key_path(dotted: str) -> KeyPath:
+    """``text_config.hidden_size`` → ``("text_config", "hidden_size")`` (config keys hold no dots)."""
+    return tuple(dotted.split(".")) if dotted else ()
+
+
+class _Duplicates:
+    """object_pairs_hook that builds dicts and notes whether any key repeated."""
+
+    def __init__(self) -> None:
+        self.seen = False
+
+    def __call__(self, pairs: list[tuple[str, Any]]) -> dict[str, Any]:
+        out = dict(pairs)
+        if len(out) != len(pairs):
+            self.seen = True
+        return out
+
+
+class Document:
+    """A config file (or its version at a git revision) read lazily, stage by stage."""
+
+    def __init__(self, name: str, text: bytes, location: str | None = None) -> None:
+        self.name = name  # as the user wrote it; every diagnostic names it
+        self.text = text
+        self.location = location or name
+        self._costs: dict[Any, Any] = {}
+
+    # ------------------------------------------------------------------ JSON
+
+    @cached_property
+    def _loaded(self) -> tuple[Any, bool, JSONInputError | None]:
+        hook = _Duplicates()
+        try:
+            value = json.loads(self.text.decode("utf-8-sig"), object_pairs_hook=hook)
+        except (UnicodeDecodeError, ValueError, RecursionError):
+            # Let jsonpos say what is wrong and where (it owns the messages and the caps).
+            try:
+                parse(self.text)
+            except JSONInputError as err:
+                return None, False, err
+            return None, False, JSONInputError("invalid JSON", 1, 1)
+        if not isinstance(value, dict):
+            kind = {"list": "an array", "str": "a string", "NoneType": "null"}.get(
+                type(value).__name__, f"a {type(value).__name__}"
+            )
+            return None, False, JSONInputError(f"top level is {kind}, not a JSON object", 1, 1)
+        return value, hook.seen, None
+
+    @property
+    def error(self) -> JSONInputError | None:
+        """Why the bytes are not a JSON object (None when they are)."""
+        return self._loaded[2]
+
+    @property
+    def data(self) -> dict[str, Any] | None:
+        return self._loaded[0]
+
+    @property
+    def has_duplicates(self) -> bool:
+        return self._loaded[1]
+
+    @cached_property
+    def parsed(self) -> Parsed:
+        """Values with key positions and duplicate keys (jsonpos); computed when first needed."""
+        try:
+            return parse(self.text)
+        except JSONInputError:  # within json's limits but over jsonpos's caps: no positions
+            return Parsed(self.data)
+
+    def where(self, path: KeyPath) -> tuple[int, int]:
+        return self.parsed.where(path)
+
+    # ------------------------------------------------------------ schema layer
+
+    @cached_property
+    def raw(self) -> RawConfig:
+        data = self.data
+        assert data is not None
+        return RawConfig(
+            name=self.name, data=data, parsed=Parsed(data), origin="file", location=self.location
+        )
+
+    @cached_property
+    def _built(self) -> tuple[Architecture | None, SlotdiffError | None]:
+        from ..schema import build
+
+        try:
+            return build(self.raw), None
+        except SlotdiffError as err:
+            return None, err
+
+    @property
+    def arch(self) -> Architecture | None:
+        return self._built[0]
+
+    @property
+    def build_error(self) -> SlotdiffError | None:
+        return self._built[1]
+
+    @cached_property
+    def fields(self) -> Mapping[str, Value]:
+        """Resolved canonical fields; when the build failed, each field on its own.
+
+        A field whose value the schema layer rejects is UNKNOWN here (SD102/SD103 report it),
+        so value rules still check everything else in the file.
+        """
+        if self.arch is not None:
+            return self.arch.fields
+        from ..schema import Resolver, keymap
+
+        res = Resolver(self.raw)
+        for name in keymap()["fields"]:
+            try:
+                res.resolve(name)
+            except SlotdiffError:
+                res.values[name] = UNKNOWN
+        return res.values
+
+    def value(self, name: str) -> Any:
+        val = self.fields.get(name, UNKNOWN)
+        return val.value
+
+    def given(self, name: str) -> bool:
+        """The field is written in the file (under its name or an alias), not defaulted."""
+        val = self.fields.get(name, UNKNOWN)
+        return val.how in ("explicit", "alias") and val.value is not None
+
+    def key_of(self, name: str) -> KeyPath:
+        """Key path of a field as written, or () when it is not written."""
+        val = self.fields.get(name, UNKNOWN)
+        if val.how in ("explicit", "alias") and val.keys:
+            return key_path(val.keys[0])
+        return ()
+
+    @property
+    def text_path(self) -> tuple[str, ...]:
+        return self.raw.text_path
+
+    @property
+    def text_config(self) -> Mapping[str, Any]:
+        return self.raw.text
+
+    # ------------------------------------------------------------- fills, cost
+
+    @cached_property
+    def fills(self) -> Any:
+        from ..slots import fill_slots
+
+        assert self.arch is not None
+        return fill_slots(self.arch)
+
+    def cost(self, workload: Any) -> Any:
+        """The cost pass under ``workload`` (cached per workload); raises SlotdiffError."""
+        if workload not in self._costs:
+            from ..cost import cost_of
+
+            assert self.arch is not None
+            self._costs[workload] = cost_of(self.arch, workload)
+        return self._costs[workload]
+
+
+def read(path: Path, name: str) -> Document:
+    """Read a file for linting; SlotdiffError when it cannot be read at all."""
+    from ..source import read_bytes
+
+    return Document(name, read_bytes(path, name), str(path))

@@ -1,0 +1,246 @@
+"""The team's lint policy: ``[tool.slotdiff]`` in pyproject.toml, or ``.slotdiff.toml``.
+
+Found by walking up from the current directory to the first ``.slotdiff.toml`` or the first
+pyproject.toml that has a ``[tool.slotdiff]`` table; validated by
+``schemas/policy.schema.json``. Anything wrong with it (an unknown key, a code that names
+no rule, a facet that does not exist) is a usage error: exit status 2, one line.
+"""
+
+from __future__ import annotations
+
+import fnmatch
+import re
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from functools import cache
+from pathlib import Path
+from typing import Any
+
+from ..errors import SlotdiffError
+from .registry import is_selected, table, valid_selector
+
+POLICY_FILE = ".slotdiff.toml"
+
+_BYTE_UNITS = {
+    "": 1,
+    "B": 1,
+    "kB": 1000,
+    "KB": 1000,
+    "MB": 1000**2,
+    "GB": 1000**3,
+    "KiB": 1024,
+    "MiB": 1024**2,
+    "GiB": 1024**3,
+}
+_COUNT_UNITS = {"": 1, "K": 1e3, "M": 1e6, "B": 1e9, "T": 1e12}
+_QUANTITY = re.compile(r"^\s*([0-9]+(?:\.[0-9]+)?)\s*([A-Za-z]*)\s*$")
+
+
+def _quantity(value: int | float | str, units: Mapping[str, float]) -> int:
+    """``"160 KiB"`` → 163840, ``"9B"`` → 9000000000; plain numbers pass through."""
+    if isinstance(value, (int, float)):
+        return int(value)
+    m = _QUANTITY.match(value)
+    if not m or m.group(2) not in units:
+        raise ValueError(value)
+    return int(float(m.group(1)) * units[m.group(2)])
+
+
+@dataclass(frozen=True)
+class Budgets:
+    max_kv_bytes_per_token: int | None = None
+    max_decode_ms: float | None = None
+    max_total_params: int | None = None
+    max_active_params: int | None = None
+
+    def any(self) -> bool:
+        return any(v is not None for v in vars(self).values())
+
+
+@dataclass(frozen=True)
+class Policy:
+    """What to check and what counts as an error, for every file of one run."""
+
+    source: str | None = None  # the file it came from (None: built-in defaults)
+    root: Path = field(default_factory=Path.cwd)  # per-file-ignores and baseline are relative to it
+    select: tuple[str, ...] = ("SD",)
+    ignore: tuple[str, ...] = ()
+    per_file_ignores: tuple[tuple[str, tuple[str, ...]], ...] = ()
+    baseline: str | None = None
+    forbid_changes: tuple[str, ...] = ()
+    allowed_fills: Mapping[str, tuple[str, ...]] = field(default_factory=dict)
+    workload: Mapping[str, Any] = field(default_factory=dict)
+    budgets: Budgets = field(default_factory=Budgets)
+
+    def ignored_for(self, path: str) -> tuple[str, ...]:
+        """This policy's ignores plus the per-file ignores whose glob matches ``path``."""
+        if not self.per_file_ignores:
+            return self.ignore
+        rel = _relative(path, self.root)
+        extra: list[str] = []
+        for pattern, codes in self.per_file_ignores:
+            target = rel if "/" in pattern else rel.rsplit("/", 1)[-1]
+            if fnmatch.fnmatchcase(target, pattern):
+                extra.extend(codes)
+        return (*self.ignore, *extra)
+
+    def enabled_codes(self, path: str) -> frozenset[str]:
+        """The codes that run on ``path``."""
+        return _enabled(self.select, self.ignored_for(path))
+
+    def make_workload(self) -> Any:
+        from ..cost.workload import Workload
+
+        w = self.workload
+        return Workload(
+            gpu=w.get("gpu", "h100-sxm"),
+            batch=w.get("batch", 1),
+            context=w.get("context", 8192),
+            kv_dtype=w.get("kv-dtype", "bfloat16"),
+        )
+
+
+@cache
+def _enabled(select: tuple[str, ...], ignore: tuple[str, ...]) -> frozenset[str]:
+    return frozenset(r.code for r in table() if is_selected(r.code, select, ignore))
+
+
+def _relative(path: str, root: Path) -> str:
+    p = Path(path)
+    try:
+        rel = p.resolve().relative_to(root.resolve())
+    except (ValueError, OSError):
+        rel = p
+    return rel.as_posix()
+
+
+# --------------------------------------------------------------------------- loading
+
+
+def find(start: Path | None = None) -> tuple[Path, str] | None:
+    """(file, table) of the policy that applies from ``start`` upward, or None."""
+    here = (start or Path.cwd()).resolve()
+    for folder in (here, *here.parents):
+        own = folder / POLICY_FILE
+        if own.is_file():
+            return own, ""
+        pyproject = folder / "pyproject.toml"
+        if pyproject.is_file():
+            try:
+                text = pyproject.read_text(encoding="utf-8")
+            except OSError:
+                continue
+            if re.search(r"^\s*\[\s*tool\s*\.\s*slotdiff\s*[\].]", text, re.MULTILINE):
+                return pyproject, "tool.slotdiff"
+    return None
+
+
+def load(path: Path | None = None, table: str | None = None, *, search: bool = True) -> Policy:
+    """Load the policy at ``path`` (or the one found upward); defaults when there is none."""
+    if path is None:
+        found = find() if search else None
+        if found is None:
+            return Policy()
+        path, table = found
+    if table is None:
+        table = "tool.slotdiff" if path.name == "pyproject.toml" else ""
+    import tomllib
+
+    try:
+        doc = tomllib.loads(path.read_text(encoding="utf-8"))
+    except OSError as err:
+        raise SlotdiffError(str(path), f"cannot read policy: {err.strerror or err}") from err
+    except tomllib.TOMLDecodeError as err:
+        raise SlotdiffError(str(path), f"not valid TOML: {err}") from err
+    data: Any = doc
+    for part in table.split(".") if table else ():
+        data = data.get(part, {}) if isinstance(data, dict) else {}
+    return from_mapping(data, str(path), path.parent, f"[{table}]" if table else "")
+
+
+def from_mapping(data: Mapping[str, Any], source: str, root: Path, where: str = "") -> Policy:
+    """Validate a policy table and turn it into a Policy; SlotdiffError (exit 2) when it is wrong."""
+    from jsonschema import Draft202012Validator
+
+    from ..resources import load_schema_file
+
+    label = f"{source} {where}".strip()
+    errors = sorted(
+        Draft202012Validator(load_schema_file("policy.schema.json")).iter_errors(data),
+        key=lambda e: list(map(str, e.absolute_path)),
+    )
+    if errors:
+        err = errors[0]
+        at = ".".join(str(p) for p in err.absolute_path)
+        if err.validator == "additionalProperties":
+            extra = sorted(set(err.instance) - set(err.schema.get("properties", {})))
+            raise SlotdiffError(label, f"unknown policy key {'.'.join([at, extra[0]]).strip('.')!r}")
+        raise SlotdiffError(label, f"{at or 'policy'}: {err.message}")
+
+    def codes(values: Sequence[str], key: str) -> tuple[str, ...]:
+        for code in values:
+            if not valid_selector(code):
+                raise SlotdiffError(label, f"{key}: {code!r} names no rule (slotdiff lint --list-rules)")
+        return tuple(values)
+
+    budgets_in = data.get("budgets", {})
+    try:
+        budgets = Budgets(
+            max_kv_bytes_per_token=_maybe(budgets_in.get("max-kv-bytes-per-token"), _BYTE_UNITS),
+            max_decode_ms=budgets_in.get("max-decode-ms"),
+            max_total_params=_maybe(budgets_in.get("max-total-params"), _COUNT_UNITS),
+            max_active_params=_maybe(budgets_in.get("max-active-params"), _COUNT_UNITS),
+        )
+    except ValueError as err:
+        raise SlotdiffError(label, f"budgets: cannot read {err.args[0]!r} as a quantity") from err
+    facets_used = [*data.get("forbid-changes", []), *data.get("allowed-fills", {})]
+    if facets_used:
+        from ..slots import slot_table
+
+        known = {f.id for f in slot_table()} | {"dims"}
+        for facet in facets_used:
+            if facet not in known:
+                raise SlotdiffError(
+                    label, f"{facet!r} is not a slot facet (one of: {', '.join(sorted(known))})"
+                )
+    policy = Policy(
+        source=source,
+        root=root,
+        select=codes(data.get("select", ["SD"]), "select"),
+        ignore=codes(data.get("ignore", []), "ignore"),
+        per_file_ignores=tuple(
+            (pattern, codes(values, f"per-file-ignores {pattern!r}"))
+            for pattern, values in data.get("per-file-ignores", {}).items()
+        ),
+        baseline=data.get("baseline"),
+        forbid_changes=tuple(data.get("forbid-changes", [])),
+        allowed_fills={k: tuple(v) for k, v in data.get("allowed-fills", {}).items()},
+        workload=dict(data.get("workload", {})),
+        budgets=budgets,
+    )
+    if policy.workload or budgets.max_decode_ms is not None:
+        try:
+            policy.make_workload()  # an unknown GPU preset or dtype is a usage error now
+        except SlotdiffError as err:
+            raise SlotdiffError(label, f"workload: {err.reason}") from err
+    return policy
+
+
+def _maybe(value: Any, units: Mapping[str, float]) -> int | None:
+    return None if value is None else _quantity(value, units)
+
+
+def with_overrides(
+    policy: Policy, select: Sequence[str] | None = None, ignore: Sequence[str] | None = None
+) -> Policy:
+    """Command-line --select / --ignore replace the policy's lists."""
+    from dataclasses import replace
+
+    for code in [*(select or []), *(ignore or [])]:
+        if not valid_selector(code):
+            raise SlotdiffError("slotdiff lint", f"{code!r} names no rule (slotdiff lint --list-rules)")
+    return replace(
+        policy,
+        select=tuple(select) if select is not None else policy.select,
+        ignore=tuple(ignore) if ignore is not None else policy.ignore,
+    )

@@ -19,7 +19,7 @@ import textwrap
 import threading
 import time
 import urllib.request
-from datetime import datetime, timedelta, timezone
+from datetime import UTC, datetime, timedelta
 from itertools import takewhile
 from pathlib import Path
 
@@ -312,7 +312,7 @@ def test_in_process_endpoint_patching_pitfalls(cache, monkeypatch):
 
 
 def _listing_repos() -> list[Repo]:
-    base = datetime(2025, 1, 1, tzinfo=timezone.utc)
+    base = datetime(2025, 1, 1, tzinfo=UTC)
     specs = [  # id, created (days after base), modified, downloads, tags
         ("meta-llama/Llama-3.2-1B", 0, 40, 900, ["llama", "text-generation"]),
         ("Qwen/Qwen3-0.6B", 10, 11, 500, ["qwen3", "text-generation"]),
@@ -360,7 +360,7 @@ def test_list_models_newest_first_paginated_with_limit():
 
 
 def test_list_models_created_since_date_stops_paging_early():
-    since = datetime(2025, 1, 15, tzinfo=timezone.utc)
+    since = datetime(2025, 1, 15, tzinfo=UTC)
     with HubServer(_listing_repos(), page_size=2) as hub:
         api = HfApi(endpoint=hub.url, token=False)
         recent = list(takewhile(lambda m: m.created_at >= since, api.list_models(sort="created_at")))
@@ -377,7 +377,7 @@ def test_list_models_last_modified_needs_full_or_expand():
         assert all(m.gated is None for m in bare)
 
         full = list(api.list_models(sort="last_modified", full=True))
-        assert full[0].last_modified == datetime(2025, 3, 2, tzinfo=timezone.utc)
+        assert full[0].last_modified == datetime(2025, 3, 2, tzinfo=UTC)
         assert full[0].sha == hub.repos["google/gemma-2-2b"].sha()
         assert full[0].gated == "manual"
 

@@ -23,6 +23,7 @@ COMMANDS: dict[str, str] = {
     "fingerprint": "slotdiff.commands.fingerprint",
     "catalog": "slotdiff.commands.catalog",
     "gpus": "slotdiff.commands.gpus",
+    "scan": "slotdiff.commands.scan",
 }
 
 EPILOG = """\

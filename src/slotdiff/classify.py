@@ -95,13 +95,17 @@ class Family:
 
 def families(folder: str | Path | None = None) -> tuple[Family, ...]:
     """Every known family in ``folder`` (default: the fingerprints/ data set), sorted by slug."""
-    return _families_in(str(folder) if folder is not None else str(data_dir("fingerprints")))
+    where = Path(folder) if folder is not None else data_dir("fingerprints")
+    # Re-read when a file is added or changed (a scan may have just written proposals).
+    files = tuple((p.name, p.stat().st_mtime_ns, p.stat().st_size) for p in sorted(where.glob("*.json")))
+    return _families_in(str(where), files)
 
 
 @cache
-def _families_in(folder: str) -> tuple[Family, ...]:
+def _families_in(folder: str, files: tuple[tuple[str, int, int], ...]) -> tuple[Family, ...]:
     out = []
-    for path in sorted(Path(folder).glob("*.json")):
+    for name, _, _ in files:
+        path = Path(folder) / name
         data = json.loads(path.read_text(encoding="utf-8"))
         out.append(
             Family(

@@ -180,11 +180,7 @@ class _Examiner:
                 with self._lock:
                     self._memo[digest] = analysis
         except JSONInputError as err:
-            reason = (
-                "too_large"
-                if "cap" in err.message or "deeper" in err.message or "more than" in err.message
-                else "invalid_json"
-            )
+            reason = "too_large" if "bytes, over the" in err.message else "invalid_json"
             return skipped(listed, reason, f"{err.message} (line {err.line}, column {err.col})", **facts)
         except NotALanguageModel as err:
             return skipped(listed, "not_lm", str(err), **facts)

@@ -9,6 +9,7 @@ never repo ids; an existing file is left alone.
 from __future__ import annotations
 
 import json
+from collections import Counter
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
@@ -20,7 +21,9 @@ from ..files import atomic_write_text, safe_child
 def family_file(entry: Mapping[str, Any]) -> dict[str, Any]:
     """The fingerprint-file object for one new design (``report.new_fingerprints`` entry)."""
     fp = fingerprint_from_dict(entry["fills"])
-    model_types = list(entry["model_types"]) or ["unknown"]
+    # The model_type most of its models declare comes first (it names the file).
+    counts = Counter(entry.get("model_type_of", {}).values())
+    model_types = sorted(entry["model_types"], key=lambda t: -counts[t]) or ["unknown"]
     name = f"{model_types[0]} {fp.id} (proposed by slotdiff scan)"
     return {
         "$schema": "../schemas/fingerprint.schema.json",

@@ -55,10 +55,12 @@ def new_fingerprints(records: Sequence[Record]) -> list[dict[str, Any]]:
                 "model_types": [],
                 "nearest": rec.nearest,
                 "models": [],
+                "model_type_of": {},
                 "fills": rec.fills,
                 "sizes": [],
             },
         )
+        entry["model_type_of"][rec.repo_id] = rec.model_type
         if rec.model_type and rec.model_type not in entry["model_types"]:
             entry["model_types"].append(rec.model_type)
         entry["models"].append(rec.repo_id)
@@ -102,7 +104,8 @@ def to_dict(result: Any, proposed: Sequence[str] = ()) -> dict[str, Any]:
             "abandoned": result.abandoned,
         },
         "new_fingerprints": [
-            {k: v for k, v in e.items() if k != "fills"} for e in new_fingerprints(result.records)
+            {k: v for k, v in e.items() if k not in ("fills", "model_type_of")}
+            for e in new_fingerprints(result.records)
         ],
         "models": [_model(r) for v in REPORTED for r in groups[v]],
         "proposed_families": list(proposed),

@@ -162,12 +162,12 @@ class NotALanguageModel(Exception):
 def analyze_config(data: bytes, name: str) -> Analysis:
     """Parse and classify config bytes; raises JSONInputError, NotALanguageModel or SlotdiffError."""
     from ..analyze import load
-    from ..jsonpos import parse
+    from ..jsonpos import JSONInputError, parse
     from ..source import RawConfig
 
     parsed = parse(data, with_positions=False)  # positions are for diagnostics; a scan has none
     if not isinstance(parsed.value, dict):
-        raise SlotdiffError(name, f"top level is a {type(parsed.value).__name__}, not a JSON object")
+        raise JSONInputError(f"top level is a {type(parsed.value).__name__}, not a JSON object", 1, 1)
     raw = RawConfig(name=name, data=parsed.value, parsed=parsed, origin="hub", location=name)
     try:
         model = load(raw)

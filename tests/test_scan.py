@@ -446,6 +446,43 @@ def test_hf_token_opens_gated_repos(tmp_path: Path, monkeypatch: pytest.MonkeyPa
         assert hub.requests(method="GET")[-1].headers["authorization"] == "Bearer hf_allowed"
 
 
+def test_lfs_config_is_fetched_from_the_cdn_without_the_token(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    make_families(tmp_path / "families")
+    monkeypatch.setenv("HF_TOKEN", "hf_secret")
+    lfs = Repo(
+        "org/lfs",
+        files={"config.json": config(LLAMA3)},
+        lfs=["config.json"],
+        created_at=NOW - timedelta(hours=1),
+    )
+    with HubServer([lfs]) as hub:
+        assert [r.verdict for r in run_scan(options(hub, tmp_path, state=None)).records] == ["known"]
+        (cdn,) = hub.requests(kind="cdn")
+        assert cdn.method == "GET" and "authorization" not in cdn.headers
+        assert hub.requests(kind="resolve")[0].headers["authorization"] == "Bearer hf_secret"
+
+
+def test_since_forms(tmp_path: Path) -> None:
+    from slotdiff.scan.listing import parse_since
+
+    now = datetime(2025, 6, 30, 12, tzinfo=UTC)
+    assert parse_since("7d", now) == datetime(2025, 6, 23, 12, tzinfo=UTC)
+    assert parse_since("2w", now) == parse_since("14d", now)
+    assert parse_since("12h", now) == datetime(2025, 6, 30, 0, tzinfo=UTC)
+    assert parse_since("2025-06-01", now) == datetime(2025, 6, 1, tzinfo=UTC)
+    assert parse_since("2025-06-01T10:00:00+02:00", now) == datetime(2025, 6, 1, 8, tzinfo=UTC)
+    make_families(tmp_path / "families")
+    with HubServer([repo("a/old", config(LLAMA3), hours=48)]) as hub:
+        first = run_scan(options(hub, tmp_path, since="last"))  # no scan yet: the last 7 days
+        assert [r.repo_id for r in first.records] == ["a/old"]
+        later = datetime.now(UTC) + timedelta(minutes=1)
+        hub.add(Repo("a/new", files={"config.json": config(LLAMA3)}, created_at=later))
+        second = run_scan(options(hub, tmp_path, since="last"))  # since the first scan started
+        assert [r.repo_id for r in second.records] == ["a/new"]
+
+
 def test_via_hf_cache_uses_hf_hub_download(tmp_path: Path) -> None:
     make_families(tmp_path / "families")
     with HubServer([repo("org/m", config(LLAMA3))]) as hub:

@@ -19,6 +19,7 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TypeVar
+from urllib.parse import urlsplit
 
 T = TypeVar("T")
 
@@ -318,7 +319,7 @@ class ConfigFile:
             return fh.read()
 
 
-def _get(url: str, *, timeout: float, token: str | bool | None, size: int | None) -> bytes:
+def _get(url: str, *, timeout: float, token: str | bool | None, size: int | None, auth: bool = True) -> bytes:
     """One GET through huggingface_hub's HTTP session, bounded in time and in size.
 
     The body must arrive within ``timeout`` seconds of the headers (huggingface_hub's own
@@ -330,6 +331,8 @@ def _get(url: str, *, timeout: float, token: str | bool | None, size: int | None
     from .jsonpos import MAX_BYTES
 
     headers = build_hf_headers(token=token)
+    if not auth:
+        headers.pop("authorization", None)
     with get_session().stream("GET", url, headers=headers, timeout=timeout, follow_redirects=True) as resp:
         hf_raise_for_status(resp)
         declared = resp.headers.get("Content-Length")
@@ -431,5 +434,9 @@ def fetch_config(
     where = meta.location
     if where == url and pinned:  # not redirected: read exactly the commit the HEAD saw
         where = huggingface_hub.hf_hub_url(repo_id, "config.json", revision=pinned, endpoint=endpoint)
-    data = retrier.call(lambda: _get(where, timeout=timeout, token=token, size=meta.size), describe, budget)
+    # An LFS file redirects to a signed CDN URL on another host: the token stays home.
+    auth = urlsplit(where).netloc == urlsplit(url).netloc
+    data = retrier.call(
+        lambda: _get(where, timeout=timeout, token=token, size=meta.size, auth=auth), describe, budget
+    )
     return ConfigFile(data, None, meta.commit_hash, meta.etag, meta.size, "hub")

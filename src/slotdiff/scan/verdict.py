@@ -152,7 +152,9 @@ class Analysis:
 
 def sizes_of(fills: Sequence[Any]) -> dict[str, dict[str, Any]]:
     """The numbers of each fingerprint facet (what two checkpoints of one design differ in)."""
-    return {f.id: dict(f.sizes) for f in fills if f.id not in NOT_IN_FINGERPRINT and f.sizes}
+    sizes = {f.id: dict(f.sizes) for f in fills if f.id not in NOT_IN_FINGERPRINT and f.sizes}
+    # As JSON has them (tuples become lists), so sizes read back from the state compare equal.
+    return json.loads(json.dumps(sizes, default=str))
 
 
 class NotALanguageModel(Exception):

@@ -80,11 +80,25 @@ def known_keys() -> frozenset[str]:
     return frozenset(keys)
 
 
+@cache
+def _names(expr: str) -> tuple[str, ...]:
+    """The names a derivation reads, in the order ``ast.walk`` meets them (parsed once)."""
+    return tuple(n.id for n in ast.walk(_parse(expr)) if isinstance(n, ast.Name))
+
+
+@cache
+def _field_spec(name: str) -> dict[str, Any]:
+    km = keymap()
+    return km["fields"].get(name) or km["structure"].get(name) or {}
+
+
 # ----------------------------------------------------------------------- small helpers
 
 
 def lookup(data: Mapping[str, Any], dotted: str) -> Any:
     """Read a dotted key path; ``_MISSING`` when any part is absent."""
+    if "." not in dotted and type(data) is dict:  # the common case, on the hot path
+        return data.get(dotted, _MISSING)
     node: Any = data
     for part in dotted.split("."):
         if not isinstance(node, Mapping) or part not in node:
@@ -124,7 +138,12 @@ def evaluate(expr: str, env: Mapping[str, Any]) -> Any:
             return _OPS[type(node.op)](left, right)
         raise ValueError(f"unsupported expression {expr!r}")
 
-    return ev(ast.parse(expr, mode="eval"))
+    return ev(_parse(expr))
+
+
+@cache
+def _parse(expr: str) -> ast.Expression:
+    return ast.parse(expr, mode="eval")
 
 
 _TYPES: dict[str, tuple[type, ...]] = {
@@ -189,6 +208,7 @@ class Resolver:
         self.values: dict[str, Value] = {}
         self.notes: list[str] = []
         self.layer_types_applied = False
+        self._aliases: dict[str, tuple[str, ...]] = {}  # per name, for this model_type
 
     def cite(self, key: str) -> str:
         return f"{self.prefix}.{key}" if self.prefix else key
@@ -199,8 +219,7 @@ class Resolver:
         return val.keys[0] if val.keys else self.cite(self.aliases(name)[0] if self.aliases(name) else name)
 
     def field_spec(self, name: str) -> dict[str, Any]:
-        km = keymap()
-        return km["fields"].get(name) or km["structure"].get(name) or {}
+        return _field_spec(name)
 
     def _check(self, name: str, key: str, value: Any) -> Any:
         spec = self.field_spec(name)
@@ -233,10 +252,13 @@ class Resolver:
         return value
 
     def aliases(self, name: str) -> list[str]:
-        own = self.spec.get("aliases", {}).get(name)
-        if own is not None:
-            return list(own)
-        return list(self.field_spec(name).get("aliases", []))
+        found = self._aliases.get(name)
+        if found is None:
+            own = self.spec.get("aliases", {}).get(name)
+            found = self._aliases[name] = tuple(
+                own if own is not None else _field_spec(name).get("aliases", [])
+            )
+        return list(found)
 
     def resolve(self, name: str) -> Value:
         """Resolve one field: const → config key → transformers default → derive → assumed."""
@@ -302,11 +324,7 @@ class Resolver:
         return UNKNOWN
 
     def _derive(self, name: str, expr: str) -> Any:
-        env = {}
-        tree = ast.parse(expr, mode="eval")
-        for node in ast.walk(tree):
-            if isinstance(node, ast.Name):
-                env[node.id] = self.resolve(node.id).value
+        env = {n: self.resolve(n).value for n in _names(expr)}
         value = evaluate(expr, env)
         if isinstance(value, float) and value.is_integer() and self.field_spec(name).get("type") == "integer":
             value = int(value)

@@ -152,19 +152,16 @@ def scenario() -> list[Repo]:
         repo("skip/huge", llama, Fault.huge(5 * 1024 * 1024), hours=17),
         repo("skip/listed-gated", llama, hours=18, gated="manual"),
         # transient failures that a retry absorbs
-        repo(
-            "retry/429-once", llama, Fault.rate_limited(times=1, retry_after=1, methods=("HEAD",)), hours=19
-        ),
-        repo("retry/500-once", llama, Fault.server_error(500, times=1, methods=("HEAD",)), hours=20),
+        repo("retry/429-once", llama, Fault.rate_limited(times=1, retry_after=1), hours=19),
+        repo("retry/500-once", llama, Fault.server_error(500, times=1), hours=20),
         repo("retry/truncated-once", llama, Fault.truncate(10, times=1), hours=21),
         # transient failures that do not go away
         repo("fail/429-hour", llama, Fault.rate_limited(times=None, retry_after=3600), hours=22),
         repo("fail/503", llama, Fault.server_error(503, times=None), hours=23),
-        repo("fail/slow-head", llama, Fault.delay(2.0, methods=("HEAD",)), hours=24),
-        repo("fail/slow-get", llama, Fault.delay(2.0, methods=("GET",)), hours=25),
+        repo("fail/slow", llama, Fault.delay(2.0), hours=24),
         repo("fail/trickle", llama, Fault.trickle(chunk_size=64, interval=0.1), hours=26),
         repo("fail/truncated", llama, Fault.truncate(10), hours=27),
-        repo("fail/dropped", llama, Fault.drop(times=None, methods=("HEAD",)), hours=28),
+        repo("fail/dropped", llama, Fault.drop(times=None), hours=28),
         # outside the window: never listed
         repo("old/llama3", llama, hours=24 * 30),
     ]
@@ -194,8 +191,7 @@ EXPECTED = {
     "retry/truncated-once": ("known", None),
     "fail/429-hour": ("skipped", "rate_limited"),
     "fail/503": ("skipped", "server_error"),
-    "fail/slow-head": ("skipped", "timeout"),
-    "fail/slow-get": ("skipped", "timeout"),
+    "fail/slow": ("skipped", "timeout"),
     "fail/trickle": ("skipped", "timeout"),
     "fail/truncated": ("skipped", "network"),
     "fail/dropped": ("skipped", "network"),
@@ -241,7 +237,7 @@ def test_every_model_counted_once_and_nothing_stops_the_scan(first_scan) -> None
     assert first.listing_error is None and not first.interrupted
     counts = first.counts()
     assert counts["models"] == sum(counts[v] for v in VERDICTS) == len(EXPECTED)
-    assert counts["skipped_by_reason"]["timeout"] == 3
+    assert counts["skipped_by_reason"]["timeout"] == 2
     # Hour-long Retry-After and slow answers are cut short: the scan is over in seconds.
     assert first_scan["took"] < 30
 
@@ -293,17 +289,17 @@ def test_requests_are_bounded(first_scan) -> None:
     # Decided from the listing alone: no request at all.
     assert count("skip/vision") == 0 and count("skip/listed-gated") == 0
     assert count("old/llama3") == 0
-    # The size is known from the HEAD: the huge body is never downloaded.
-    assert count("skip/huge", "GET") == 0
+    # The huge body is refused on its Content-Length, once: not retried.
+    assert count("skip/huge") == 1
     # A permanent answer is not retried; a transient one is, a bounded number of times.
     assert count("skip/gone") == 1 and count("skip/gated-401") == 1
-    assert count("fail/503", "HEAD") == FAST.attempts
+    assert count("fail/503") == FAST.attempts
     assert count("fail/429-hour") == 1  # Retry-After over the cap: not waited for
-    heads = [e.status for e in log if e.repo_id == "retry/429-once" and e.method == "HEAD"]
-    assert heads == [429, 200]
-    # One HEAD and one GET per fetched model, GET pinned to the commit the HEAD saw.
-    gets = [e for e in log if e.repo_id == "same/llama3-copy" and e.method == "GET"]
-    assert len(gets) == 1 and len(gets[0].revision) == 40
+    assert [e.status for e in log if e.repo_id == "retry/429-once"] == [429, 200]
+    # A repo never seen before costs one GET, pinned to the commit the listing saw.
+    (get,) = [e for e in log if e.repo_id == "same/llama3-copy"]
+    commit = first_scan["first"].records[0].commit
+    assert get.method == "GET" and get.revision == commit and len(commit) == 40
 
 
 def test_second_scan_reports_nothing_new(first_scan) -> None:
@@ -372,19 +368,53 @@ def test_report_groups_new_first(first_scan) -> None:
 # --------------------------------------------------------------------------- changes between scans
 
 
-def test_changed_config_is_judged_again(tmp_path: Path) -> None:
+def test_changed_repo_is_checked_with_a_head_first(tmp_path: Path) -> None:
     make_families(tmp_path / "families")
-    model = repo("org/m", config(LLAMA3))
-    with HubServer([model]) as hub:
+    with HubServer([repo("org/m", config(LLAMA3))]) as hub:
         first = run_scan(options(hub, tmp_path))
         assert [r.verdict for r in first.records] == ["known"]
-        hub.add(repo("org/m", config(LLAMA3, tie_word_embeddings=True)))
+
+        # A new commit that leaves config.json alone: one HEAD, same etag, no download.
+        hub.add(Repo("org/m", files={"config.json": config(LLAMA3), "README.md": "hi"}, created_at=NOW))
+        hub.clear_log()
         second = run_scan(options(hub, tmp_path))
-        (rec,) = second.records
+        assert [(r.verdict, r.detail) for r in second.records] == [
+            ("unchanged", "config.json unchanged (same etag)")
+        ]
+        assert [e.method for e in hub.log if e.repo_id == "org/m"] == ["HEAD"]
+
+        # A changed config behind a rate-limited HEAD: waited for, fetched, judged again.
+        hub.add(
+            repo(
+                "org/m",
+                config(LLAMA3, tie_word_embeddings=True),
+                Fault.rate_limited(times=1, retry_after=1, methods=("HEAD",)),
+                hours=0.5,
+            )
+        )
+        hub.clear_log()
+        third = run_scan(options(hub, tmp_path))
+        (rec,) = third.records
         assert rec.verdict == "new_fingerprint"
         assert rec.previous["fingerprint"] == first.records[0].fingerprint
-        third = run_scan(options(hub, tmp_path))
-        assert [r.verdict for r in third.records] == ["unchanged"]
+        assert [(e.method, e.status) for e in hub.log if e.repo_id == "org/m"] == [
+            ("HEAD", 429),
+            ("HEAD", 200),
+            ("GET", 200),
+        ]
+        assert [r.verdict for r in run_scan(options(hub, tmp_path)).records] == ["unchanged"]
+
+
+def test_seen_repo_with_a_huge_config_is_refused_on_its_head(tmp_path: Path) -> None:
+    make_families(tmp_path / "families")
+    with HubServer([repo("org/m", config(LLAMA3))]) as hub:
+        run_scan(options(hub, tmp_path))
+        huge = Fault.huge(5 * 1024 * 1024)  # a new commit whose config.json is 5 MiB
+        hub.add(Repo("org/m", files={"config.json": config(LLAMA3), "x": "1"}, faults=[huge], created_at=NOW))
+        hub.clear_log()
+        (rec,) = run_scan(options(hub, tmp_path)).records
+        assert (rec.verdict, rec.reason) == ("skipped", "too_large")
+        assert [e.method for e in hub.log if e.repo_id == "org/m"] == ["HEAD"]
 
 
 def test_new_design_seen_by_an_earlier_scan_is_known_to_the_next(tmp_path: Path) -> None:
@@ -490,10 +520,10 @@ def test_via_hf_cache_uses_hf_hub_download(tmp_path: Path) -> None:
         assert [r.verdict for r in result.records] == ["known"]
         assert list((tmp_path / "hf-cache").glob("models--org--m/snapshots/*/config.json"))
         hub.clear_log()
-        # A copy in the HF cache at the commit the HEAD reports is used without a GET.
+        # A copy in the HF cache at the commit the listing gives is used without a request.
         again = run_scan(options(hub, tmp_path, state=None))
         assert [r.verdict for r in again.records] == ["known"]
-        assert [e.method for e in hub.log if e.repo_id == "org/m"] == ["HEAD"]
+        assert [e.method for e in hub.log if e.repo_id == "org/m"] == []
 
 
 def test_unsafe_repo_ids_are_refused(tmp_path: Path) -> None:

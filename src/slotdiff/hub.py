@@ -19,7 +19,6 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TypeVar
-from urllib.parse import urlsplit
 
 T = TypeVar("T")
 
@@ -319,27 +318,35 @@ class ConfigFile:
             return fh.read()
 
 
-def _get(url: str, *, timeout: float, token: str | bool | None, size: int | None, auth: bool = True) -> bytes:
+def _etag(value: str | None) -> str | None:
+    """An ETag header as huggingface_hub stores it: no weak prefix, no quotes."""
+    return None if not value else re.sub(r"^W/", "", value).strip('"')
+
+
+def _get(url: str, *, timeout: float, token: str | bool | None, size: int | None = None) -> ConfigFile:
     """One GET through huggingface_hub's HTTP session, bounded in time and in size.
 
     The body must arrive within ``timeout`` seconds of the headers (huggingface_hub's own
     download has a per-read timeout only, so a trickling server could hold it for ever), it
-    may not pass the size cap whatever the headers said, and a short body is an error.
+    may not pass the size cap whatever the headers said, and a short body is an error. The
+    commit and etag come from the answer's headers (the first hop's, for an LFS redirect,
+    which httpx follows without the token when it leaves the Hub's origin).
     """
     from huggingface_hub.utils import build_hf_headers, get_session, hf_raise_for_status
 
     from .jsonpos import MAX_BYTES
 
     headers = build_hf_headers(token=token)
-    if not auth:
-        headers.pop("authorization", None)
     with get_session().stream("GET", url, headers=headers, timeout=timeout, follow_redirects=True) as resp:
         hf_raise_for_status(resp)
+        first = resp.history[0] if resp.history else resp
         declared = resp.headers.get("Content-Length")
         if declared and declared.isdigit() and int(declared) > MAX_BYTES:
             raise HubFailure(
                 "too_large", f"config.json is {int(declared):,} bytes, over the {MAX_BYTES:,}-byte cap"
             )
+        if size is None and declared and declared.isdigit() and not resp.headers.get("Content-Encoding"):
+            size = int(declared)
         deadline = time.monotonic() + timeout
         chunks, total = [], 0
         for chunk in resp.iter_bytes():
@@ -362,7 +369,8 @@ def _get(url: str, *, timeout: float, token: str | bool | None, size: int | None
             retryable=True,
             detail="connection",
         )
-    return data
+    etag = _etag(first.headers.get("X-Linked-Etag") or first.headers.get("ETag"))
+    return ConfigFile(data, None, first.headers.get("X-Repo-Commit"), etag, len(data), "hub")
 
 
 def fetch_config(
@@ -377,15 +385,17 @@ def fetch_config(
     known_etag: str | None = None,
     via_hf_cache: bool = False,
 ) -> ConfigFile:
-    """Fetch ``config.json`` for a scan: one bounded HEAD, then one bounded GET.
+    """Fetch ``config.json`` for a scan with requests whose waits are all bounded.
 
-    The HEAD (no retry pass inside huggingface_hub) gives commit, etag and size: a file over
-    the size cap is refused before any byte is read, an etag equal to ``known_etag`` means
-    unchanged (no download), and a copy already in the HF cache at that commit is used as
-    it is. The GET goes through huggingface_hub's session (token, endpoint, user agent),
-    pinned to the HEAD's commit; with ``via_hf_cache`` it is ``hf_hub_download`` instead,
-    which keeps the file in the HF cache but adds a second HEAD and its own retries (a
-    scan's per-model deadline still bounds them).
+    ``revision`` (a commit sha from the listing, when it gave one) already in the HF cache:
+    no request. A repo never seen before (no ``known_etag``): one GET through
+    huggingface_hub's session (token, endpoint, user agent, its error classes), capped in
+    size and time; its headers give the commit and etag. A repo seen before: first one HEAD
+    (huggingface_hub's metadata call, without its retry pass), so an unchanged etag costs
+    no download and an oversized file is refused unread, then the GET pinned to the HEAD's
+    commit. ``via_hf_cache`` downloads through ``hf_hub_download`` instead (after the HEAD),
+    which keeps the file in the HF cache but adds a second HEAD and huggingface_hub's own
+    retries; a scan's per-model deadline bounds those.
     """
     if not looks_like_repo_id(repo_id):
         raise HubFailure("not_found", f"{repo_id!r} is not a valid repo id")
@@ -399,7 +409,19 @@ def fetch_config(
     def describe(err: BaseException) -> HubFailure:
         return _describe(err, repo_id, revision)
 
+    def cached(commit: str | None) -> str | None:
+        if not commit or not re.fullmatch(r"[0-9a-f]{40}", commit):
+            return None
+        found = huggingface_hub.try_to_load_from_cache(
+            repo_id, "config.json", cache_dir=cache_dir, revision=commit
+        )
+        return found if isinstance(found, str) else None
+
+    if (path := cached(revision)) is not None:
+        return ConfigFile(None, path, revision, None, None, "hf-cache")
     url = huggingface_hub.hf_hub_url(repo_id, "config.json", revision=revision, endpoint=endpoint)
+    if known_etag is None and not via_hf_cache:
+        return retrier.call(lambda: _get(url, timeout=timeout, token=token), describe, budget)
     meta = retrier.call(
         lambda: huggingface_hub.get_hf_file_metadata(url, token=token, timeout=timeout, endpoint=endpoint),
         describe,
@@ -409,12 +431,8 @@ def fetch_config(
         raise HubFailure("too_large", f"config.json is {meta.size:,} bytes, over the {MAX_BYTES:,}-byte cap")
     if known_etag is not None and meta.etag == known_etag:
         return ConfigFile(None, None, meta.commit_hash, meta.etag, meta.size, "unchanged")
-    if meta.commit_hash:
-        found = huggingface_hub.try_to_load_from_cache(
-            repo_id, "config.json", cache_dir=cache_dir, revision=meta.commit_hash
-        )
-        if isinstance(found, str):
-            return ConfigFile(None, found, meta.commit_hash, meta.etag, meta.size, "hf-cache")
+    if (path := cached(meta.commit_hash)) is not None:
+        return ConfigFile(None, path, meta.commit_hash, meta.etag, meta.size, "hf-cache")
     pinned = meta.commit_hash or revision
     if via_hf_cache:
         path = retrier.call(
@@ -431,12 +449,6 @@ def fetch_config(
             budget,
         )
         return ConfigFile(None, path, meta.commit_hash, meta.etag, meta.size, "hub")
-    where = meta.location
-    if where == url and pinned:  # not redirected: read exactly the commit the HEAD saw
-        where = huggingface_hub.hf_hub_url(repo_id, "config.json", revision=pinned, endpoint=endpoint)
-    # An LFS file redirects to a signed CDN URL on another host: the token stays home.
-    auth = urlsplit(where).netloc == urlsplit(url).netloc
-    data = retrier.call(
-        lambda: _get(where, timeout=timeout, token=token, size=meta.size, auth=auth), describe, budget
-    )
-    return ConfigFile(data, None, meta.commit_hash, meta.etag, meta.size, "hub")
+    at = huggingface_hub.hf_hub_url(repo_id, "config.json", revision=pinned, endpoint=endpoint)
+    got = retrier.call(lambda: _get(at, timeout=timeout, token=token, size=meta.size), describe, budget)
+    return ConfigFile(got.data, None, meta.commit_hash, meta.etag, got.size, "hub")

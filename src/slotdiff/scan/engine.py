@@ -7,6 +7,7 @@ classify (pure work, no shared writes). Every model ends as exactly one :class:`
 from __future__ import annotations
 
 import hashlib
+import re
 import secrets
 import threading
 import time
@@ -101,6 +102,8 @@ class ScanResult:
         return [r for r in self.records if r.verdict in NEW]
 
 
+_SHA = re.compile(r"[0-9a-f]{40}")
+
 # What a progress display is told: ("listed", count) or ("done", record, done, total).
 Progress = Callable[..., None]
 
@@ -140,6 +143,7 @@ class _Examiner:
         try:
             cfg = fetch_config(
                 listed.repo_id,
+                revision=listed.sha if listed.sha and _SHA.fullmatch(listed.sha) else None,
                 timeout=self.opts.timeout,
                 endpoint=self.opts.endpoint,
                 token=self.opts.token,

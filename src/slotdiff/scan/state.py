@@ -181,12 +181,21 @@ class ScanState:
             self._journal.write(json.dumps({"scan": cur["id"], "record": data}, default=str) + "\n")
             self._journal.flush()  # in the OS's hands: survives SIGKILL of this process
 
-    def checkpoint(self, force: bool = False) -> None:
-        """Write the state file atomically (then the journal it now contains is emptied)."""
+    def checkpoint(self, force: bool = False, pretty: bool = False) -> None:
+        """Write the state file atomically (then the journal it now contains is emptied).
+
+        Mid-scan checkpoints are compact (json's C encoder: ~20x faster than indented
+        output, which matters when a few hundred records are rewritten every few seconds);
+        the final write is indented, for people and for diffs of a committed state file.
+        """
         if self.path is None or not (self._dirty or force):
             return
         self.data["updated"] = iso(datetime.now(UTC))
-        atomic_write_text(self.path, json.dumps(self.data, indent=1, sort_keys=False, default=str) + "\n")
+        if pretty:
+            text = json.dumps(self.data, indent=1, default=str)
+        else:
+            text = json.dumps(self.data, separators=(",", ":"), default=str)
+        atomic_write_text(self.path, text + "\n")
         self._dirty = False
         if self._journal is not None:
             self._journal.truncate(0)
@@ -210,7 +219,7 @@ class ScanState:
         self.data["scans"] = self.data["scans"][-KEEP_SCANS:]
         self._forget(finished)
         self.data["current"] = None
-        self.checkpoint(force=True)
+        self.checkpoint(force=True, pretty=True)
         self.close()
         jp = self.journal_path
         if jp is not None:

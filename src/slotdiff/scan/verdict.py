@@ -147,7 +147,6 @@ class Analysis:
     label: str
     sizes: Mapping[str, Mapping[str, Any]]  # facet → its numbers
     unknown_keys: tuple[str, ...]  # bare key names the key map does not know
-    fills: Mapping[str, Any]
 
 
 def sizes_of(fills: Sequence[Any]) -> dict[str, dict[str, Any]]:
@@ -180,7 +179,7 @@ def analyze_config(data: bytes, name: str) -> Analysis:
     fills = model.fills
     fp = fingerprint(fills)
     keys = tuple(dict.fromkeys(k.rsplit(".", 1)[-1] for k in model.arch.unknown_keys))
-    return Analysis(model.arch.model_type, fp, class_label(fills), sizes_of(fills), keys, fp.as_dict())
+    return Analysis(model.arch.model_type, fp, class_label(fills), sizes_of(fills), keys)
 
 
 # ----------------------------------------------------------------------------- knowledge
@@ -350,6 +349,6 @@ def judge(listed: Listed, a: Analysis, know: Knowledge, **facts: Any) -> Record:
         new_keys=new_keys,
         sizes=dict(a.sizes),
         size_changes=tuple(size_changes),
-        fills=None if fp_id in know.by_id else dict(a.fills),
+        fills=None if fp_id in know.by_id else a.fingerprint.as_dict(),
         **facts,
     )

@@ -22,6 +22,7 @@ from pathlib import Path
 from typing import Any
 
 import httpx2
+import jsonschema
 import pytest
 from huggingface_hub import constants, set_client_factory
 from huggingface_hub.utils import _http as hf_http
@@ -34,7 +35,7 @@ from slotdiff.errors import SlotdiffError
 from slotdiff.hub import HubFailure, Retrier, RetryPolicy
 from slotdiff.scan import ScanOptions, run_scan
 from slotdiff.scan.pool import DeadlinePool
-from slotdiff.scan.report import render_markdown, to_dict
+from slotdiff.scan.report import render_markdown, render_terminal, to_dict
 from slotdiff.scan.state import ScanState
 from slotdiff.scan.verdict import VERDICTS
 
@@ -363,6 +364,15 @@ def test_report_groups_new_first(first_scan) -> None:
     assert "| 1.2k | 7 | Llama-3 |" in md
     assert f"[same/llama3-copy]({first_scan['url']}/same/llama3-copy)" in md
     json.dumps(data, allow_nan=False)  # strict JSON
+    schema = json.loads((ROOT / "schemas" / "scan-report.schema.json").read_text())
+    jsonschema.Draft202012Validator(schema).validate(json.loads(json.dumps(data)))
+    jsonschema.Draft202012Validator(schema).validate(json.loads(json.dumps(to_dict(first_scan["second"]))))
+
+
+def test_terminal_summary_fits_100_columns(first_scan) -> None:
+    text = render_terminal(to_dict(first_scan["first"]), width=100)
+    assert max(len(line) for line in text.splitlines()) <= 100
+    assert "New fingerprint (3)" in text and "fail/503" in text and "server_error" in text
 
 
 # --------------------------------------------------------------------------- changes between scans
@@ -748,6 +758,7 @@ def test_scan_killed_midway_resumes_and_counts_each_model_once(tmp_path: Path) -
             timeout=120,
         )
         assert out.returncode == 0, out.stderr
+        assert "] kill/m" in out.stderr  # not a terminal: one plain progress line per model
         report = json.loads(out.stdout)
         listed = [m["repo_id"] for m in report["models"]]
         assert sorted(listed) == sorted(ids) and len(listed) == len(set(listed)) == 40
@@ -825,6 +836,19 @@ def test_sigterm_saves_the_state_and_exits_130(tmp_path: Path) -> None:
 
 
 # --------------------------------------------------------------------------- units: pool, retries
+
+
+def test_progress_displays(capsys: pytest.CaptureFixture[str]) -> None:
+    from slotdiff.commands.scan import _PlainProgress, _RichProgress
+    from slotdiff.scan.listing import Listed
+    from slotdiff.scan.verdict import Record
+
+    rec = Record(Listed("org/m"), "known", family="Llama-3")
+    for display in (_PlainProgress(), _RichProgress()):
+        display("listed", 1)
+        display("done", rec, 1, 1)
+        display.close()
+    assert "[1/1] org/m: known Llama-3" in capsys.readouterr().err
 
 
 def test_deadline_pool_gives_up_and_replaces_the_worker() -> None:

@@ -20,7 +20,6 @@ does not depend on the order in which concurrent fetches finish. Verdicts, most 
 
 from __future__ import annotations
 
-import hashlib
 import json
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, fields
@@ -185,13 +184,9 @@ def analyze_config(data: bytes, name: str) -> Analysis:
 # ----------------------------------------------------------------------------- knowledge
 
 
-def sizes_id(sizes: Mapping[str, Any]) -> str:
-    return hashlib.sha256(json.dumps(sizes, sort_keys=True, default=str).encode()).hexdigest()[:16]
-
-
 @cache
-def _catalog_sizes(repo_id: str) -> tuple[str, dict[str, Any]] | None:
-    """(fingerprint id, sizes) of a bundled catalog config, or None when not bundled."""
+def _exemplar(repo_id: str) -> tuple[str, dict[str, Any], tuple[str, ...]] | None:
+    """(fingerprint id, sizes, unknown keys) of a bundled catalog config; None if not bundled."""
     from ..analyze import load
     from ..source import catalog, from_catalog
 
@@ -201,7 +196,8 @@ def _catalog_sizes(repo_id: str) -> tuple[str, dict[str, Any]] | None:
         model = load(from_catalog(repo_id))
     except SlotdiffError:
         return None
-    return fingerprint(model.fills).id, sizes_of(model.fills)
+    keys = tuple(k.rsplit(".", 1)[-1] for k in model.arch.unknown_keys)
+    return fingerprint(model.fills).id, sizes_of(model.fills), keys
 
 
 @dataclass
@@ -231,12 +227,17 @@ class Knowledge:
         self.everything = self.families + self.provisional
         self.provisional_by_id = {fam.slug: fam for fam in self.provisional}
         self._sizes: dict[str, list[dict[str, Any]]] = {}
+        exemplar_keys: set[str] = set()
+        # Exemplars bundled in the catalog give the sizes already on record for their
+        # family, and their keys are no news either.
         for fam in self.families:
             bucket = self._sizes.setdefault(fam.fingerprint.id, [])
             for repo in fam.exemplars:
-                got = _catalog_sizes(repo)
+                got = _exemplar(repo)
                 if got and got[0] == fam.fingerprint.id:
                     bucket.append(got[1])
+                    exemplar_keys.update(got[2])
+        self.keys = self.keys | exemplar_keys
         for fp_id, entry in self.seen.items():
             self._sizes.setdefault(fp_id, []).extend(entry.get("sizes", ()))
 

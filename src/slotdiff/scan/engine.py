@@ -222,6 +222,24 @@ def _prefilter(listed: Listed, prev: dict[str, Any] | None, has_token: bool) -> 
     return None
 
 
+def _quiet_on_failure(progress: Progress | None) -> Progress:
+    """A progress display that fails (stderr closed, a broken pipe) goes quiet, the scan goes on."""
+    if progress is None:
+        return lambda *a: None
+    broken = False
+
+    def call(*args: Any) -> None:
+        nonlocal broken
+        if broken:
+            return
+        try:
+            progress(*args)
+        except Exception:
+            broken = True
+
+    return call
+
+
 def _since(opts: ScanOptions, state: ScanState, now: datetime) -> datetime:
     if opts.since == "last":
         last = state.last_started()
@@ -243,7 +261,7 @@ def run_scan(
         raise SlotdiffError("scan", "needs the Hub, but HF_HUB_OFFLINE is set")
     if opts.by not in ("modified", "created"):
         raise SlotdiffError("scan", f"--by {opts.by!r}: expected modified or created")
-    progress = progress or (lambda *a: None)
+    progress = _quiet_on_failure(progress)
     now = now or datetime.now(UTC)
     state = ScanState.load(opts.state)
     know = Knowledge.build(opts.fingerprints, state)
@@ -277,8 +295,6 @@ def run_scan(
         endpoint=opts.endpoint,
         knowledge=know,
     )
-    if resumed:
-        result.notes.insert(0, f"resumed scan {cur['id']}: {len(cur['done'])} models were already done")
     cancel = cancel or threading.Event()
     retrier = Retrier(opts.retry, cancel)
     previous = dict(state.models)

@@ -68,7 +68,10 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         help="a 429's Retry-After above this is not waited for (default 30)",
     )
     how.add_argument(
-        "--list-timeout", type=float, default=120.0, help="give up on a listing silent this long"
+        "--list-timeout",
+        type=float,
+        default=120.0,
+        help="give up on a listing that sends no model for this long (default 120)",
     )
     how.add_argument("--endpoint", help="Hub URL (default: HF_ENDPOINT, else https://huggingface.co)")
     how.add_argument("--cache-dir", help="HF cache folder (default: HF_HUB_CACHE)")
@@ -76,7 +79,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         "--hf-cache",
         action="store_true",
         help="download through hf_hub_download and keep the configs in the HF cache "
-        "(slower: a second HEAD per model and cache bookkeeping)",
+        "(slower: two HEADs and a GET per model instead of one GET, plus cache bookkeeping)",
     )
 
     known = parser.add_argument_group("what is known")
@@ -94,8 +97,20 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     out = parser.add_argument_group("output")
     fmt = out.add_mutually_exclusive_group()
     fmt.add_argument("--format", choices=sorted(RENDERERS), default=None, help="stdout format")
-    fmt.add_argument("--json", dest="format", action="store_const", const="json")
-    fmt.add_argument("--markdown", dest="format", action="store_const", const="markdown")
+    fmt.add_argument(
+        "--json",
+        dest="format",
+        action="store_const",
+        const="json",
+        help="JSON (schemas/scan-report.schema.json)",
+    )
+    fmt.add_argument(
+        "--markdown",
+        dest="format",
+        action="store_const",
+        const="markdown",
+        help="Markdown, for an issue or a chat post (the default when stdout is not a terminal)",
+    )
     out.add_argument(
         "--write-markdown", type=Path, metavar="PATH", help="also write the Markdown report here"
     )

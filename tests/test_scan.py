@@ -10,6 +10,7 @@ whole file runs in seconds; nothing here asserts a speed (benchmarks/ measures t
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import signal
@@ -17,6 +18,7 @@ import subprocess
 import sys
 import threading
 import time
+from collections.abc import Iterator
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
@@ -68,22 +70,26 @@ def _guarded_client() -> httpx2.Client:
     return httpx2.Client(event_hooks=hooks, follow_redirects=True, timeout=None)
 
 
-class _Isolated:
+@contextlib.contextmanager
+def isolated(mp: pytest.MonkeyPatch, tmp: Path) -> Iterator[None]:
     """huggingface_hub online, without ambient token, and unable to leave 127.0.0.1."""
-
-    def __init__(self, mp: pytest.MonkeyPatch, tmp: Path) -> None:
-        for var in ("HF_TOKEN", "HUGGING_FACE_HUB_TOKEN", "HF_HUB_OFFLINE"):
-            mp.delenv(var, raising=False)
-        mp.setattr(constants, "HF_TOKEN_PATH", str(tmp / "no-token"))
-        mp.setattr(constants, "HF_HUB_OFFLINE", False)
-        mp.setattr(hf_http, "_GLOBAL_CLIENT_FACTORY", hf_http._GLOBAL_CLIENT_FACTORY)
-        set_client_factory(_guarded_client)
-        disable_progress_bars()
+    for var in ("HF_TOKEN", "HUGGING_FACE_HUB_TOKEN", "HF_HUB_OFFLINE"):
+        mp.delenv(var, raising=False)
+    mp.setattr(constants, "HF_TOKEN_PATH", str(tmp / "no-token"))
+    mp.setattr(constants, "HF_HUB_OFFLINE", False)
+    previous = hf_http._GLOBAL_CLIENT_FACTORY
+    set_client_factory(_guarded_client)
+    disable_progress_bars()
+    try:
+        yield
+    finally:
+        set_client_factory(previous)  # also drops the guarded session
 
 
 @pytest.fixture(autouse=True)
-def _isolated(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
-    _Isolated(monkeypatch, tmp_path)
+def _isolated(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> Iterator[None]:
+    with isolated(monkeypatch, tmp_path):
+        yield
 
 
 def make_families(folder: Path) -> Path:
@@ -204,8 +210,7 @@ def first_scan(tmp_path_factory: pytest.TempPathFactory):
     """One scan over the whole scenario, then a second one over the same Hub."""
     tmp = tmp_path_factory.mktemp("scan")
     make_families(tmp / "families")
-    with pytest.MonkeyPatch.context() as mp, HubServer(scenario(), page_size=7) as hub:
-        _Isolated(mp, tmp)
+    with pytest.MonkeyPatch.context() as mp, isolated(mp, tmp), HubServer(scenario(), page_size=7) as hub:
         t0 = time.monotonic()
         first = run_scan(options(hub, tmp))
         took = time.monotonic() - t0

@@ -79,9 +79,9 @@ def isolated(mp: pytest.MonkeyPatch, tmp: Path) -> Iterator[None]:
     mp.setattr(constants, "HF_HUB_OFFLINE", False)
     previous = hf_http._GLOBAL_CLIENT_FACTORY
     set_client_factory(_guarded_client)
-    disable_progress_bars()
     try:
-        yield
+        with disable_progress_bars():
+            yield
     finally:
         set_client_factory(previous)  # also drops the guarded session
 

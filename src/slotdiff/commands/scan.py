@@ -217,17 +217,20 @@ def run(args: argparse.Namespace) -> int:
         cache_dir=args.cache_dir,
         via_hf_cache=args.hf_cache,
     )
-    from huggingface_hub.utils import disable_progress_bars, logging
+    from huggingface_hub.utils import disable_progress_bars
+    from huggingface_hub.utils import logging as hf_logging
 
-    disable_progress_bars()  # the scan has its own; per-file bars would drown it
-    logging.set_verbosity_error()  # failures are in the report, one line each
     progress: Any = None
     if not args.quiet:
         progress = _RichProgress() if sys.stderr.isatty() else _PlainProgress()
     previous = signal.signal(signal.SIGTERM, _sigterm)
+    verbosity = hf_logging.get_verbosity()
+    hf_logging.set_verbosity_error()  # failures are in the report, one line each
     try:
-        result = run_scan(opts, progress)
+        with disable_progress_bars():  # the scan has its own; per-file bars would drown it
+            result = run_scan(opts, progress)
     finally:
+        hf_logging.set_verbosity(verbosity)
         signal.signal(signal.SIGTERM, previous)
         if progress is not None:
             progress.close()

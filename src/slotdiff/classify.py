@@ -11,9 +11,10 @@ from __future__ import annotations
 import hashlib
 import json
 import re
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from functools import cache
+from pathlib import Path
 from typing import Any
 
 from .arch import Architecture
@@ -25,6 +26,11 @@ from .slots import Fill, Fills, articles, fill_slots, slot_table
 def _fingerprint_rule() -> dict[str, str]:
     """Facet → what of its fill enters the fingerprint (from schemas/slots.json)."""
     return {i.id: i.fingerprint for i in slot_table()}
+
+
+def in_fingerprint(facet: str) -> bool:
+    """Whether a facet's fill enters the fingerprint at all (precision does not)."""
+    return _fingerprint_rule().get(facet, "none") != "none"
 
 
 def _canon(value: Any) -> Any:
@@ -102,11 +108,19 @@ class Family:
     label: str
 
 
+def families(folder: str | Path | None = None) -> tuple[Family, ...]:
+    """Every known family in ``folder`` (default: the fingerprints/ data set), sorted by slug."""
+    where = Path(folder) if folder is not None else data_dir("fingerprints")
+    # Re-read when a file is added or changed (a scan may have just written proposals).
+    files = tuple((p.name, p.stat().st_mtime_ns, p.stat().st_size) for p in sorted(where.glob("*.json")))
+    return _families_in(str(where), files)
+
+
 @cache
-def families() -> tuple[Family, ...]:
-    """Every known family, sorted by slug."""
+def _families_in(folder: str, files: tuple[tuple[str, int, int], ...]) -> tuple[Family, ...]:
     out = []
-    for path in sorted(data_dir("fingerprints").glob("*.json")):
+    for name, _, _ in files:
+        path = Path(folder) / name
         data = json.loads(path.read_text(encoding="utf-8"))
         out.append(
             Family(
@@ -162,11 +176,13 @@ def _article(facet: str) -> str:
     return next(i.article for i in slot_table() if i.id == facet)
 
 
-def nearest(fp: Fingerprint, model_type: str | None = None) -> tuple[Family | None, int, tuple[str, ...]]:
-    """The closest known family (ties broken by a matching model_type, then slug)."""
+def nearest(
+    fp: Fingerprint, model_type: str | None = None, known: Sequence[Family] | None = None
+) -> tuple[Family | None, int, tuple[str, ...]]:
+    """The closest of ``known`` (default: every family), ties broken by model_type, then slug."""
     best: tuple[int, int, str] | None = None
     found: tuple[Family | None, int, tuple[str, ...]] = (None, 0, ())
-    for fam in families():
+    for fam in families() if known is None else known:
         d, diff = distance(fp, fam.fingerprint)
         key = (d, 0 if model_type in fam.model_types else 1, fam.slug)
         if best is None or key < best:

@@ -88,11 +88,19 @@ def known_keys() -> frozenset[str]:
     return frozenset(keys)
 
 
+@cache
+def _field_spec(name: str) -> dict[str, Any]:
+    km = keymap()
+    return km["fields"].get(name) or km["structure"].get(name) or {}
+
+
 # ----------------------------------------------------------------------- small helpers
 
 
 def lookup(data: Mapping[str, Any], dotted: str) -> Any:
     """Read a dotted key path; ``_MISSING`` when any part is absent."""
+    if "." not in dotted and type(data) is dict:  # the common case, on the hot path
+        return data.get(dotted, _MISSING)
     node: Any = data
     for part in dotted.split("."):
         if not isinstance(node, Mapping) or part not in node:
@@ -204,14 +212,20 @@ def evaluate(expr: str, env: Mapping[str, Any]) -> Any:
             return None if arg is None else FUNCTIONS[node.func.id](arg)
         raise ValueError(f"unsupported expression {expr!r}")
 
-    return ev(ast.parse(expr, mode="eval"))
+    return ev(_parse(expr))
 
 
-def expression_names(expr: str) -> set[str]:
-    """The field names an expression reads (function names excluded)."""
-    tree = ast.parse(expr, mode="eval")
+@cache
+def _parse(expr: str) -> ast.Expression:
+    return ast.parse(expr, mode="eval")
+
+
+@cache
+def expression_names(expr: str) -> frozenset[str]:
+    """The field names an expression reads (function names excluded); parsed once."""
+    tree = _parse(expr)
     calls = {n.func.id for n in ast.walk(tree) if isinstance(n, ast.Call) and isinstance(n.func, ast.Name)}
-    return {n.id for n in ast.walk(tree) if isinstance(n, ast.Name) and n.id not in calls}
+    return frozenset(n.id for n in ast.walk(tree) if isinstance(n, ast.Name) and n.id not in calls)
 
 
 _TYPES: dict[str, tuple[type, ...]] = {
@@ -282,6 +296,7 @@ class Resolver:
         self.values: dict[str, Value] = {}
         self.notes: list[str] = []
         self.layer_types_applied = False
+        self._aliases: dict[str, tuple[str, ...]] = {}  # per name, for this model_type
 
     def cite(self, key: str) -> str:
         return f"{self.prefix}.{key}" if self.prefix else key
@@ -292,8 +307,7 @@ class Resolver:
         return val.keys[0] if val.keys else self.cite(self.aliases(name)[0] if self.aliases(name) else name)
 
     def field_spec(self, name: str) -> dict[str, Any]:
-        km = keymap()
-        return km["fields"].get(name) or km["structure"].get(name) or {}
+        return _field_spec(name)
 
     def _check(self, name: str, key: str, value: Any) -> Any:
         spec = self.field_spec(name)
@@ -326,10 +340,13 @@ class Resolver:
         return value
 
     def aliases(self, name: str) -> list[str]:
-        own = self.spec.get("aliases", {}).get(name)
-        if own is not None:
-            return list(own)
-        return list(self.field_spec(name).get("aliases", []))
+        found = self._aliases.get(name)
+        if found is None:
+            own = self.spec.get("aliases", {}).get(name)
+            found = self._aliases[name] = tuple(
+                own if own is not None else _field_spec(name).get("aliases", [])
+            )
+        return list(found)
 
     def resolve(self, name: str) -> Value:
         """Resolve one field: const → config key → transformers default → derive → assumed."""

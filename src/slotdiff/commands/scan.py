@@ -1,0 +1,247 @@
+"""List new and updated models on the Hub, classify their configs, and report what is new.
+
+Run it weekly (cron or CI) with a state file: a repeated scan reports only what changed,
+and a scan that was killed resumes where it stopped. Verdicts, most new first:
+new_model_type, new_fingerprint, new_keys, new_sizes, known, skipped (with a reason).
+"""
+
+from __future__ import annotations
+
+import argparse
+import signal
+import sys
+from pathlib import Path
+from typing import Any
+
+EPILOG = """\
+examples:
+  slotdiff scan --since 7d --state scan-state.json --markdown > report.md
+  slotdiff scan --since 2025-06-01 --pipeline-tag text-generation --limit 500 --json
+  slotdiff scan --state s.json --write-markdown report.md --write-json report.json --fail-on-new
+  slotdiff scan --state s.json --update-fingerprints proposed/   # family files for new designs
+
+environment: HF_TOKEN (gated repos), HF_ENDPOINT (another Hub), HF_HUB_CACHE (config cache)
+exit codes: 0 ok, 1 --fail-on-new and something new was found, 2 bad input, 130 interrupted
+"""
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    from ..scan.report import RENDERERS
+
+    what = parser.add_argument_group("what to list")
+    what.add_argument(
+        "--since",
+        default="7d",
+        help="window: 7d, 12h, 2w, an ISO date, or 'last' (since the last finished scan); default 7d",
+    )
+    what.add_argument(
+        "--by",
+        choices=["modified", "created"],
+        default="modified",
+        help="modified: created or updated in the window (default); created: new repos only",
+    )
+    what.add_argument("--pipeline-tag", help="only this pipeline tag (e.g. text-generation)")
+    what.add_argument("--library", help="only this library (e.g. transformers)")
+    what.add_argument("--author", help="only this user or organization")
+    what.add_argument("--search", help="only repo ids containing this text")
+    what.add_argument("--limit", type=int, default=1000, help="at most this many models (default 1000)")
+
+    how = parser.add_argument_group("fetching")
+    how.add_argument("--workers", type=int, default=8, help="concurrent config fetches (default 8)")
+    how.add_argument("--timeout", type=float, default=10.0, help="seconds per request (default 10)")
+    how.add_argument(
+        "--deadline",
+        type=float,
+        default=60.0,
+        help="seconds per model, retries included; past it the model is skipped (default 60)",
+    )
+    how.add_argument(
+        "--max-wait",
+        type=float,
+        default=300.0,
+        help="seconds the whole scan may spend waiting on retries (default 300)",
+    )
+    how.add_argument(
+        "--retry-after-cap",
+        type=float,
+        default=30.0,
+        help="a 429's Retry-After above this is not waited for (default 30)",
+    )
+    how.add_argument(
+        "--list-timeout",
+        type=float,
+        default=120.0,
+        help="give up on a listing that sends no model for this long (default 120)",
+    )
+    how.add_argument("--endpoint", help="Hub URL (default: HF_ENDPOINT, else https://huggingface.co)")
+    how.add_argument("--cache-dir", help="HF cache folder (default: HF_HUB_CACHE)")
+    how.add_argument(
+        "--hf-cache",
+        action="store_true",
+        help="download through hf_hub_download and keep the configs in the HF cache "
+        "(slower: two HEADs and a GET per model instead of one GET, plus cache bookkeeping)",
+    )
+
+    known = parser.add_argument_group("what is known")
+    known.add_argument(
+        "--state", type=Path, help="scan state file (JSON); without it every scan starts blank"
+    )
+    known.add_argument("--fingerprints", type=Path, help="folder of family files (default: the bundled ones)")
+    known.add_argument(
+        "--update-fingerprints",
+        type=Path,
+        metavar="DIR",
+        help="write a proposed family file for each new design into DIR",
+    )
+
+    out = parser.add_argument_group("output")
+    fmt = out.add_mutually_exclusive_group()
+    fmt.add_argument("--format", choices=sorted(RENDERERS), default=None, help="stdout format")
+    fmt.add_argument(
+        "--json",
+        dest="format",
+        action="store_const",
+        const="json",
+        help="JSON (schemas/scan-report.schema.json)",
+    )
+    fmt.add_argument(
+        "--markdown",
+        dest="format",
+        action="store_const",
+        const="markdown",
+        help="Markdown, for an issue or a chat post (the default when stdout is not a terminal)",
+    )
+    out.add_argument(
+        "--write-markdown", type=Path, metavar="PATH", help="also write the Markdown report here"
+    )
+    out.add_argument("--write-json", type=Path, metavar="PATH", help="also write the JSON report here")
+    out.add_argument(
+        "--fail-on-new", action="store_true", help="exit 1 when something new was found (for CI)"
+    )
+    out.add_argument("--quiet", action="store_true", help="no progress output")
+
+
+class _PlainProgress:
+    """One line per finished model on stderr (CI logs)."""
+
+    def __init__(self) -> None:
+        self.listed = 0
+
+    def __call__(self, event: str, *args: Any) -> None:
+        if event == "listed":
+            self.listed = args[0]
+            return
+        rec, done, total = args
+        what = rec.reason if rec.verdict == "skipped" else (rec.family or rec.fingerprint or "")
+        sys.stderr.write(f"[{done}/{total}] {rec.repo_id}: {rec.verdict} {what}\n")
+        sys.stderr.flush()
+
+    def close(self) -> None:
+        pass
+
+
+class _RichProgress:
+    """A rich progress bar on a terminal (stderr)."""
+
+    def __init__(self) -> None:
+        from rich.console import Console
+        from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+
+        self.progress = Progress(
+            TextColumn("scan"),
+            BarColumn(),
+            MofNCompleteColumn(),
+            TimeElapsedColumn(),
+            TextColumn("{task.fields[last]}", style="dim"),
+            console=Console(stderr=True),
+            transient=True,
+        )
+        self.task = self.progress.add_task("scan", total=None, last="listing...")
+        self.new = 0
+        self.progress.start()
+
+    def __call__(self, event: str, *args: Any) -> None:
+        if event == "listed":
+            self.progress.update(self.task, total=args[0])
+            return
+        rec, done, total = args
+        from ..scan.verdict import NEW
+
+        self.new += rec.verdict in NEW
+        self.progress.update(self.task, completed=done, total=total, last=f"{self.new} new · {rec.repo_id}")
+
+    def close(self) -> None:
+        self.progress.stop()
+
+
+def _sigterm(signum: int, frame: Any) -> None:
+    raise KeyboardInterrupt  # CI cancelling a job: save the state, exit 130
+
+
+def run(args: argparse.Namespace) -> int:
+    from ..errors import UsageError
+    from ..files import atomic_write_text
+    from ..hub import RetryPolicy
+    from ..scan import ScanOptions, run_scan
+    from ..scan.propose import write_proposals
+    from ..scan.report import RENDERERS, new_fingerprints, to_dict
+
+    for name in ("workers", "limit"):
+        if getattr(args, name) is not None and getattr(args, name) < 1:
+            raise UsageError(f"--{name} must be at least 1")
+    for name in ("timeout", "deadline", "max_wait", "retry_after_cap", "list_timeout"):
+        if getattr(args, name) <= 0:
+            raise UsageError(f"--{name.replace('_', '-')} must be positive")
+    if args.fingerprints is not None and not args.fingerprints.is_dir():
+        raise UsageError(f"--fingerprints {args.fingerprints}: not a folder")
+    opts = ScanOptions(
+        since=args.since,
+        by=args.by,
+        pipeline_tag=args.pipeline_tag,
+        library=args.library,
+        author=args.author,
+        search=args.search,
+        limit=args.limit,
+        workers=args.workers,
+        timeout=args.timeout,
+        deadline=args.deadline,
+        list_timeout=args.list_timeout,
+        retry=RetryPolicy(
+            retry_after_cap=args.retry_after_cap,
+            model_budget=max(0.0, args.deadline - args.timeout),
+            total_budget=args.max_wait,
+        ),
+        state=args.state,
+        fingerprints=args.fingerprints,
+        endpoint=args.endpoint,
+        cache_dir=args.cache_dir,
+        via_hf_cache=args.hf_cache,
+    )
+    from huggingface_hub.utils import disable_progress_bars
+    from huggingface_hub.utils import logging as hf_logging
+
+    progress: Any = None
+    if not args.quiet:
+        progress = _RichProgress() if sys.stderr.isatty() else _PlainProgress()
+    previous = signal.signal(signal.SIGTERM, _sigterm)
+    verbosity = hf_logging.get_verbosity()
+    hf_logging.set_verbosity_error()  # failures are in the report, one line each
+    try:
+        with disable_progress_bars():  # the scan has its own; per-file bars would drown it
+            result = run_scan(opts, progress)
+    finally:
+        hf_logging.set_verbosity(verbosity)
+        signal.signal(signal.SIGTERM, previous)
+        if progress is not None:
+            progress.close()
+    proposed: list[str] = []
+    if args.update_fingerprints is not None:
+        proposed = write_proposals(args.update_fingerprints, new_fingerprints(result.records))
+    data = to_dict(result, proposed)
+    if args.write_markdown:
+        atomic_write_text(args.write_markdown, RENDERERS["markdown"](data))
+    if args.write_json:
+        atomic_write_text(args.write_json, RENDERERS["json"](data))
+    fmt = args.format or ("table" if sys.stdout.isatty() else "markdown")
+    sys.stdout.write(RENDERERS[fmt](data))
+    return 1 if args.fail_on_new and data["new"] else 0

@@ -1,0 +1,385 @@
+"""The scan loop: list → (skip, or fetch and classify in the pool) → judge → record → report.
+
+The main thread owns the state and the listing's hand-over; worker threads only fetch and
+classify (pure work, no shared writes). Every model ends as exactly one :class:`Record`.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import re
+import secrets
+import threading
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field, replace
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+from ..errors import SlotdiffError
+from ..hub import HubFailure, Retrier, RetryPolicy, fetch_config, looks_like_repo_id
+from .listing import (
+    NOT_LM_PIPELINES,
+    Listed,
+    Lister,
+    Query,
+    describe_listing_error,
+    iso,
+    list_models,
+    parse_since,
+)
+from .pool import DeadlinePool, Outcome
+from .state import ScanState
+from .verdict import (
+    VERDICTS,
+    Knowledge,
+    NotALanguageModel,
+    Record,
+    analyze_config,
+    judge,
+    skipped,
+)
+
+
+@dataclass(frozen=True)
+class ScanOptions:
+    """Everything a scan needs to know (the CLI flags, as data)."""
+
+    since: str = "7d"
+    by: str = "modified"
+    pipeline_tag: str | None = None
+    library: str | None = None
+    author: str | None = None
+    search: str | None = None
+    limit: int | None = 1000
+    workers: int = 8
+    timeout: float = 10.0  # per request
+    deadline: float = 60.0  # per model, all requests and retries included
+    list_timeout: float = 120.0  # longest the listing may go without a new item
+    retry: RetryPolicy = field(default_factory=RetryPolicy)
+    state: Path | None = None
+    fingerprints: Path | None = None
+    endpoint: str | None = None
+    cache_dir: str | None = None
+    token: str | bool | None = None
+    checkpoint_every: float = 2.0  # seconds between state-file rewrites (the journal is per model)
+    via_hf_cache: bool = False  # download through hf_hub_download (keeps configs in the HF cache)
+
+
+@dataclass
+class ScanResult:
+    """A finished (or interrupted) scan: its records in listing order, and what happened."""
+
+    scan_id: str
+    started: str
+    finished: str | None
+    query: Query
+    records: list[Record]
+    resumed: bool = False
+    notes: list[str] = field(default_factory=list)
+    listing_error: str | None = None
+    retries: int = 0
+    waited_s: float = 0.0
+    abandoned: int = 0
+    endpoint: str | None = None
+    knowledge: Knowledge | None = None
+    interrupted: bool = False
+
+    def counts(self) -> dict[str, Any]:
+        by_verdict = dict.fromkeys(VERDICTS, 0)
+        reasons: dict[str, int] = {}
+        for rec in self.records:
+            by_verdict[rec.verdict] += 1
+            if rec.reason:
+                reasons[rec.reason] = reasons.get(rec.reason, 0) + 1
+        return {"models": len(self.records), **by_verdict, "skipped_by_reason": dict(sorted(reasons.items()))}
+
+    @property
+    def new(self) -> list[Record]:
+        from .verdict import NEW
+
+        return [r for r in self.records if r.verdict in NEW]
+
+
+_SHA = re.compile(r"[0-9a-f]{40}")
+
+# What a progress display is told: ("listed", count) or ("done", record, done, total).
+Progress = Callable[..., None]
+
+
+def _failure_record(listed: Listed, fail: HubFailure) -> Record:
+    if fail.kind == "network":
+        reason = "timeout" if fail.detail == "timeout" else "network"
+    elif fail.kind == "http":
+        reason = {"rate_limited": "rate_limited", "server": "server_error"}.get(fail.detail, "http")
+    elif fail.kind == "revision":
+        reason = "not_found"
+    elif fail.kind == "offline":
+        reason = "network"
+    else:
+        reason = fail.kind
+    return skipped(listed, reason, fail.reason)
+
+
+class _Examiner:
+    """The worker's job for one model: fetch, read, classify, judge."""
+
+    def __init__(
+        self, opts: ScanOptions, know: Knowledge, retrier: Retrier, previous: dict[str, Any]
+    ) -> None:
+        self.opts = opts
+        self.know = know
+        self.retrier = retrier
+        self.previous = previous
+        # Identical config bytes (re-uploads, quantized copies) are classified once.
+        self._memo: dict[str, Any] = {}
+        self._lock = threading.Lock()
+
+    def __call__(self, listed: Listed) -> Record:
+        if self.retrier.cancel.is_set():
+            return skipped(listed, "network", "the scan was stopped before this model")
+        prev = self.previous.get(listed.repo_id)
+        try:
+            cfg = fetch_config(
+                listed.repo_id,
+                revision=listed.sha if listed.sha and _SHA.fullmatch(listed.sha) else None,
+                timeout=self.opts.timeout,
+                endpoint=self.opts.endpoint,
+                token=self.opts.token,
+                cache_dir=self.opts.cache_dir,
+                retrier=self.retrier,
+                known_etag=prev.get("etag") if prev else None,
+                via_hf_cache=self.opts.via_hf_cache,
+            )
+        except HubFailure as fail:
+            return _failure_record(listed, fail)
+        facts = {"commit": cfg.commit, "etag": cfg.etag}
+        if cfg.origin == "unchanged":
+            return Record(listed, "unchanged", detail="config.json unchanged (same etag)", **facts)
+        try:
+            data = cfg.read()
+        except HubFailure as fail:
+            return _failure_record(listed, fail)
+        except OSError as err:
+            return skipped(listed, "error", f"cannot read the downloaded file: {err}", **facts)
+        if data is None:
+            return skipped(listed, "error", "no config.json bytes came back", **facts)
+        digest = hashlib.sha256(data).hexdigest()
+        facts["config_sha256"] = digest
+        if prev and prev.get("config_sha256") == digest:
+            return Record(listed, "unchanged", detail="config.json unchanged (same sha256)", **facts)
+        return self.classify(listed, data, digest, facts, prev)
+
+    def classify(
+        self, listed: Listed, data: bytes, digest: str, facts: dict[str, Any], prev: dict[str, Any] | None
+    ) -> Record:
+        from ..jsonpos import JSONInputError
+
+        with self._lock:
+            analysis = self._memo.get(digest)
+        try:
+            if analysis is None:
+                analysis = analyze_config(data, listed.repo_id)
+                with self._lock:
+                    self._memo[digest] = analysis
+        except JSONInputError as err:
+            reason = "too_large" if "bytes, over the" in err.message else "invalid_json"
+            return skipped(listed, reason, f"{err.message} (line {err.line}, column {err.col})", **facts)
+        except NotALanguageModel as err:
+            return skipped(listed, "not_lm", str(err), **facts)
+        except SlotdiffError as err:
+            where = f"{err.key}: " if err.key else ""
+            return skipped(listed, "unreadable", where + err.reason, **facts)
+        except Exception as err:  # a config slotdiff cannot handle must not stop the scan
+            return skipped(listed, "error", f"{type(err).__name__}: {err}", **facts)
+        rec = judge(listed, analysis, self.know, **facts)
+        if prev and prev.get("fingerprint") and prev.get("fingerprint") != rec.fingerprint:
+            rec = replace(rec, previous={"fingerprint": prev["fingerprint"], "verdict": prev.get("verdict")})
+        return rec
+
+
+def _has_token(token: str | bool | None) -> bool:
+    if isinstance(token, str):
+        return bool(token)
+    if token is False:
+        return False
+    from huggingface_hub import get_token
+
+    return get_token() is not None
+
+
+def _prefilter(listed: Listed, prev: dict[str, Any] | None, has_token: bool) -> Record | None:
+    """A verdict reached without any request, or None when the config must be fetched."""
+    if not looks_like_repo_id(listed.repo_id):
+        return skipped(listed, "not_found", f"{listed.repo_id!r} is not a valid repo id")
+    if prev and listed.sha and prev.get("commit") == listed.sha:
+        return Record(listed, "unchanged", detail="same commit as the last scan", commit=listed.sha)
+    if listed.pipeline_tag in NOT_LM_PIPELINES:
+        return skipped(listed, "not_lm", f"pipeline_tag {listed.pipeline_tag}")
+    if listed.gated and not has_token:
+        return skipped(listed, "gated", f"gated ({listed.gated}) and no HF_TOKEN is set")
+    return None
+
+
+def _quiet_on_failure(progress: Progress | None) -> Progress:
+    """A progress display that fails (stderr closed, a broken pipe) goes quiet, the scan goes on."""
+    if progress is None:
+        return lambda *a: None
+    broken = False
+
+    def call(*args: Any) -> None:
+        nonlocal broken
+        if broken:
+            return
+        try:
+            progress(*args)
+        except Exception:
+            broken = True
+
+    return call
+
+
+def _since(opts: ScanOptions, state: ScanState, now: datetime) -> datetime:
+    if opts.since == "last":
+        last = state.last_started()
+        return last if last is not None else parse_since("7d", now)
+    return parse_since(opts.since, now)
+
+
+def run_scan(
+    opts: ScanOptions,
+    progress: Progress | None = None,
+    *,
+    cancel: threading.Event | None = None,
+    now: datetime | None = None,
+) -> ScanResult:
+    """Run one scan (resuming an unfinished one in the same state file) and return it."""
+    from huggingface_hub import constants
+
+    if constants.HF_HUB_OFFLINE:
+        raise SlotdiffError("scan", "needs the Hub, but HF_HUB_OFFLINE is set")
+    if opts.by not in ("modified", "created"):
+        raise SlotdiffError("scan", f"--by {opts.by!r}: expected modified or created")
+    progress = _quiet_on_failure(progress)
+    now = now or datetime.now(UTC)
+    state = ScanState.load(opts.state)
+    know = Knowledge.build(opts.fingerprints, state)
+    since = _since(opts, state, now)
+    query = Query(
+        since=since,
+        since_spec=opts.since,
+        by=opts.by,
+        pipeline_tag=opts.pipeline_tag,
+        library=opts.library,
+        author=opts.author,
+        search=opts.search,
+        limit=opts.limit,
+    )
+    scan_id = now.strftime("%Y%m%dT%H%M%SZ") + "-" + secrets.token_hex(3)
+    resumed, note = state.begin(scan_id, query.key(), iso(since) or "", iso(now) or "")
+    cur = state.current
+    assert cur is not None
+    if resumed:
+        from .listing import from_iso
+
+        query = replace(query, since=from_iso(cur["since"]) or since)
+    result = ScanResult(
+        scan_id=cur["id"],
+        started=cur["started"],
+        finished=None,
+        query=query,
+        records=[],
+        resumed=resumed,
+        notes=[n for n in (note,) if n],
+        endpoint=opts.endpoint,
+        knowledge=know,
+    )
+    cancel = cancel or threading.Event()
+    retrier = Retrier(opts.retry, cancel)
+    previous = dict(state.models)
+    examine = _Examiner(opts, know, retrier, previous)
+    has_token = _has_token(opts.token)
+    records: dict[str, Record] = {r: Record.from_dict(d) for r, d in state.done().items()}
+    order: list[str] = []  # listing order of this run, then earlier-run records not re-listed
+    in_order: set[str] = set()
+    lister = Lister(
+        lambda: list_models(query, endpoint=opts.endpoint, token=opts.token),
+        describe_listing_error,
+    )
+    pool = DeadlinePool(examine, opts.workers, opts.deadline)
+    lister.start()
+    listing_done = False
+    last_checkpoint = time.monotonic()
+    total = 0
+
+    def finish(rec: Record) -> None:
+        records[rec.repo_id] = rec
+        state.record(rec)
+        progress("done", rec, len(records), max(total, len(records)))
+
+    try:
+        while True:
+            if not listing_done:
+                items, listing_done = lister.drain(0.0 if pool.pending else 0.05)
+                for listed in items:
+                    if listed.repo_id in in_order:
+                        continue  # a listing page shifted under us: one model, one record
+                    order.append(listed.repo_id)
+                    in_order.add(listed.repo_id)
+                    total += 1
+                    progress("listed", total)
+                    if listed.repo_id in records:
+                        continue  # done before the scan was killed
+                    quick = _prefilter(listed, previous.get(listed.repo_id), has_token)
+                    if quick is not None:
+                        finish(quick)
+                    else:
+                        pool.submit(listed.repo_id, listed)
+                if listing_done and lister.error:
+                    result.listing_error = lister.error
+                elif not listing_done and time.monotonic() - lister.progress > opts.list_timeout:
+                    result.listing_error = f"the listing stalled (no answer for {opts.list_timeout:g} s)"
+                    listing_done = True
+            for out in pool.poll(0.05 if pool.pending else 0.0):
+                finish(_outcome_record(out, opts.deadline))
+            if time.monotonic() - last_checkpoint >= opts.checkpoint_every:
+                state.checkpoint()
+                last_checkpoint = time.monotonic()
+            if listing_done and pool.pending == 0:
+                break
+    except KeyboardInterrupt:
+        cancel.set()
+        result.interrupted = True
+        state.checkpoint(force=True)
+        state.close()
+        pool.close()
+        raise
+    pool.close()
+    result.retries, result.waited_s, result.abandoned = retrier.retries, retrier.waited, pool.abandoned
+    result.records = [records[r] for r in order if r in records] + [
+        rec for r, rec in records.items() if r not in in_order
+    ]
+    if result.listing_error and not order and not records:
+        state.close()
+        raise SlotdiffError("scan", result.listing_error)
+    finished = iso(datetime.now(UTC)) or ""
+    result.finished = finished
+    if result.listing_error:
+        # A partial listing is reported but not merged: the next scan covers the window again.
+        result.notes.append("the listing did not finish: state keeps this scan open for a rerun")
+        state.checkpoint(force=True)
+        state.close()
+    else:
+        state.finish(finished, result.counts())
+    return result
+
+
+def _outcome_record(out: Outcome, deadline: float) -> Record:
+    listed: Listed = out.item
+    if out.status == "ok":
+        return out.value
+    if out.status == "timeout":
+        return skipped(listed, "timeout", f"no result within the {deadline:g} s per-model deadline")
+    err = out.error
+    return skipped(listed, "error", f"{type(err).__name__}: {err}")

@@ -1,0 +1,251 @@
+"""List new and updated models on the Hub, newest first: the scan's input.
+
+huggingface_hub's pager has no timeout and retries on its own, so the listing runs in a
+daemon thread (:class:`Lister`) that the scan watches from outside and can give up on.
+"""
+
+from __future__ import annotations
+
+import queue
+import re
+import threading
+import time
+from collections.abc import Callable, Iterator, Mapping
+from dataclasses import asdict, dataclass, field
+from datetime import UTC, datetime, timedelta
+from typing import Any
+
+from ..errors import UsageError
+
+# Fields asked of the listing: dates to cut at --since, the commit sha (an unchanged repo
+# needs no request at all), popularity for the report, the tags that decide "not an LM".
+EXPAND = [
+    "createdAt",
+    "lastModified",
+    "sha",
+    "downloads",
+    "likes",
+    "pipeline_tag",
+    "library_name",
+    "tags",
+    "gated",
+]
+
+# Pipeline tags of models that are not language models: skipped without fetching. Any
+# other tag (or none) is fetched, and the config decides (a text model must be in it).
+NOT_LM_PIPELINES = frozenset(
+    {
+        "audio-classification",
+        "audio-to-audio",
+        "automatic-speech-recognition",
+        "depth-estimation",
+        "graph-ml",
+        "image-classification",
+        "image-feature-extraction",
+        "image-segmentation",
+        "image-to-3d",
+        "image-to-image",
+        "image-to-video",
+        "keypoint-detection",
+        "mask-generation",
+        "object-detection",
+        "reinforcement-learning",
+        "robotics",
+        "tabular-classification",
+        "tabular-regression",
+        "text-to-3d",
+        "text-to-audio",
+        "text-to-image",
+        "text-to-speech",
+        "text-to-video",
+        "time-series-forecasting",
+        "unconditional-image-generation",
+        "video-classification",
+        "voice-activity-detection",
+        "zero-shot-image-classification",
+        "zero-shot-object-detection",
+    }
+)
+
+_SINCE = re.compile(r"^\s*(\d+)\s*([mhdw])\s*$")
+_UNITS = {"m": "minutes", "h": "hours", "d": "days", "w": "weeks"}
+
+
+def parse_since(text: str, now: datetime | None = None) -> datetime:
+    """``7d``, ``12h``, ``2w``, ``30m`` (before ``now``) or an ISO date / datetime → aware UTC."""
+    now = now or datetime.now(UTC)
+    m = _SINCE.match(text)
+    if m:
+        return now - timedelta(**{_UNITS[m.group(2)]: int(m.group(1))})
+    try:
+        when = datetime.fromisoformat(text.strip().replace("Z", "+00:00"))
+    except ValueError as err:
+        raise UsageError(f"--since {text!r}: expected e.g. 7d, 12h, 2w, or an ISO date (2025-01-31)") from err
+    return when.replace(tzinfo=UTC) if when.tzinfo is None else when.astimezone(UTC)
+
+
+def iso(when: datetime | None) -> str | None:
+    """``2025-01-31T12:00:00Z`` (UTC, seconds), or None."""
+    if when is None:
+        return None
+    return when.astimezone(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
+def from_iso(text: str | None) -> datetime | None:
+    return None if not text else datetime.fromisoformat(text.replace("Z", "+00:00"))
+
+
+@dataclass(frozen=True)
+class Query:
+    """What to list: the window, the order, the filters and the cap."""
+
+    since: datetime
+    since_spec: str = "7d"
+    by: str = "modified"  # modified: created or updated since; created: new repos only
+    pipeline_tag: str | None = None
+    library: str | None = None
+    author: str | None = None
+    search: str | None = None
+    limit: int | None = None
+
+    def key(self) -> dict[str, Any]:
+        """What identifies the query (the window as written, not as resolved), for resuming."""
+        out = asdict(self)
+        out.pop("since")
+        return out
+
+
+@dataclass(frozen=True)
+class Listed:
+    """One model as the listing gave it (fields the listing left out are None)."""
+
+    repo_id: str
+    created: str | None = None  # ISO, UTC
+    modified: str | None = None
+    sha: str | None = None
+    downloads: int | None = None
+    likes: int | None = None
+    pipeline_tag: str | None = None
+    library: str | None = None
+    gated: str | bool | None = None
+    tags: tuple[str, ...] = field(default=())
+
+    @property
+    def date(self) -> str | None:
+        """The later of created and modified (what put it in the window)."""
+        return max(filter(None, (self.created, self.modified)), default=None)
+
+    def to_dict(self) -> dict[str, Any]:
+        out = asdict(self)
+        out["tags"] = list(self.tags)
+        return out
+
+    @classmethod
+    def from_dict(cls, data: Mapping[str, Any]) -> Listed:
+        known = {k: data.get(k) for k in cls.__dataclass_fields__ if k in data}
+        known["tags"] = tuple(known.get("tags") or ())
+        return cls(**known)
+
+
+def _listed(info: Any) -> Listed:
+    gated = getattr(info, "gated", None)
+    return Listed(
+        repo_id=str(info.id),
+        created=iso(getattr(info, "created_at", None)),
+        modified=iso(getattr(info, "last_modified", None)),
+        sha=getattr(info, "sha", None),
+        downloads=getattr(info, "downloads", None),
+        likes=getattr(info, "likes", None),
+        pipeline_tag=getattr(info, "pipeline_tag", None),
+        library=getattr(info, "library_name", None),
+        gated=gated if isinstance(gated, (str, bool)) else None,
+        tags=tuple(str(t) for t in (getattr(info, "tags", None) or ())),
+    )
+
+
+def list_models(
+    query: Query, *, endpoint: str | None = None, token: str | bool | None = None
+) -> Iterator[Listed]:
+    """Models in the window, newest first, through ``HfApi.list_models`` (lazy, paged)."""
+    from huggingface_hub import HfApi
+
+    api = HfApi(endpoint=endpoint, token=token)
+    sort = "last_modified" if query.by == "modified" else "created_at"
+    infos = api.list_models(
+        sort=sort,
+        expand=EXPAND,  # type: ignore[arg-type]
+        author=query.author,
+        pipeline_tag=query.pipeline_tag,
+        filter=query.library,
+        search=query.search,
+        limit=query.limit,
+    )
+    for info in infos:
+        when = getattr(info, "last_modified" if query.by == "modified" else "created_at", None)
+        when = when or getattr(info, "created_at", None)
+        if when is not None and when < query.since:
+            return  # sorted newest first: everything after this is older
+        yield _listed(info)
+
+
+_END = object()
+
+
+class Lister(threading.Thread):
+    """Runs a listing in a daemon thread and hands its items over through a queue.
+
+    ``error`` is set (one line) when the listing failed; ``progress`` is the monotonic time
+    of the last item, so the scan can tell a slow page from a stalled pager.
+    """
+
+    def __init__(
+        self, produce: Callable[[], Iterator[Listed]], describe: Callable[[BaseException], str]
+    ) -> None:
+        super().__init__(name="slotdiff-listing", daemon=True)
+        self._produce = produce
+        self._describe = describe
+        self.items: queue.Queue[Any] = queue.Queue()
+        self.error: str | None = None
+        self.finished = threading.Event()
+        self.progress = time.monotonic()
+        self.count = 0
+
+    def run(self) -> None:
+        try:
+            for item in self._produce():
+                self.count += 1
+                self.progress = time.monotonic()
+                self.items.put(item)
+        except BaseException as err:  # the scan reports it; nothing escapes a daemon thread
+            self.error = self._describe(err)
+        finally:
+            self.finished.set()
+            self.items.put(_END)
+
+    def drain(self, timeout: float) -> tuple[list[Listed], bool]:
+        """Items available now (waiting up to ``timeout`` for the first); True once all are out."""
+        out: list[Listed] = []
+        try:
+            item = self.items.get(timeout=timeout) if timeout > 0 else self.items.get_nowait()
+            while True:
+                if item is _END:
+                    return out, True
+                out.append(item)
+                item = self.items.get_nowait()
+        except queue.Empty:
+            return out, False
+
+
+def describe_listing_error(err: BaseException) -> str:
+    """One line for a failed listing."""
+    import json
+
+    if isinstance(err, json.JSONDecodeError):
+        return f"the Hub's model list was not valid JSON ({err.msg} at line {err.lineno})"
+    from ..hub import _describe
+
+    try:
+        fail = _describe(err, "(listing)", None)
+    except Exception:
+        return f"listing failed: {type(err).__name__}: {' '.join(str(err).split())[:200]}"
+    return f"listing failed: {fail.reason}"

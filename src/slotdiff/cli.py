@@ -32,6 +32,7 @@ COMMANDS: dict[str, str] = {
     "moe": "slotdiff.commands.moe",
     "specdec": "slotdiff.commands.specdec",
     "formats": "slotdiff.commands.formats",
+    "image": "slotdiff.commands.image",
     "scan": "slotdiff.commands.scan",
 }
 

@@ -1,0 +1,144 @@
+"""What one image costs a multimodal MODEL (seed 09): decoder tokens, encoder FLOPs, KV.
+
+The image goes through the model's own processor rules (resize, tiles, patch merge or
+pixel shuffle, as transformers' image processor does it), then the vision tower and
+connector; its tokens then hold KV in the decoder like text tokens (or in the
+cross-attention layers for Llama-3.2-Vision-style models). Processor settings that
+config.json does not hold (min/max pixels) take the processor's defaults and say so.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import re
+import sys
+from typing import Any
+
+EPILOG = """\
+examples:
+  slotdiff image Qwen/Qwen3-VL-30B-A3B-Instruct --image 1024x1024
+  slotdiff image llava-hf/llava-1.5-7b-hf --image 336x336 --image 1920x1080 --json
+  slotdiff image config.json --image 1024x1024 --max-pixels 1003520
+"""
+
+_SIZE = re.compile(r"^(\d{1,6})[x×](\d{1,6})$")
+
+
+def parse_size(text: str) -> tuple[int, int]:
+    """``1024x768`` → (1024, 768)."""
+    m = _SIZE.match(text.strip().lower())
+    if not m or not int(m.group(1)) or not int(m.group(2)):
+        raise argparse.ArgumentTypeError(f"expected WIDTHxHEIGHT such as 1024x1024, got {text!r}")
+    return int(m.group(1)), int(m.group(2))
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("model", help="config.json, a folder holding one, or a Hub repo id")
+    parser.add_argument(
+        "--image",
+        dest="images",
+        type=parse_size,
+        action="append",
+        help="image size WIDTHxHEIGHT (repeatable; default 1024x1024)",
+    )
+    parser.add_argument("--min-pixels", type=int, help="processor setting (Qwen-VL families)")
+    parser.add_argument("--max-pixels", type=int, help="processor setting (Qwen-VL families)")
+    parser.add_argument("--kv-dtype", default="bf16", help="decoder KV element type (default bf16)")
+    parser.add_argument("--json", action="store_true", help="the figures as JSON")
+
+
+def _figures(
+    arch: Any, width: int, height: int, kv_per_token: int, overrides: dict[str, Any]
+) -> dict[str, Any]:
+    from ..images import vision_flops
+
+    cost = vision_flops(arch, width, height, kv_bytes_per_token=kv_per_token, **overrides)
+    img = cost.image
+    return {
+        "image": f"{width}x{height}",
+        "resized_to": f"{img.resize[0]}x{img.resize[1]}",
+        "tiles": img.tiles,
+        "patches": img.patches,
+        "encoder_sequences": img.encoder_seqs,
+        "encoder_positions_per_sequence": img.encoder_len,
+        "decoder_tokens": img.tokens,
+        "marker_tokens": img.special,
+        "decoder_positions": img.total,
+        "cross_attention_states": img.cross_tokens,
+        "encoder_flops": cost.flops,
+        "encoder_matmul_flops": cost.tower_matmul_flops,
+        "connector_flops": cost.connector_flops,
+        "encoder_attention_flops": cost.attention_flops,
+        "kv_bytes": cost.kv_bytes,
+        "cross_kv_bytes": cost.cross_kv_bytes,
+        "rule": img.rule,
+        "source": img.source,
+        "settings": [{"name": n, "value": v, "from": w} for n, v, w in img.settings],
+        "notes": list(img.notes) + list(cost.notes),
+    }
+
+
+def run(args: argparse.Namespace) -> int:
+    from ..analyze import load
+    from ..cost.kv import kv_cost
+    from ..cost.params import count
+    from ..errors import SlotdiffError
+    from ..precision import canonical_dtype
+    from ..render import fmt
+
+    model = load(args.model)
+    arch = model.arch
+    if arch.vision is None:
+        raise SlotdiffError(model.raw.name, "has no vision encoder (no vision_config): text only")
+    kv_dtype = canonical_dtype(args.kv_dtype)
+    if kv_dtype is None:
+        raise SlotdiffError("slotdiff image", f"unknown dtype {args.kv_dtype!r} for --kv-dtype")
+    overrides = {k: v for k, v in (("min_pixels", args.min_pixels), ("max_pixels", args.max_pixels)) if v}
+    kv_per_token = kv_cost(arch, 1, kv_dtype).bytes_per_token
+    params = count(arch)
+    rows = [_figures(arch, w, h, kv_per_token, overrides) for w, h in (args.images or [(1024, 1024)])]
+    out = {
+        "model": model.raw.name,
+        "vision_params": params.part("vision"),
+        "connector_params": params.part("connector"),
+        "kv_dtype": kv_dtype,
+        "kv_bytes_per_token": kv_per_token,
+        "images": rows,
+    }
+    if args.json:
+        sys.stdout.write(json.dumps(out, indent=2) + "\n")
+        return 0
+    lines = [
+        f"{model.raw.name}: vision tower {fmt.count(out['vision_params'])} params, "
+        f"connector {fmt.count(out['connector_params'])}; decoder KV "
+        f"{fmt.bin_bytes(kv_per_token)}/token ({kv_dtype})"
+    ]
+    for r in rows:
+        lines.append(
+            f"\n{r['image']} → resized to {r['resized_to']}"
+            + (f", {r['tiles']} tiles" if r["tiles"] > 1 else "")
+            + f", {r['patches']:,} patches in {r['encoder_sequences']} encoder "
+            f"sequence(s) of {r['encoder_positions_per_sequence']:,}"
+        )
+        lines.append(
+            f"  decoder: {r['decoder_tokens']:,} image tokens + {r['marker_tokens']} markers = "
+            f"{r['decoder_positions']:,} positions, KV {fmt.bin_bytes(r['kv_bytes'])}"
+        )
+        if r["cross_attention_states"]:
+            lines.append(
+                f"  cross-attention: {r['cross_attention_states']:,} image states, "
+                f"KV {fmt.bin_bytes(r['cross_kv_bytes'])}"
+            )
+        lines.append(
+            f"  encoder: {fmt.flops(r['encoder_flops'])} per image (matmuls "
+            f"{fmt.flops(r['encoder_matmul_flops'])}, attention "
+            f"{fmt.flops(r['encoder_attention_flops'])}, connector {fmt.flops(r['connector_flops'])})"
+        )
+        lines.append(f"  rule: {r['rule']} ({r['source']})")
+        for s in r["settings"]:
+            lines.append(f"    {s['name']} = {s['value']} ({s['from']})")
+        for n in r["notes"]:
+            lines.append(f"  note: {n}")
+    sys.stdout.write("\n".join(lines) + "\n")
+    return 0

@@ -11,30 +11,13 @@ Python API (the CLI uses the same functions)::
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
-
 __version__ = "0.1.0"
 
-if TYPE_CHECKING:
-    from .analyze import analyze
-    from .classify import classify
-    from .compare import diff
+# The functions share their names with the modules that define them; binding them here,
+# after the import, makes ``slotdiff.analyze`` the function (the import system sets a
+# submodule attribute only when the submodule is first loaded).
+from .analyze import analyze
+from .classify import classify
+from .compare import diff
 
 __all__ = ["__version__", "analyze", "classify", "diff"]
-
-
-def __getattr__(name: str) -> Any:
-    # Lazy: `import slotdiff` stays cheap; the pipeline loads on first use.
-    if name == "analyze":
-        from .analyze import analyze
-
-        return analyze
-    if name == "classify":
-        from .classify import classify
-
-        return classify
-    if name == "diff":
-        from .compare import diff
-
-        return diff
-    raise AttributeError(f"module 'slotdiff' has no attribute {name!r}")

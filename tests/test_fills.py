@@ -141,3 +141,66 @@ def test_evidence_names_the_keys() -> None:
     kv = fills("meta-llama/Meta-Llama-3-8B")["attention.kv"]
     ev = dict(kv.evidence)
     assert ev["num_key_value_heads"] == 8 and ev["num_attention_heads"] == 32
+
+
+def defaults(name: str):  # type: ignore[no-untyped-def]
+    from conftest import DEFAULTS
+
+    return load(DEFAULTS / name).fills
+
+
+def test_gpt_oss() -> None:
+    # config: layer_types alternate sliding/full, sliding_window 128, quant_method mxfp4;
+    # the model card: attention sinks, 32 experts top-4.
+    f = fills("openai/gpt-oss-20b")
+    rng = f["attention.range"]
+    assert rng.kind == "interleave" and rng.size("window") == 128 and rng.attr("sinks")
+    assert rng.size("local_layers") == rng.size("global_layers") == 12
+    assert f["precision.weights"].kind == "mxfp4"
+    assert f["ffn.experts"].size("experts") == 32 and f["ffn.experts"].size("top_k") == 4
+
+
+def test_llama4_scout() -> None:
+    # config: attention_chunk_size 8192; transformers' default no_rope_layers puts NoPE on
+    # every 4th layer (48 / 4 = 12); 16 experts top-1 plus a shared expert.
+    f = fills("meta-llama/Llama-4-Scout-17B-16E-Instruct")
+    rng = f["attention.range"]
+    assert rng.kind == "chunked" and rng.size("chunk") == 8192 and rng.size("chunked_layers") == 36
+    assert f["position.encoding"].attr("nope_layers")
+    ex = f["ffn.experts"]
+    assert ex.kind == "moe" and ex.size("experts") == 16 and ex.size("top_k") == 1 and ex.attr("shared")
+    assert f["modality.input"].kind == "vision-tokens"
+
+
+def test_qwen3_next_hybrid() -> None:
+    # config: full_attention_interval 4 over 48 layers → 12 attention + 36 linear layers.
+    mixer = fills("Qwen/Qwen3-Next-80B-A3B-Thinking")["attention.mixer"]
+    assert mixer.kind == "linear-hybrid"
+    assert mixer.size("recurrent_layers") == 36 and mixer.size("attention_layers") == 12
+
+
+def test_jamba_and_mamba_ssm_layers() -> None:
+    # Jamba: attn_layer_period 8, offset 4 → 4 attention layers of 32, the rest Mamba.
+    j = defaults("jamba.json")["attention.mixer"]
+    assert j.kind == "ssm-hybrid" and j.size("attention_layers") == 4 and j.size("recurrent_layers") == 28
+    m = defaults("mamba.json")
+    assert m["attention.mixer"].kind == "ssm" and m["attention.kv"].kind == "none"
+
+
+def test_nemotron_h_pattern() -> None:
+    # hybrid_override_pattern: 23 'M' (Mamba-2), 6 '*' (attention), 23 'E' (MoE).
+    f = fills("nvidia/NVIDIA-Nemotron-3-Nano-30B-A3B-BF16")
+    pattern = load(raw("nvidia/NVIDIA-Nemotron-3-Nano-30B-A3B-BF16")).raw.data["hybrid_override_pattern"]
+    assert f["attention.mixer"].size("recurrent_layers") == pattern.count("M") == 23
+    assert f["attention.mixer"].size("attention_layers") == pattern.count("*") == 6
+    assert f["ffn.experts"].size("moe_layers") == pattern.count("E") == 23
+
+
+def test_vision_injection_kinds() -> None:
+    # Qwen2-VL: image tokens in the sequence with M-RoPE; Llama-3.2-Vision: cross-attention
+    # layers at cross_attention_layers (8 of 40).
+    qvl = defaults("qwen2_vl.json")
+    assert qvl["modality.input"].kind == "vision-tokens" and qvl["position.encoding"].kind == "mrope"
+    mll = defaults("mllama.json")
+    assert mll["modality.input"].kind == "vision-cross-attention"
+    assert "8 cross-attention layers" in mll["modality.input"].detail

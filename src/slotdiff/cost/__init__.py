@@ -44,6 +44,7 @@ class CostReport:
             "params": {
                 "total": p.total,
                 "active": p.active,
+                "active_without_embedding": p.active_without_embedding,
                 "mtp": p.mtp,
                 "by_part": dict(p.by_part),
             },

@@ -697,7 +697,15 @@ class ParamCount:
     active: int  # per token: routed experts at top_k / n_experts
     by_part: tuple[tuple[str, int], ...]
     mtp: int | None  # MTP modules, counted separately; None when their structure is not known
+
     tensors: tuple[Tensor, ...]
+    embedding_lookup: int = 0  # embedding-table params a token only gathers (0 when tied to the head)
+
+    @property
+    def active_without_embedding(self) -> int:
+        """Active parameters less the gathered embedding table: what most model cards quote
+        as "activated" (gpt-oss, DeepSeek, Llama 4, Kimi); Qwen's cards count the table."""
+        return self.active - self.embedding_lookup
 
     def part(self, name: str) -> int:
         return dict(self.by_part).get(name, 0)
@@ -727,4 +735,5 @@ def count(arch: Architecture) -> ParamCount:
     mtp: int | None = sum(t.params for t in mtp_tensors(arch))
     if (arch.get("mtp_layers") or 0) and arch.get("mtp_style") != "deepseek":
         mtp = None  # the config names MTP modules but not their tensors
-    return ParamCount(total, active, tuple((p, v) for p, v in by.items() if v), mtp, ts)
+    lookup = 0 if arch.get("tie_embeddings") else sum(t.params for t in ts if t.part == "embedding/tokens")
+    return ParamCount(total, active, tuple((p, v) for p, v in by.items() if v), mtp, ts, lookup)

@@ -108,7 +108,7 @@ def test_check_jsonschema_agrees_with_sd102() -> None:
     """The schema works on its own: check-jsonschema fails exactly the SD102 examples."""
     tool = _check_jsonschema()
     if tool is None:
-        pytest.skip("check-jsonschema is not installed")
+        pytest.fail("check-jsonschema is not installed: pip install '.[test]'")
     schema = str(SCHEMAS / configschema.SCHEMA_FILE)
     files = sorted(p for p in EXAMPLES.glob("*/*/*.json") if ".base." not in p.name)
     bad = [p for p in files if p.parent.name in ("SD102",) and p.parent.parent.name == "negative"]

@@ -148,21 +148,43 @@ def _reject_constant(name: str) -> float:
     return {"NaN": math.nan, "Infinity": math.inf, "-Infinity": -math.inf}[name]
 
 
-def parse(text: str | bytes, *, with_positions: bool = True) -> Parsed:
-    """Parse ``text``; raise :class:`JSONInputError` with a position on any problem."""
+def decode(text: str | bytes) -> str:
+    """``text`` as a string, with the size cap applied first (bytes are UTF-8, BOM allowed)."""
     if isinstance(text, bytes):
         if len(text) > MAX_BYTES:
             raise JSONInputError(f"file is {len(text):,} bytes, over the {MAX_BYTES:,}-byte cap", 1, 1)
         try:
-            text = text.decode("utf-8-sig")
+            return text.decode("utf-8-sig")
         except UnicodeDecodeError as err:
             raise JSONInputError(f"not UTF-8 text ({err.reason} at byte {err.start})", 1, 1) from err
-    elif len(text) > MAX_BYTES:
+    if len(text) > MAX_BYTES:
         raise JSONInputError(f"text is {len(text):,} characters, over the {MAX_BYTES:,} cap", 1, 1)
+    return text
+
+
+def check_limits(text: str) -> None:
+    """Raise :class:`JSONInputError` when ``text`` nests deeper or holds more keys than the caps.
+
+    Meant to run before ``json.loads``: bracket and colon counts (C speed) bound depth and
+    key count from above, so a normal config passes without a tokenizer pass; only text
+    whose counts exceed a cap gets the exact check, which stops at the first violation.
+    """
+    if text.count("{") + text.count("[") > MAX_DEPTH or text.count(":") > MAX_MEMBERS:
+        _scan(text)
+
+
+def parse(text: str | bytes, *, with_positions: bool = True) -> Parsed:
+    """Parse ``text``; raise :class:`JSONInputError` with a position on any problem.
+
+    Size, depth and key-count caps are checked before the full parse.
+    """
+    text = decode(text)
     positions: dict[Path, tuple[int, int]] = {}
     duplicates: list[tuple[Path, tuple[int, int]]] = []
     if with_positions:
         positions, duplicates = _scan(text)
+    else:
+        check_limits(text)
     try:
         value = json.loads(text, parse_constant=_reject_constant)
     except json.JSONDecodeError as err:
@@ -170,6 +192,25 @@ def parse(text: str | bytes, *, with_positions: bool = True) -> Parsed:
     except RecursionError as err:
         raise JSONInputError("nesting too deep", 1, 1) from err
     return Parsed(value, positions, tuple(duplicates))
+
+
+def strict(value: Any) -> Any:
+    """``value`` made safe for strict JSON (``json.dumps(..., allow_nan=False)``).
+
+    A config may carry NaN or Infinity (transformers writes them, e.g. a time-step limit of
+    Infinity); echoed back in a report they become the strings ``"NaN"``, ``"Infinity"`` and
+    ``"-Infinity"``, which is how the config wrote them, instead of invalid JSON or a null.
+    Keys become strings and tuples lists.
+    """
+    if isinstance(value, float):
+        if math.isfinite(value):
+            return value
+        return "NaN" if value != value else ("Infinity" if value > 0 else "-Infinity")
+    if isinstance(value, Mapping):
+        return {str(k): strict(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [strict(v) for v in value]
+    return value
 
 
 def dotted(path: Path) -> str:

@@ -23,7 +23,7 @@ from typing import Any
 from .arch import UNKNOWN, Architecture, Value
 from .errors import SlotdiffError
 from .resources import data_dir, load_schema_file
-from .source import RawConfig
+from .source import RawConfig, custom_code, custom_code_text
 
 _MISSING = object()
 
@@ -533,6 +533,14 @@ def build(raw: RawConfig) -> Architecture:
             raise SlotdiffError(raw.name, f"missing {required} (looked for {aliases})")
     layers = layout(res)
     notes = list(res.notes)
+    scopes = [("auto_map", raw.data)] + ([(res.cite("auto_map"), res.text)] if raw.text_path else [])
+    for at, node in scopes:
+        refs = custom_code(node)
+        if refs:
+            notes.append(
+                f"{at} names custom code ({custom_code_text(refs)}) that transformers imports only "
+                "with trust_remote_code=True; slotdiff read this config as data and imported none of it"
+            )
     if not res.spec:
         notes.append(
             f"model_type {res.model_type or '(none)'!r} is not in slotdiff's key map: "

@@ -72,6 +72,38 @@ class RawConfig:
         return node
 
 
+def custom_code(node: Mapping[str, Any]) -> tuple[tuple[str, str], ...]:
+    """(auto class, code reference) for each entry of ``node``'s ``auto_map``.
+
+    ``auto_map`` tells transformers which Python module of the repo to import (with
+    ``trust_remote_code=True``) for each Auto class: ``"AutoModelForCausalLM":
+    "modeling_deepseek.DeepseekV3ForCausalLM"``, or ``"other/repo--module.Class"`` for code
+    in another repo. slotdiff only reads these strings, to say what loading would run; it
+    never resolves, downloads or imports any of them. A value that is not an object or a
+    string (AutoTokenizer's [slow, fast] pair aside) is listed as what it is.
+    """
+    amap = node.get("auto_map")
+    if amap is None:
+        return ()
+    if not isinstance(amap, Mapping):
+        return (("auto_map", f"<{type(amap).__name__}, not an object>"),)
+    out: list[tuple[str, str]] = []
+    for cls, ref in amap.items():
+        refs = ref if isinstance(ref, list) else [ref]
+        for r in refs:
+            if r is None:
+                continue
+            text = r if isinstance(r, str) else f"<{type(r).__name__}>"
+            out.append((str(cls)[:80], text if len(text) <= 120 else text[:117] + "..."))
+    return tuple(out)
+
+
+def custom_code_text(refs: tuple[tuple[str, str], ...], limit: int = 4) -> str:
+    """``AutoConfig → configuration_x.XConfig, ...`` (the first ``limit``, then a count)."""
+    shown = ", ".join(f"{cls} → {ref}" for cls, ref in refs[:limit])
+    return shown + (f", +{len(refs) - limit} more" if len(refs) > limit else "")
+
+
 def text_config_path(data: Mapping[str, Any]) -> tuple[str, ...]:
     """Path to the nested text config, or ``()`` when the config is a plain LM."""
     for path in TEXT_CONFIG_PATHS:

@@ -31,6 +31,12 @@ def printable(text: str, keep_sgr: bool = False) -> str:
     return "".join(p if i % 2 else _UNSAFE.sub(_escape, p) for i, p in enumerate(parts))
 
 
+def one_line(text: str) -> str:
+    """``text`` on one line: :func:`printable`, with newlines and tabs escaped as well (for
+    formats where a line is a record, like lint's ``path:line:col: CODE message``)."""
+    return printable(text).replace("\n", "\\n").replace("\t", "\\t")
+
+
 class PrintableStream:
     """A text stream that escapes unsafe characters in everything written to it (colour codes
     are kept when the stream is a terminal, where slotdiff's own styling uses them)."""

@@ -16,6 +16,7 @@ from typing import Any
 
 from .errors import SlotdiffError
 from .jsonpos import JSONInputError, Parsed, parse
+from .printable import one_line
 from .resources import catalog_dir
 
 # Keys under which multimodal / composite configs keep their language model, in the order
@@ -93,8 +94,8 @@ def custom_code(node: Mapping[str, Any]) -> tuple[tuple[str, str], ...]:
         for r in refs:
             if r is None:
                 continue
-            text = r if isinstance(r, str) else f"<{type(r).__name__}>"
-            out.append((str(cls)[:80], text if len(text) <= 120 else text[:117] + "..."))
+            text = one_line(r) if isinstance(r, str) else f"<{type(r).__name__}>"
+            out.append((one_line(str(cls))[:80], text if len(text) <= 120 else text[:117] + "..."))
     return tuple(out)
 
 

@@ -75,6 +75,11 @@ MAX_BATCH = 2**40
 MAX_CONTEXT = 2**40
 
 
+def _short(n: int) -> str:
+    text = str(n)
+    return text if len(text) <= 24 else f"a {len(text)}-digit number"
+
+
 @dataclass(frozen=True)
 class Workload:
     """What the cost is computed for."""
@@ -88,9 +93,9 @@ class Workload:
 
     def __post_init__(self) -> None:
         if not 1 <= self.batch <= MAX_BATCH:
-            raise UsageError(f"--batch must be 1..{MAX_BATCH:,}, got {self.batch}")
+            raise UsageError(f"--batch must be 1..{MAX_BATCH:,}, got {_short(self.batch)}")
         if not 1 <= self.context <= MAX_CONTEXT:
-            raise UsageError(f"--context must be 1..{MAX_CONTEXT:,}, got {self.context}")
+            raise UsageError(f"--context must be 1..{MAX_CONTEXT:,}, got {_short(self.context)}")
         for name in ("kv_dtype", "compute_dtype"):
             value = canonical_dtype(getattr(self, name))
             if value is None:

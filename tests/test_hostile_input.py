@@ -92,6 +92,9 @@ REFUSED = [
         "quantization_config.config_groups",
     ),
     ("ssm-expand-huge", with_(MAMBA2, expand=1e300), "expand"),
+    ("norm-eps-huge", with_(LLAMA, rms_norm_eps=10**30), "rms_norm_eps"),
+    ("rope-theta-huge", with_(LLAMA, rope_theta=1e300), "rope_theta"),
+    ("softcap-infinite", with_(LLAMA, final_logit_softcapping=float("inf")), "final_logit_softcapping"),
 ]
 
 
@@ -149,6 +152,15 @@ def test_accepted_and_rendered_as_written(
         assert "\x1b" not in outputs[fmt] and "\u202e" not in outputs[fmt]
     json.loads(outputs["json"], parse_constant=lambda c: pytest.fail(f"bare {c}"))
     assert needle in " ".join(outputs["table"].split()), needle  # as written, escapes visible
+
+
+def test_integer_literals_past_the_digit_cap(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """Python's int() refuses over 4,300 digits with a ValueError; slotdiff refuses at 100."""
+    text = json.dumps(LLAMA)[:-1] + ', "initializer_range": ' + "9" * 5000 + "}"
+    code, _, err = cli(tmp_path, capsys, text)
+    assert code == 2 and "5,000-digit integer" in err
+    run = engine.lint(["c.json"], Policy(), texts={"c.json": text.encode()})
+    assert [d.code for d in run.diagnostics] == ["SD101"]
 
 
 def test_infinity_written_by_transformers_in_ignored_keys(

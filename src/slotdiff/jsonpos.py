@@ -22,6 +22,10 @@ Path = tuple[str | int, ...]
 MAX_BYTES = 4 * 1024 * 1024
 MAX_DEPTH = 64
 MAX_MEMBERS = 100_000
+# Longest integer literal: 10^30 (31 digits) still parses, to be refused by the key map's
+# bounds with its key named; past this it is refused here, before Python's int() limit
+# (4,300 digits) raises something no caller expects.
+MAX_INT_DIGITS = 100
 
 _TOKEN = re.compile(
     r"""
@@ -148,6 +152,24 @@ def _reject_constant(name: str) -> float:
     return {"NaN": math.nan, "Infinity": math.inf, "-Infinity": -math.inf}[name]
 
 
+def parse_int(text: str) -> int:
+    """``json.loads``'s integer hook: the digit cap, then ``int``."""
+    if len(text.lstrip("-")) > MAX_INT_DIGITS:
+        raise _LongInteger(len(text.lstrip("-")))
+    return int(text)
+
+
+class _LongInteger(ValueError):
+    def __init__(self, digits: int) -> None:
+        super().__init__(f"a {digits:,}-digit integer is over the {MAX_INT_DIGITS}-digit cap")
+
+
+def _long_integer(text: str, err: _LongInteger) -> JSONInputError:
+    m = re.search(r"-?\d{" + str(MAX_INT_DIGITS + 1) + ",}", text)
+    line, col = _Lines(text).at(m.start()) if m else (1, 1)
+    return JSONInputError(str(err), line, col)
+
+
 def decode(text: str | bytes) -> str:
     """``text`` as a string, with the size cap applied first (bytes are UTF-8, BOM allowed)."""
     if isinstance(text, bytes):
@@ -186,9 +208,11 @@ def parse(text: str | bytes, *, with_positions: bool = True) -> Parsed:
     else:
         check_limits(text)
     try:
-        value = json.loads(text, parse_constant=_reject_constant)
+        value = json.loads(text, parse_constant=_reject_constant, parse_int=parse_int)
     except json.JSONDecodeError as err:
         raise JSONInputError(f"invalid JSON: {err.msg}", err.lineno, err.colno) from err
+    except _LongInteger as err:
+        raise _long_integer(text, err) from err
     except RecursionError as err:
         raise JSONInputError("nesting too deep", 1, 1) from err
     return Parsed(value, positions, tuple(duplicates))

@@ -17,7 +17,7 @@ from typing import Any
 
 from ..arch import UNKNOWN, Architecture, Value
 from ..errors import SlotdiffError
-from ..jsonpos import JSONInputError, Parsed, check_limits, decode, parse
+from ..jsonpos import JSONInputError, Parsed, check_limits, decode, parse, parse_int
 from ..source import RawConfig
 
 KeyPath = tuple[str | int, ...]
@@ -74,7 +74,7 @@ class Document:
         except JSONInputError as err:
             return None, False, err
         try:
-            value = json.loads(text, object_pairs_hook=hook)
+            value = json.loads(text, object_pairs_hook=hook, parse_int=parse_int)
         except (ValueError, RecursionError):
             # Let jsonpos say what is wrong and where (it owns the messages and the caps).
             try:

@@ -145,14 +145,28 @@ def catalog_entries() -> list[CatalogEntry]:
 
 
 def read_bytes(path: Path, name: str) -> bytes:
-    """Read a config file with the size cap applied before reading it whole."""
+    """Read a config file with the size cap applied before reading it whole.
+
+    Only regular files are read (a FIFO blocks on open, /dev/zero never ends), and never
+    more than the cap plus one byte, whatever the size the file system reported.
+    """
+    import stat
+
     from .jsonpos import MAX_BYTES
 
     try:
-        size = path.stat().st_size
-        if size > MAX_BYTES:
-            raise SlotdiffError(name, f"file is {size:,} bytes, over the {MAX_BYTES:,}-byte cap")
-        return path.read_bytes()
+        info = path.stat()
+        if stat.S_ISDIR(info.st_mode):
+            raise IsADirectoryError(name)
+        if not stat.S_ISREG(info.st_mode):
+            raise SlotdiffError(name, "not a regular file")
+        if info.st_size > MAX_BYTES:
+            raise SlotdiffError(name, f"file is {info.st_size:,} bytes, over the {MAX_BYTES:,}-byte cap")
+        with open(path, "rb") as fh:
+            data = fh.read(MAX_BYTES + 1)
+        if len(data) > MAX_BYTES:
+            raise SlotdiffError(name, f"file is over the {MAX_BYTES:,}-byte cap")
+        return data
     except IsADirectoryError as err:
         raise SlotdiffError(name, "is a directory without config.json") from err
     except PermissionError as err:

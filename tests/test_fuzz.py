@@ -237,14 +237,14 @@ known_objects = st.builds(
 )
 
 
-@budget(100)
+@budget(150)
 @given(json_values)
 def test_any_json_document(value: Any) -> None:
     text = json.dumps(value, allow_nan=True).encode()
     through_everything(text)
 
 
-@budget(100)
+@budget(150)
 @given(known_objects)
 def test_objects_of_known_keys(data: dict[str, Any]) -> None:
     through_everything(json.dumps(data, allow_nan=True).encode())
@@ -353,7 +353,7 @@ def corpus_model(path: Path) -> Model:
     return load(path)
 
 
-@budget(120)
+@budget(200)
 @given(mutated_corpus())
 def test_mutated_corpus_configs(case: tuple[Path, dict[str, Any], list[Any]]) -> None:
     path, data, _ = case
@@ -399,7 +399,7 @@ def _written_fields(model: Model) -> list[tuple[str, str]]:
     return out
 
 
-@budget(120)
+@budget(150)
 @given(st.sampled_from(CORPUS_FILES), st.data())
 def test_present_but_invalid_is_never_defaulted(path: Path, data: st.DataObject) -> None:
     """A written field with a value outside its type or range fails, naming that key."""
@@ -505,7 +505,7 @@ def architectures(draw: st.DrawFn) -> dict[str, Any]:
     return data
 
 
-@budget(70)
+@budget(120)
 @given(architectures())
 def test_well_formed_architectures_are_priced(data: dict[str, Any]) -> None:
     with time_limit(TIME_LIMIT):
@@ -545,7 +545,7 @@ def check_cli(res: subprocess.CompletedProcess[str], ok: tuple[int, ...] = (0, 2
     assert "\x1b" not in res.stdout + res.stderr  # nothing from a config drives the terminal
 
 
-@budget(4)
+@budget(6)
 @given(mutated_corpus())
 def test_cli_sample(tmp_path_factory: pytest.TempPathFactory, case: Any) -> None:
     _, data, _ = case

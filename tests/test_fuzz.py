@@ -230,9 +230,13 @@ sizes = st.one_of(
     st.sampled_from([0, -1, 2**40, 2**40 + 1, 10**30, 2**63]),
     st.floats(allow_nan=True, allow_infinity=True),
 )
+# A small model every family can read, then up to 25 keys slotdiff reads set to anything:
+# the core keeps most examples past "missing d_model" and into layout, fills and the cost pass.
+CORE = {"hidden_size": 64, "num_hidden_layers": 2, "vocab_size": 128, "num_attention_heads": 4}
 known_objects = st.builds(
-    lambda model_type, rest: {"model_type": model_type, **rest},
+    lambda model_type, core, rest: {"model_type": model_type, **(CORE if core else {}), **rest},
     st.sampled_from(sorted(known_model_types())) | st.text(max_size=10),
+    st.booleans(),
     st.dictionaries(st.sampled_from(read_keys()), sizes | json_values, max_size=25),
 )
 

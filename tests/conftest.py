@@ -2,9 +2,30 @@
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 
 import pytest
+from hypothesis import HealthCheck, settings
+
+# Property tests: "ci" (the default) is a fixed budget with derandomized, reproducible
+# examples (the seed comes from each test's source, not the clock) and no example database,
+# so every run of the suite tries exactly the same inputs. "long" is for local runs: 20x the
+# examples, a fresh random seed each run and the .hypothesis/ database that replays any
+# failure found. docs/TESTING.md has the commands. Tests size their budgets with
+# test_fuzz.budget(n): n examples under "ci", 20 n under "long".
+_QUIET = [HealthCheck.too_slow, HealthCheck.data_too_large, HealthCheck.filter_too_much]
+settings.register_profile(
+    "ci", max_examples=100, derandomize=True, database=None, deadline=None, suppress_health_check=_QUIET
+)
+settings.register_profile("long", max_examples=2000, deadline=None, suppress_health_check=_QUIET)
+settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", "ci"))
+
+
+def budget(n: int) -> settings:
+    """``n`` examples under the "ci" profile, scaled with the loaded profile ("long": 20 n)."""
+    return settings(max_examples=max(1, round(n * settings.default.max_examples / 100)))
+
 
 FIXTURES = Path(__file__).parent / "fixtures"
 CORPUS = FIXTURES / "corpus"

@@ -16,7 +16,7 @@ from typing import Any
 from .arch import Architecture
 from .differ import facet_status
 from .errors import SlotdiffError
-from .jsonpos import parse
+from .jsonpos import JSONInputError, parse
 from .report import FacetReport, Report, SourceInfo
 from .schema import build
 from .slots import Fills, fill_slots, slot_table
@@ -38,8 +38,14 @@ def from_mapping(data: Mapping[str, Any], name: str = "<config>") -> RawConfig:
     """Wrap an in-memory config dict as a RawConfig (positions from its JSON rendering)."""
     if not isinstance(data, Mapping):
         raise SlotdiffError(name, f"top level is a {type(data).__name__}, not an object")
-    text = json.dumps(data, indent=2, allow_nan=True, default=str)
-    parsed = parse(text)
+    try:
+        text = json.dumps(data, indent=2, allow_nan=True, default=str)
+    except (ValueError, RecursionError) as err:  # a circular or absurdly deep structure
+        raise SlotdiffError(name, f"cannot be written as JSON: {err}") from err
+    try:
+        parsed = parse(text)  # the same caps as a file (size, depth, key count)
+    except JSONInputError as err:
+        raise SlotdiffError(name, err.message) from err
     return RawConfig(name=name, data=parsed.value, parsed=parsed, origin="memory", location=name)
 
 

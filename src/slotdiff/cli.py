@@ -154,11 +154,15 @@ def _dispatch(argv: list[str]) -> int:
 
 def main(argv: Sequence[str] | None = None) -> int:
     """Run the CLI; return the exit status (see the module docstring)."""
+    from .printable import PrintableStream, printable
+
     argv = list(sys.argv[1:] if argv is None else argv)
+    stdout = sys.stdout
+    sys.stdout = PrintableStream(stdout)  # type: ignore[assignment]  # config text cannot drive the terminal
     try:
         return _dispatch(argv)
     except SlotdiffError as err:
-        sys.stderr.write(f"slotdiff: error: {err.line()}\n")
+        sys.stderr.write(f"slotdiff: error: {printable(err.line())}\n")
         return err.exit_code
     except KeyboardInterrupt:
         sys.stderr.write("slotdiff: interrupted\n")
@@ -170,11 +174,14 @@ def main(argv: Sequence[str] | None = None) -> int:
     except Exception as err:  # a bug, not bad input: still one line unless debugging
         if os.environ.get("SLOTDIFF_DEBUG"):
             raise
+        reason = printable(" ".join(str(err).split()))
         sys.stderr.write(
-            f"slotdiff: internal error: {type(err).__name__}: {err} "
+            f"slotdiff: internal error: {type(err).__name__}: {reason} "
             "(rerun with SLOTDIFF_DEBUG=1 for the traceback, and please report it)\n"
         )
         return 3
+    finally:
+        sys.stdout = stdout
 
 
 def entry() -> None:

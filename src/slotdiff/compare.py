@@ -40,34 +40,39 @@ class Comparison:
         return _deltas(self.cost_b, self.cost_a)
 
     def to_dict(self) -> dict[str, Any]:
+        """The comparison as strict JSON data (raw values NaN/Infinity as strings)."""
+        from .jsonpos import strict
+
         art = {i.id: i.article for i in slot_table()}
-        return {
-            "a": {
-                "model": self.a.raw.name,
-                "model_type": self.a.arch.model_type,
-                "class": self.class_a.to_dict(),
-            },
-            "b": {
-                "model": self.b.raw.name,
-                "model_type": self.b.arch.model_type,
-                "class": self.class_b.to_dict(),
-            },
-            "slots": [
-                {
-                    "facet": f.facet,
-                    "status": f.status,
-                    "article": art[f.facet],
-                    "a": {"kind": f.a.kind, "detail": f.a.detail},
-                    "b": {"kind": f.b.kind, "detail": f.b.detail},
-                }
-                for f in self.facets
-            ],
-            "cost_deltas": self.deltas(),
-            "keys": [
-                {"path": k.path, "change": k.change, "old": k.old, "new": k.new, "facet": k.facet}
-                for k in self.keys
-            ],
-        }
+        return strict(
+            {
+                "a": {
+                    "model": self.a.raw.name,
+                    "model_type": self.a.arch.model_type,
+                    "class": self.class_a.to_dict(),
+                },
+                "b": {
+                    "model": self.b.raw.name,
+                    "model_type": self.b.arch.model_type,
+                    "class": self.class_b.to_dict(),
+                },
+                "slots": [
+                    {
+                        "facet": f.facet,
+                        "status": f.status,
+                        "article": art[f.facet],
+                        "a": {"kind": f.a.kind, "detail": f.a.detail},
+                        "b": {"kind": f.b.kind, "detail": f.b.detail},
+                    }
+                    for f in self.facets
+                ],
+                "cost_deltas": self.deltas(),
+                "keys": [
+                    {"path": k.path, "change": k.change, "old": k.old, "new": k.new, "facet": k.facet}
+                    for k in self.keys
+                ],
+            }
+        )
 
 
 def diff(a: Source, b: Source, workload: Any = None, cost: bool = True) -> Comparison:

@@ -6,7 +6,9 @@ import contextlib
 import os
 import re
 import tempfile
+from collections.abc import Callable
 from pathlib import Path
+from typing import BinaryIO
 
 from .errors import SlotdiffError
 
@@ -36,13 +38,16 @@ def safe_child(folder: Path, name: str) -> Path:
     return target
 
 
-def atomic_write_text(path: Path, text: str) -> None:
-    """Write ``text`` to ``path`` via a temp file in the same folder and an atomic rename."""
+def atomic_write(path: Path, write: Callable[[BinaryIO], None]) -> None:
+    """Create or replace ``path`` atomically: ``write`` fills a temp file in the same folder,
+    which is synced and renamed over ``path``. Readers see the old file or the new one,
+    never a part; a writer killed midway leaves the old file as it was (and at worst a
+    ``.NAME.*.tmp`` beside it, which no later run reads or trips over)."""
     path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+    fd, tmp = tempfile.mkstemp(prefix=f".{path.name[:100]}.", suffix=".tmp", dir=path.parent)
     try:
-        with os.fdopen(fd, "w", encoding="utf-8") as fh:
-            fh.write(text)
+        with os.fdopen(fd, "wb") as fh:
+            write(fh)
             fh.flush()
             os.fsync(fh.fileno())
         os.replace(tmp, path)
@@ -50,3 +55,9 @@ def atomic_write_text(path: Path, text: str) -> None:
         with contextlib.suppress(FileNotFoundError):
             os.unlink(tmp)
         raise
+
+
+def atomic_write_text(path: Path, text: str) -> None:
+    """Write ``text`` (UTF-8) to ``path`` atomically (see :func:`atomic_write`)."""
+    data = text.encode("utf-8")
+    atomic_write(path, lambda fh: fh.write(data))  # type: ignore[arg-type, return-value]

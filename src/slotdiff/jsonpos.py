@@ -22,6 +22,10 @@ Path = tuple[str | int, ...]
 MAX_BYTES = 4 * 1024 * 1024
 MAX_DEPTH = 64
 MAX_MEMBERS = 100_000
+# Longest integer literal: 10^30 (31 digits) still parses, to be refused by the key map's
+# bounds with its key named; past this it is refused here, before Python's int() limit
+# (4,300 digits) raises something no caller expects.
+MAX_INT_DIGITS = 100
 
 _TOKEN = re.compile(
     r"""
@@ -148,28 +152,89 @@ def _reject_constant(name: str) -> float:
     return {"NaN": math.nan, "Infinity": math.inf, "-Infinity": -math.inf}[name]
 
 
-def parse(text: str | bytes, *, with_positions: bool = True) -> Parsed:
-    """Parse ``text``; raise :class:`JSONInputError` with a position on any problem."""
+def parse_int(text: str) -> int:
+    """``json.loads``'s integer hook: the digit cap, then ``int``."""
+    if len(text.lstrip("-")) > MAX_INT_DIGITS:
+        raise _LongInteger(len(text.lstrip("-")))
+    return int(text)
+
+
+class _LongInteger(ValueError):
+    def __init__(self, digits: int) -> None:
+        super().__init__(f"a {digits:,}-digit integer is over the {MAX_INT_DIGITS}-digit cap")
+
+
+def _long_integer(text: str, err: _LongInteger) -> JSONInputError:
+    m = re.search(r"-?\d{" + str(MAX_INT_DIGITS + 1) + ",}", text)
+    line, col = _Lines(text).at(m.start()) if m else (1, 1)
+    return JSONInputError(str(err), line, col)
+
+
+def decode(text: str | bytes) -> str:
+    """``text`` as a string, with the size cap applied first (bytes are UTF-8, BOM allowed)."""
     if isinstance(text, bytes):
         if len(text) > MAX_BYTES:
             raise JSONInputError(f"file is {len(text):,} bytes, over the {MAX_BYTES:,}-byte cap", 1, 1)
         try:
-            text = text.decode("utf-8-sig")
+            return text.decode("utf-8-sig")
         except UnicodeDecodeError as err:
             raise JSONInputError(f"not UTF-8 text ({err.reason} at byte {err.start})", 1, 1) from err
-    elif len(text) > MAX_BYTES:
+    if len(text) > MAX_BYTES:
         raise JSONInputError(f"text is {len(text):,} characters, over the {MAX_BYTES:,} cap", 1, 1)
+    return text
+
+
+def check_limits(text: str) -> None:
+    """Raise :class:`JSONInputError` when ``text`` nests deeper or holds more keys than the caps.
+
+    Meant to run before ``json.loads``: bracket and colon counts (C speed) bound depth and
+    key count from above, so a normal config passes without a tokenizer pass; only text
+    whose counts exceed a cap gets the exact check, which stops at the first violation.
+    """
+    if text.count("{") + text.count("[") > MAX_DEPTH or text.count(":") > MAX_MEMBERS:
+        _scan(text)
+
+
+def parse(text: str | bytes, *, with_positions: bool = True) -> Parsed:
+    """Parse ``text``; raise :class:`JSONInputError` with a position on any problem.
+
+    Size, depth and key-count caps are checked before the full parse.
+    """
+    text = decode(text)
     positions: dict[Path, tuple[int, int]] = {}
     duplicates: list[tuple[Path, tuple[int, int]]] = []
     if with_positions:
         positions, duplicates = _scan(text)
+    else:
+        check_limits(text)
     try:
-        value = json.loads(text, parse_constant=_reject_constant)
+        value = json.loads(text, parse_constant=_reject_constant, parse_int=parse_int)
     except json.JSONDecodeError as err:
         raise JSONInputError(f"invalid JSON: {err.msg}", err.lineno, err.colno) from err
+    except _LongInteger as err:
+        raise _long_integer(text, err) from err
     except RecursionError as err:
         raise JSONInputError("nesting too deep", 1, 1) from err
     return Parsed(value, positions, tuple(duplicates))
+
+
+def strict(value: Any) -> Any:
+    """``value`` made safe for strict JSON (``json.dumps(..., allow_nan=False)``).
+
+    A config may carry NaN or Infinity (transformers writes them, e.g. a time-step limit of
+    Infinity); echoed back in a report they become the strings ``"NaN"``, ``"Infinity"`` and
+    ``"-Infinity"``, which is how the config wrote them, instead of invalid JSON or a null.
+    Keys become strings and tuples lists.
+    """
+    if isinstance(value, float):
+        if math.isfinite(value):
+            return value
+        return "NaN" if value != value else ("Infinity" if value > 0 else "-Infinity")
+    if isinstance(value, Mapping):
+        return {str(k): strict(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [strict(v) for v in value]
+    return value
 
 
 def dotted(path: Path) -> str:

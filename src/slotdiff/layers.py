@@ -7,7 +7,7 @@ data file picks rules and their parameters, in order.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable
 from dataclasses import replace
 from typing import TYPE_CHECKING, Any
 
@@ -283,7 +283,14 @@ def _period(res: Resolver, layers: list[LayerSpec], args: dict[str, Any]) -> lis
     """
 
     def read(arg: Any) -> Any:
-        return arg if isinstance(arg, int) else _raw(res, arg)
+        if isinstance(arg, int):
+            return arg
+        value = _raw(res, arg)
+        if value is not None and (not isinstance(value, int) or isinstance(value, bool) or value < 0):
+            raise SlotdiffError(
+                res.raw.name, f"expected a non-negative layer count, got {value!r}", key=res.cite(arg)
+            )
+        return value
 
     period = read(args["period"])
     offset = read(args.get("offset", 0)) or 0
@@ -450,8 +457,14 @@ def _cycle(res: Resolver, layers: list[LayerSpec], args: dict[str, Any]) -> list
 def _dense_width(res: Resolver, layers: list[LayerSpec], args: dict[str, Any]) -> list[LayerSpec]:
     """Per-layer dense FFN width from a list key (e.g. OpenELM-style lists)."""
     widths = _raw(res, args["key"])
-    if not isinstance(widths, Sequence) or len(widths) != len(layers):
+    if not isinstance(widths, list) or len(widths) != len(layers):
         return layers
+    cap = res.field_spec("d_ff")["maximum"]
+    for w in widths:
+        if not isinstance(w, int) or isinstance(w, bool) or not 0 <= w <= cap:
+            raise SlotdiffError(
+                res.raw.name, f"expected FFN widths 0..{cap:,}, got {w!r}", key=res.cite(args["key"])
+            )
     return [replace(s, d_ff=w) for s, w in zip(layers, widths, strict=True)]
 
 
@@ -497,8 +510,11 @@ def layout(res: Resolver) -> tuple[LayerSpec, ...]:
         )
     if not isinstance(n, int) or n <= 0:
         raise SlotdiffError(res.raw.name, "missing or invalid layer count", key=res.cite("num_hidden_layers"))
-    if n > 100_000:
-        raise SlotdiffError(res.raw.name, f"{n} layers is beyond any real model", key=res.key_of("n_layers"))
+    cap = res.field_spec("n_layers")["maximum"]  # also bounds a layer list's length
+    if n > cap:
+        raise SlotdiffError(
+            res.raw.name, f"{n} layers is beyond any real model (cap {cap:,})", key=res.key_of("n_layers")
+        )
     mixer = res.spec.get("mixer")
     if mixer is None:
         mixer = "mla" if res.resolve("kv_lora_rank").value else "attention"

@@ -16,6 +16,7 @@ from functools import cache
 from typing import Any
 
 from .arch import Architecture
+from .errors import SlotdiffError
 from .resources import load_schema_file
 
 
@@ -117,7 +118,17 @@ def _match(pattern: str, module: str) -> bool:
 
 
 def _base(arch: Architecture) -> str | None:
-    return canonical_dtype(arch.get("dtype"))
+    """The checkpoint dtype the config states; None when it states none (or "auto").
+
+    A dtype that is written but names no format is refused: assuming fp32 for it would
+    price the weights from a guess while the config said something else.
+    """
+    value = arch.get("dtype")
+    base = canonical_dtype(value)
+    if base is None and value is not None and value != "auto":
+        shown = repr(value) if len(repr(value)) <= 40 else repr(value)[:37] + "..."
+        raise SlotdiffError(arch.name, f"unknown dtype {shown}", key=arch.key("dtype"))
+    return base
 
 
 def _label(dtype: str | None) -> str:
@@ -130,6 +141,87 @@ def _list(value: Any) -> tuple[str, ...]:
     if isinstance(value, Sequence):
         return tuple(str(v) for v in value)
     return ()
+
+
+# quantization_config numbers slotdiff does arithmetic with; past these they are not a real scheme.
+MAX_BITS = 64
+MAX_GROUP = 2**40
+
+# A ``re:`` exclusion pattern is matched against every module name: one that can backtrack
+# catastrophically ((a+)+, (.*x)*) or that repeats without bound many times would let a
+# config stall the linter, so such patterns are refused, like any other invalid value.
+_QUANTIFIED_GROUP = re.compile(r"\)(?:[*+]|\{\d*,\d*\})")
+_UNBOUNDED = re.compile(r"(?<!\\)(?:[*+]|\{\d*,\})")
+MAX_PATTERN = 256
+MAX_UNBOUNDED = 4
+
+
+class _Q:
+    """Reads ``quantization_config`` values, refusing (one line, key named) what no real
+    scheme writes instead of letting int() or a division fail deep in the cost pass."""
+
+    def __init__(self, arch: Architecture, q: Mapping[str, Any]) -> None:
+        self.arch, self.q = arch, q
+        self.key = arch.key("quantization_config")
+
+    def fail(self, key: str, why: str) -> SlotdiffError:
+        return SlotdiffError(self.arch.name, why, key=f"{self.key}.{key}")
+
+    def int(
+        self,
+        node: Mapping[str, Any],
+        names: Sequence[str],
+        default: int | None,
+        low: int,
+        high: int,
+        at: str = "",
+    ) -> int | None:
+        """The first of ``names`` present in ``node`` as an integer in ``low..high``."""
+        for name in names:
+            if name in node and node[name] is not None:
+                value = node[name]
+                if isinstance(value, float) and value.is_integer():
+                    value = int(value)
+                if not isinstance(value, int) or isinstance(value, bool) or not low <= value <= high:
+                    raise self.fail(at + name, f"expected an integer {low}..{high:,}, got {value!r}")
+                return value
+        return default
+
+    def block(self, node: Mapping[str, Any], name: str, at: str = "") -> tuple[int, int] | None:
+        """A 2-D scale tile ``[rows, cols]``, or None when the key is absent or not a pair."""
+        block = node.get(name)
+        if not isinstance(block, Sequence) or isinstance(block, str) or len(block) != 2:
+            return None
+        out = []
+        for i, side in enumerate(block):
+            if isinstance(side, float) and side.is_integer():
+                side = int(side)
+            if not isinstance(side, int) or isinstance(side, bool) or not 1 <= side <= MAX_GROUP:
+                raise self.fail(f"{at}{name}[{i}]", f"expected an integer 1..{MAX_GROUP:,}, got {side!r}")
+            out.append(side)
+        return out[0], out[1]
+
+    def patterns(self, key: str) -> tuple[str, ...]:
+        """The exclusion patterns under ``key``, each ``re:`` one checked before any use."""
+        exclude = _list(self.q.get(key))
+        for pattern in exclude:
+            if not pattern.startswith("re:"):
+                continue
+            regex = pattern[3:]
+            why = None
+            if len(regex) > MAX_PATTERN:
+                why = f"is {len(regex)} characters, over the {MAX_PATTERN} cap"
+            elif _QUANTIFIED_GROUP.search(regex) or len(_UNBOUNDED.findall(regex)) > MAX_UNBOUNDED:
+                why = "repeats a group or repeats without bound too often (catastrophic backtracking)"
+            else:
+                try:
+                    re.compile(regex)
+                except re.error as err:
+                    why = f"is not a regular expression ({err})"
+            if why:
+                shown = pattern if len(pattern) <= 60 else pattern[:57] + "..."
+                raise self.fail(key, f"exclusion pattern {shown!r} {why}")
+        return exclude
 
 
 def weight_format(arch: Architecture) -> WeightFormat:
@@ -145,14 +237,14 @@ def weight_format(arch: Architecture) -> WeightFormat:
             )
         kind = {"bfloat16": "bf16", "float16": "fp16", "float32": "fp32"}.get(base, base)
         return WeightFormat(kind, _label(base), base)
+    qr = _Q(arch, q)
     method = str(q.get("quant_method", "")).lower()
-    exclude = _list(q.get("modules_to_not_convert")) + _list(q.get("ignore"))
+    exclude = qr.patterns("modules_to_not_convert") + qr.patterns("ignore")
     keep = f", rest {_label(base)}" if base else ""
     if method == "fp8":
         fmt = canonical_dtype(str(q.get("fmt", "e4m3"))) or "float8_e4m3fn"
-        block = q.get("weight_block_size")
-        if isinstance(block, Sequence) and len(block) == 2:
-            b = (int(block[0]), int(block[1]))
+        b = qr.block(q, "weight_block_size")
+        if b is not None:
             return WeightFormat(
                 "fp8-block",
                 f"{_label(fmt)} linears with {b[0]}×{b[1]} block scales{keep}",
@@ -181,8 +273,8 @@ def weight_format(arch: Architecture) -> WeightFormat:
             exclude=exclude,
         )
     if method in ("awq", "gptq"):
-        bits = int(q.get("bits", q.get("w_bit", 4)))
-        group = int(q.get("group_size", q.get("q_group_size", 128)))
+        bits = qr.int(q, ["bits", "w_bit"], 4, 1, MAX_BITS) or 4
+        group = qr.int(q, ["group_size", "q_group_size"], 128, -1, MAX_GROUP) or 0
         dtype = "int4" if bits == 4 else "int8" if bits == 8 else None
         if dtype is None:
             return WeightFormat(
@@ -204,7 +296,7 @@ def weight_format(arch: Architecture) -> WeightFormat:
             exclude=exclude,
         )
     if method == "compressed-tensors":
-        return _compressed_tensors(q, base, exclude, keep)
+        return _compressed_tensors(qr, base, exclude, keep)
     return WeightFormat(
         f"quantized-{method or 'unknown'}",
         f"quantized with {method or 'an unnamed method'} (not modelled)",
@@ -214,12 +306,13 @@ def weight_format(arch: Architecture) -> WeightFormat:
     )
 
 
-def _compressed_tensors(
-    q: Mapping[str, Any], base: str | None, exclude: tuple[str, ...], keep: str
-) -> WeightFormat:
-    groups = q.get("config_groups") or {}
-    weights = [g.get("weights") for g in groups.values() if isinstance(g, Mapping)]
-    weights = [w for w in weights if isinstance(w, Mapping)]
+def _compressed_tensors(qr: _Q, base: str | None, exclude: tuple[str, ...], keep: str) -> WeightFormat:
+    groups = qr.q.get("config_groups") or {}
+    if not isinstance(groups, Mapping):
+        raise qr.fail("config_groups", f"expected an object, got {type(groups).__name__}")
+    named = [(k, g.get("weights")) for k, g in groups.items() if isinstance(g, Mapping)]
+    named = [(k, w) for k, w in named if isinstance(w, Mapping)]
+    weights = [w for _, w in named]
     if len(weights) != 1:
         return WeightFormat(
             "quantized-compressed-tensors",
@@ -229,8 +322,11 @@ def _compressed_tensors(
             exclude=exclude,
         )
     w = weights[0]
-    bits, kind, group = int(w.get("num_bits", 8)), str(w.get("type", "int")), w.get("group_size")
-    fmt = str(q.get("format", ""))
+    at = f"config_groups.{named[0][0]}.weights."
+    bits = qr.int(w, ["num_bits"], 8, 1, MAX_BITS, at) or 8
+    kind = str(w.get("type", "int"))
+    group = qr.int(w, ["group_size"], None, -1, MAX_GROUP, at)
+    fmt = str(qr.q.get("format", ""))
     if kind == "float" and bits == 4 and group == 32:
         return WeightFormat(
             "mxfp4",
@@ -252,8 +348,7 @@ def _compressed_tensors(
             exclude=exclude,
         )
     if kind == "float" and bits == 8:
-        block = w.get("block_structure")
-        b = (int(block[0]), int(block[1])) if isinstance(block, Sequence) and len(block) == 2 else None
+        b = qr.block(w, "block_structure", at)
         return WeightFormat(
             "fp8-block" if b else "fp8",
             f"fp8 (compressed-tensors {fmt}){keep}",
@@ -264,7 +359,7 @@ def _compressed_tensors(
             exclude=exclude,
         )
     if kind == "int" and bits in (4, 8):
-        g = int(group) if isinstance(group, int) and group > 0 else None
+        g = group if group is not None and group > 0 else None
         zero = 0 if w.get("symmetric", True) else bits
         return WeightFormat(
             f"int{bits}",

@@ -117,7 +117,7 @@ class Report:
         elif self.changes:  # the cost pass ran but could not price this model
             out["cost"] = None
             out["cost_note"] = "; ".join(c.note or "" for c in self.changes if c.facet == "*")
-        return out
+        return _jsonable(out)
 
 
 def _layer_summary(arch: Architecture) -> list[dict[str, Any]]:
@@ -141,10 +141,6 @@ def _layer_summary(arch: Architecture) -> list[dict[str, Any]]:
 
 
 def _jsonable(value: Any) -> Any:
-    if isinstance(value, dict):
-        return {str(k): _jsonable(v) for k, v in value.items()}
-    if isinstance(value, (list, tuple)):
-        return [_jsonable(v) for v in value]
-    if isinstance(value, float) and value != value:  # NaN never reaches JSON
-        return None
-    return value
+    from .jsonpos import strict
+
+    return strict(value)  # NaN and Infinity never reach JSON as bare tokens

@@ -23,7 +23,7 @@ from typing import Any
 from .arch import UNKNOWN, Architecture, Value
 from .errors import SlotdiffError
 from .resources import data_dir, load_schema_file
-from .source import RawConfig
+from .source import RawConfig, custom_code, custom_code_text
 
 _MISSING = object()
 
@@ -39,9 +39,13 @@ def keymap() -> dict[str, Any]:
 
 @cache
 def model_type_spec(model_type: str) -> dict[str, Any] | None:
-    """The per-model_type section, with ``extends`` chains merged (child wins)."""
-    path = data_dir("schemas") / "model_types" / f"{model_type}.json"
-    if not path.is_file():
+    """The per-model_type section, with ``extends`` chains merged (child wins).
+
+    ``model_type`` comes from an untrusted config: it is looked up among the files that
+    exist, never joined into a path (``../keymap`` or a 10,000-character name must not
+    reach the file system).
+    """
+    if model_type not in known_model_types():
         return None
     spec = load_schema_file(f"model_types/{model_type}.json")
     parent_name = spec.get("extends")
@@ -139,6 +143,10 @@ def _uniform(value: Any) -> Any:
 FUNCTIONS: dict[str, Any] = {"int": int, "len": len, "ceil": math.ceil, "uniform": _uniform}
 
 
+class UnsupportedExpression(ValueError):
+    """A key-map expression uses a form the evaluator does not allow (a data-file bug)."""
+
+
 def evaluate(expr: str, env: Mapping[str, Any]) -> Any:
     """Evaluate a key-map expression such as ``d_model // n_heads``; nothing else runs.
 
@@ -164,6 +172,11 @@ def evaluate(expr: str, env: Mapping[str, Any]) -> Any:
             left, right = ev(node.left), ev(node.right)
             if left is None or right is None:
                 return None
+            # Numbers only: a string or list from a config must not turn ``a * b`` into a
+            # repetition as long as the other operand (a hostile 10**12) asks.
+            for side in (left, right):
+                if not isinstance(side, (int, float)):
+                    raise TypeError(f"{side!r:.40} is not a number")
             if isinstance(node.op, (ast.FloorDiv, ast.Div, ast.Mod)) and right == 0:
                 return None
             return _OPS[type(node.op)](left, right)
@@ -196,7 +209,7 @@ def evaluate(expr: str, env: Mapping[str, Any]) -> Any:
                         return None
                     ok = _CMP[type(op)](left, right)
                 else:
-                    raise ValueError(f"unsupported expression {expr!r}")
+                    raise UnsupportedExpression(f"unsupported expression {expr!r}")
                 if not ok:
                     return False
                 left = right
@@ -210,7 +223,7 @@ def evaluate(expr: str, env: Mapping[str, Any]) -> Any:
         ):
             arg = ev(node.args[0])
             return None if arg is None else FUNCTIONS[node.func.id](arg)
-        raise ValueError(f"unsupported expression {expr!r}")
+        raise UnsupportedExpression(f"unsupported expression {expr!r}")
 
     return ev(_parse(expr))
 
@@ -322,6 +335,11 @@ class Resolver:
             raise SlotdiffError(self.raw.name, f"must be finite, got {value}", key=key)
         if "integer" in types and isinstance(value, float):
             value = int(value)
+        if isinstance(value, list) and "items" in spec:
+            for i, item in enumerate(value):
+                why = _type_error(item, [spec["items"]])
+                if why:
+                    raise SlotdiffError(self.raw.name, why, key=f"{key}[{i}]")
         if isinstance(value, (int, float)) and not isinstance(value, bool):
             low = spec.get("minimum")
             if low is not None and (value < low or (spec.get("exclusiveMinimum") and value == low)):
@@ -430,16 +448,36 @@ class Resolver:
         return UNKNOWN
 
     def _derive(self, name: str, expr: str) -> Any:
+        """``expr`` evaluated, then held to ``name``'s type and bounds like a written value.
+
+        Derivations read fields the key map does not type (a family's local switches), so
+        a bad value surfaces here; the error cites the config key the expression read.
+        """
         value = self.evaluate(expr)
         if isinstance(value, float) and value.is_integer() and self.field_spec(name).get("type") == "integer":
             value = int(value)
-        return value
+        return self._check(name, self._expr_key(expr), value)
+
+    def _expr_key(self, expr: str) -> str:
+        """The config key an expression's value came from (its first name read from a key)."""
+        for n in sorted(expression_names(expr)):
+            val = self.values.get(n)
+            if val is not None and val.keys:
+                return val.keys[0]
+        return self.cite(sorted(expression_names(expr))[0]) if expression_names(expr) else expr
 
     def evaluate(self, expr: str, extra: Mapping[str, Any] | None = None) -> Any:
         """Evaluate ``expr`` over resolved canonical fields (and ``extra`` names)."""
         extra = extra or {}
         env = {n: extra[n] if n in extra else self.resolve(n).value for n in expression_names(expr)}
-        return evaluate(expr, env)
+        try:
+            return evaluate(expr, env)
+        except UnsupportedExpression:
+            raise  # the data file's mistake, not the config's
+        except (ArithmeticError, TypeError, ValueError) as err:  # values the config wrote
+            raise SlotdiffError(
+                self.raw.name, f"cannot work out {expr}: {err}", key=self._expr_key(expr)
+            ) from err
 
     def unknown_keys(self) -> tuple[str, ...]:
         known = known_keys()
@@ -495,6 +533,14 @@ def build(raw: RawConfig) -> Architecture:
             raise SlotdiffError(raw.name, f"missing {required} (looked for {aliases})")
     layers = layout(res)
     notes = list(res.notes)
+    scopes = [("auto_map", raw.data)] + ([(res.cite("auto_map"), res.text)] if raw.text_path else [])
+    for at, node in scopes:
+        refs = custom_code(node)
+        if refs:
+            notes.append(
+                f"{at} names custom code ({custom_code_text(refs)}) that transformers imports only "
+                "with trust_remote_code=True; slotdiff read this config as data and imported none of it"
+            )
     if not res.spec:
         notes.append(
             f"model_type {res.model_type or '(none)'!r} is not in slotdiff's key map: "

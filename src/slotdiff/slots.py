@@ -185,7 +185,8 @@ def _position(arch: Architecture) -> Fill:
     pos = ev.use("position")
     if pos == "learned":
         rows = ev.use("max_positions")
-        return ev.fill("position.encoding", "learned", f"learned table, {rows:,} rows", {}, {"rows": rows})
+        shown = f"{rows:,} rows" if isinstance(rows, int) else "rows not stated"
+        return ev.fill("position.encoding", "learned", f"learned table, {shown}", {}, {"rows": rows})
     if pos == "alibi":
         return ev.fill("position.encoding", "alibi", "ALiBi: linear distance bias, no table")
     if pos == "none" or not attention_layers(arch):

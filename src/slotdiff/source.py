@@ -16,6 +16,7 @@ from typing import Any
 
 from .errors import SlotdiffError
 from .jsonpos import JSONInputError, Parsed, parse
+from .printable import one_line
 from .resources import catalog_dir
 
 # Keys under which multimodal / composite configs keep their language model, in the order
@@ -72,6 +73,38 @@ class RawConfig:
         return node
 
 
+def custom_code(node: Mapping[str, Any]) -> tuple[tuple[str, str], ...]:
+    """(auto class, code reference) for each entry of ``node``'s ``auto_map``.
+
+    ``auto_map`` tells transformers which Python module of the repo to import (with
+    ``trust_remote_code=True``) for each Auto class: ``"AutoModelForCausalLM":
+    "modeling_deepseek.DeepseekV3ForCausalLM"``, or ``"other/repo--module.Class"`` for code
+    in another repo. slotdiff only reads these strings, to say what loading would run; it
+    never resolves, downloads or imports any of them. A value that is not an object or a
+    string (AutoTokenizer's [slow, fast] pair aside) is listed as what it is.
+    """
+    amap = node.get("auto_map")
+    if amap is None:
+        return ()
+    if not isinstance(amap, Mapping):
+        return (("auto_map", f"<{type(amap).__name__}, not an object>"),)
+    out: list[tuple[str, str]] = []
+    for cls, ref in amap.items():
+        refs = ref if isinstance(ref, list) else [ref]
+        for r in refs:
+            if r is None:
+                continue
+            text = one_line(r) if isinstance(r, str) else f"<{type(r).__name__}>"
+            out.append((one_line(str(cls))[:80], text if len(text) <= 120 else text[:117] + "..."))
+    return tuple(out)
+
+
+def custom_code_text(refs: tuple[tuple[str, str], ...], limit: int = 4) -> str:
+    """``AutoConfig → configuration_x.XConfig, ...`` (the first ``limit``, then a count)."""
+    shown = ", ".join(f"{cls} → {ref}" for cls, ref in refs[:limit])
+    return shown + (f", +{len(refs) - limit} more" if len(refs) > limit else "")
+
+
 def text_config_path(data: Mapping[str, Any]) -> tuple[str, ...]:
     """Path to the nested text config, or ``()`` when the config is a plain LM."""
     for path in TEXT_CONFIG_PATHS:
@@ -112,14 +145,28 @@ def catalog_entries() -> list[CatalogEntry]:
 
 
 def read_bytes(path: Path, name: str) -> bytes:
-    """Read a config file with the size cap applied before reading it whole."""
+    """Read a config file with the size cap applied before reading it whole.
+
+    Only regular files are read (a FIFO blocks on open, /dev/zero never ends), and never
+    more than the cap plus one byte, whatever the size the file system reported.
+    """
+    import stat
+
     from .jsonpos import MAX_BYTES
 
     try:
-        size = path.stat().st_size
-        if size > MAX_BYTES:
-            raise SlotdiffError(name, f"file is {size:,} bytes, over the {MAX_BYTES:,}-byte cap")
-        return path.read_bytes()
+        info = path.stat()
+        if stat.S_ISDIR(info.st_mode):
+            raise IsADirectoryError(name)
+        if not stat.S_ISREG(info.st_mode):
+            raise SlotdiffError(name, "not a regular file")
+        if info.st_size > MAX_BYTES:
+            raise SlotdiffError(name, f"file is {info.st_size:,} bytes, over the {MAX_BYTES:,}-byte cap")
+        with open(path, "rb") as fh:
+            data = fh.read(MAX_BYTES + 1)
+        if len(data) > MAX_BYTES:
+            raise SlotdiffError(name, f"file is over the {MAX_BYTES:,}-byte cap")
+        return data
     except IsADirectoryError as err:
         raise SlotdiffError(name, "is a directory without config.json") from err
     except PermissionError as err:

@@ -73,6 +73,10 @@ FUNCTIONS: dict[str, Any] = {
 }
 
 
+# Largest size any tower or connector dimension may take (as the key map's 2^40 bound).
+MAX_SIZE = 2**40
+
+
 class ExprError(ValueError):
     """An expression in a data file names something unknown or uses an unsupported form."""
 
@@ -100,7 +104,15 @@ def evaluate(expr: Any, env: Mapping[str, Any]) -> Any:
                 raise ExprError(f"{node.id} is unknown")
             return env[node.id]
         if isinstance(node, ast.BinOp) and type(node.op) in _BINOPS:
-            return _BINOPS[type(node.op)](ev(node.left), ev(node.right))
+            left, right = ev(node.left), ev(node.right)
+            # Arithmetic on numbers only: a config value that is a string or a list must not
+            # turn ``hidden * 4`` into repetition, and a hostile exponent must not run forever.
+            for side in (left, right):
+                if not isinstance(side, (int, float)):
+                    raise ExprError(f"{expr!r}: {side!r} is not a number")
+            if isinstance(node.op, ast.Pow) and abs(right) > 64:
+                raise ExprError(f"{expr!r}: exponent {right!r} out of range")
+            return _BINOPS[type(node.op)](left, right)
         if isinstance(node, ast.UnaryOp) and isinstance(node.op, ast.USub):
             return -ev(node.operand)
         if isinstance(node, ast.UnaryOp) and isinstance(node.op, ast.Not):
@@ -148,6 +160,8 @@ def as_int(value: Any, expr: Any) -> int:
         if not value.is_integer():
             raise ExprError(f"{expr!r} gave {value}, not a whole number")
         value = int(value)
+    if abs(value) > MAX_SIZE:
+        raise ExprError(f"{expr!r} gave {value:.3g}, beyond any real model (cap 2^40)")
     return value
 
 

@@ -36,7 +36,7 @@ def run(args: argparse.Namespace) -> int:
 
     result = diff(args.a, args.b, workload=workload_from(args))
     if args.format == "json":
-        sys.stdout.write(json.dumps(result.to_dict(), indent=2, default=str) + "\n")
+        sys.stdout.write(json.dumps(result.to_dict(), indent=2, allow_nan=False, default=str) + "\n")
     elif args.format == "markdown":
         sys.stdout.write(render_markdown(result))
     else:

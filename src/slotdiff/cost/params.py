@@ -724,12 +724,17 @@ def count(arch: Architecture) -> ParamCount:
         raise Unsupported(arch.name, f"cannot count parameters: {refused.value}", key=arch.key("unsupported"))
     from .vision_params import vision_tensors
 
+    e, k = arch.get("n_experts") or 0, arch.get("top_k") or 0
+    if e and k > e and any(s.ffn == "moe" or s.ffn2 == "moe" for s in arch.layers):
+        # No router picks more experts than exist; pricing it would report active > total.
+        raise SlotdiffError(
+            arch.name, f"routes each token to {k} experts but there are only {e}", key=arch.key("top_k")
+        )
     ts = tensors(arch) + vision_tensors(arch)
     by: dict[str, int] = {p: 0 for p in PARTS}
     for t in ts:
         by[t.slot] = by.get(t.slot, 0) + t.params
     total = sum(by.values())
-    e, k = arch.get("n_experts") or 0, arch.get("top_k") or 0
     routed = sum(t.params for t in ts if t.routed)
     active = total - routed + (routed * k // e if e else 0)
     mtp: int | None = sum(t.params for t in mtp_tensors(arch))

@@ -181,7 +181,7 @@ def vision_model(arch: Architecture) -> VisionModel | None:
         for need in spec.get("requires", []):
             try:
                 ok = evaluate(need["expr"], env)
-            except ExprError as err:
+            except (ArithmeticError, TypeError, ValueError, KeyError, IndexError) as err:
                 ok, need = False, {"why": str(err)}
             if not ok:
                 raise Unsupported(
@@ -204,7 +204,7 @@ def vision_model(arch: Architecture) -> VisionModel | None:
             "patch",
         )
         _build(parent.get("connector", []), env, "connector", "", "", 1, out, stacks, "token")
-    except (ExprError, TypeError, KeyError, IndexError, ZeroDivisionError) as err:
+    except (ArithmeticError, TypeError, ValueError, KeyError, IndexError) as err:  # ExprError too
         raise Unsupported(
             arch.name, f"cannot count the vision encoder ({tower_val.value}): {err}", key=config_key
         ) from err

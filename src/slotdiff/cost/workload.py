@@ -69,6 +69,17 @@ def gpu(preset: str) -> GPU:
     return table[preset]
 
 
+# Far beyond any deployment, and small enough that every product of sizes stays exact in a
+# float (2^40 per factor: a handful of them multiply to well under 2^1024).
+MAX_BATCH = 2**40
+MAX_CONTEXT = 2**40
+
+
+def _short(n: int) -> str:
+    text = str(n)
+    return text if len(text) <= 24 else f"a {len(text)}-digit number"
+
+
 @dataclass(frozen=True)
 class Workload:
     """What the cost is computed for."""
@@ -81,10 +92,10 @@ class Workload:
     compute_dtype: str = "bfloat16"  # which dense peak the FLOP side uses
 
     def __post_init__(self) -> None:
-        if self.batch < 1:
-            raise UsageError(f"--batch must be at least 1, got {self.batch}")
-        if self.context < 1:
-            raise UsageError(f"--context must be at least 1, got {self.context}")
+        if not 1 <= self.batch <= MAX_BATCH:
+            raise UsageError(f"--batch must be 1..{MAX_BATCH:,}, got {_short(self.batch)}")
+        if not 1 <= self.context <= MAX_CONTEXT:
+            raise UsageError(f"--context must be 1..{MAX_CONTEXT:,}, got {_short(self.context)}")
         for name in ("kv_dtype", "compute_dtype"):
             value = canonical_dtype(getattr(self, name))
             if value is None:

@@ -35,6 +35,8 @@ def _field_schema(spec: Mapping[str, Any]) -> dict[str, Any]:
         out["maximum"] = spec["maximum"]
     if "enum" in spec:
         out["enum"] = [*spec["enum"], None]
+    if "items" in spec:
+        out["items"] = {"type": spec["items"]}
     return out
 
 

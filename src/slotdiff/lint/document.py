@@ -9,6 +9,7 @@ with a cheap duplicate-key check, and positions are computed when a diagnostic a
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import Mapping
 from functools import cached_property
 from pathlib import Path
@@ -16,15 +17,27 @@ from typing import Any
 
 from ..arch import UNKNOWN, Architecture, Value
 from ..errors import SlotdiffError
-from ..jsonpos import JSONInputError, Parsed, parse
+from ..jsonpos import JSONInputError, Parsed, check_limits, decode, parse, parse_int
 from ..source import RawConfig
 
 KeyPath = tuple[str | int, ...]
 
 
 def key_path(dotted: str) -> KeyPath:
-    """``text_config.hidden_size`` → ``("text_config", "hidden_size")`` (config keys hold no dots)."""
-    return tuple(dotted.split(".")) if dotted else ()
+    """``text_config.hidden_size`` → ``("text_config", "hidden_size")`` (config keys hold no dots);
+    ``layer_types[3]`` → ``("layer_types", 3)``."""
+    out: list[str | int] = []
+    for part in dotted.split(".") if dotted else ():
+        m = _INDEXED.fullmatch(part)
+        if m is None:
+            out.append(part)
+            continue
+        out.append(m[1])
+        out.extend(int(i) for i in re.findall(r"\d+", m[2]))
+    return tuple(out)
+
+
+_INDEXED = re.compile(r"([^\[]+)((?:\[\d+\])+)")
 
 
 class _Duplicates:
@@ -55,8 +68,14 @@ class Document:
     def _loaded(self) -> tuple[Any, bool, JSONInputError | None]:
         hook = _Duplicates()
         try:
-            value = json.loads(self.text.decode("utf-8-sig"), object_pairs_hook=hook)
-        except (UnicodeDecodeError, ValueError, RecursionError):
+            # The caps (size, depth, key count) hold before json builds anything.
+            text = decode(self.text)
+            check_limits(text)
+        except JSONInputError as err:
+            return None, False, err
+        try:
+            value = json.loads(text, object_pairs_hook=hook, parse_int=parse_int)
+        except (ValueError, RecursionError):
             # Let jsonpos say what is wrong and where (it owns the messages and the caps).
             try:
                 parse(self.text)
@@ -105,13 +124,18 @@ class Document:
         )
 
     @cached_property
-    def _built(self) -> tuple[Architecture | None, SlotdiffError | None]:
+    def _built(self) -> tuple[Architecture | None, Any, SlotdiffError | None]:
         from ..schema import build
+        from ..slots import fill_slots
 
+        # Fills are part of the build: reading them refuses what the schema layer lets
+        # through (an unknown dtype, a broken quantization_config), and a rule that needs
+        # the architecture may rely on its fills.
         try:
-            return build(self.raw), None
+            arch = build(self.raw)
+            return arch, fill_slots(arch), None
         except SlotdiffError as err:
-            return None, err
+            return None, None, err
 
     @property
     def arch(self) -> Architecture | None:
@@ -119,7 +143,7 @@ class Document:
 
     @property
     def build_error(self) -> SlotdiffError | None:
-        return self._built[1]
+        return self._built[2]
 
     @cached_property
     def fields(self) -> Mapping[str, Value]:
@@ -166,12 +190,10 @@ class Document:
 
     # ------------------------------------------------------------- fills, cost
 
-    @cached_property
+    @property
     def fills(self) -> Any:
-        from ..slots import fill_slots
-
         assert self.arch is not None
-        return fill_slots(self.arch)
+        return self._built[1]
 
     def cost(self, workload: Any) -> Any:
         """The cost pass under ``workload`` (cached per workload); raises SlotdiffError."""

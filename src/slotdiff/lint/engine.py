@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import Any
 
 from ..errors import SlotdiffError
+from ..printable import one_line
 from . import budgets, diffmode, rules  # noqa: F401  (importing registers the rules)
 from .document import Document, KeyPath, read
 from .policy import Policy
@@ -116,7 +117,10 @@ def lint_document(cx: FileContext) -> tuple[Diagnostic, ...]:
                 (line, col), key = hit.where, None
             else:
                 (line, col), key = doc.where(hit.where), _dotted(hit.where)
-            out.append(Diagnostic(doc.name, line, col, info.code, info.severity, hit.message, key, hit.extra))
+            # A message quotes config keys and values: a newline in one must not start a
+            # line that reads like another diagnostic.
+            message = one_line(hit.message)
+            out.append(Diagnostic(doc.name, line, col, info.code, info.severity, message, key, hit.extra))
     return tuple(sorted(_drop_superseded(out), key=Diagnostic.sort_key))
 
 

@@ -397,6 +397,22 @@ def unknown_model_type(cx: Any) -> Iterator[Hit]:
             )
 
 
+@rule("SD206")
+def custom_code(cx: Any) -> Iterator[Hit]:
+    """auto_map names code transformers would import; report it, never follow it."""
+    from ..source import custom_code as refs_of
+    from ..source import custom_code_text
+
+    for prefix, scope in _scopes(cx):
+        refs = refs_of(scope)
+        if refs:
+            yield Hit(
+                (*prefix, "auto_map"),
+                f"auto_map names custom code that loading imports (trust_remote_code=True): "
+                f"{custom_code_text(refs)}",
+            )
+
+
 def _transformers_version() -> str:
     from ..resources import load_schema_file
 

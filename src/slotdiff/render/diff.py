@@ -31,6 +31,7 @@ def _delta_lines(result: Any) -> list[str]:
 def render_table(result: Any) -> str:
     from rich.console import Console
     from rich.table import Table
+    from rich.text import Text
 
     buf = io.StringIO()
     tty = sys.stdout.isatty()
@@ -40,8 +41,9 @@ def render_table(result: Any) -> str:
         force_terminal=tty,
         color_system="auto" if tty else None,
         highlight=False,
+        markup=False,  # model names and config values are text, never rich markup
     )
-    console.print(f"[bold]{result.a.raw.name}[/] → [bold]{result.b.raw.name}[/]")
+    console.print(Text(result.a.raw.name, style="bold") + Text(" → ") + Text(result.b.raw.name, style="bold"))
     console.print(f"A: {result.class_a.label}\nB: {result.class_b.label}")
     table = Table(box=None, expand=True, header_style="bold", pad_edge=False)
     for col, ratio in (("facet", 2), ("A", 4), ("B", 4), ("status", 1)):
@@ -50,7 +52,7 @@ def render_table(result: Any) -> str:
         if f.status == "same":
             continue
         style = "bold yellow" if f.status == "changed" else "cyan"
-        table.add_row(f.facet, f.a.detail, f.b.detail, f"[{style}]{f.status}[/]")
+        table.add_row(f.facet, f.a.detail, f.b.detail, Text(f.status, style=style))
     if table.row_count:
         console.print(table)
     else:
@@ -68,7 +70,9 @@ def render_table(result: Any) -> str:
     for col, ratio in (("key", 3), ("change", 1), ("old", 3), ("new", 3), ("slot", 2)):
         keys.add_column(col, ratio=ratio)
     for k in result.keys:
-        keys.add_row(k.path, k.change, _value(k.old), _value(k.new), k.facet or "[dim]unattributed[/]")
+        keys.add_row(
+            k.path, k.change, _value(k.old), _value(k.new), k.facet or Text("unattributed", style="dim")
+        )
     if result.keys:
         console.print(keys)
     return buf.getvalue()

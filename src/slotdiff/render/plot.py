@@ -38,6 +38,14 @@ def _figure(width: float, height: float) -> Any:
     return fig
 
 
+def save(fig: Any, path: Path) -> None:
+    """Write the figure atomically (a killed run leaves the previous plot intact)."""
+    from ..files import atomic_write
+
+    fmt = path.suffix.lower().lstrip(".") or "png"
+    atomic_write(path, lambda fh: fig.savefig(fh, format=fmt))
+
+
 def _tokens(x: float, _pos: Any = None) -> str:
     """Axis labels for token counts: 1024 → 1K, 131072 → 128K, 1048576 → 1M."""
     for div, unit in ((1 << 20, "M"), (1 << 10, "K")):
@@ -146,7 +154,7 @@ def plot_batch(sweeps: Sequence[Any], path: Path) -> None:
     thr.grid(True, which="both", alpha=0.25)
     thr.legend(fontsize=7.5, loc="upper left")
     fig.suptitle(f"decode over batch on {first.gpus} × {first.gpu_name}", fontsize=11)
-    fig.savefig(path)
+    save(fig, path)
 
 
 def plot_context(sweeps: Sequence[Any], path: Path) -> None:
@@ -200,7 +208,7 @@ def plot_context(sweeps: Sequence[Any], path: Path) -> None:
     fig.suptitle(
         "FLOPs per decode token, weights vs attention, and KV per sequence over context", fontsize=11
     )
-    fig.savefig(path)
+    save(fig, path)
 
 
 def plot_sweeps(sweeps: Sequence[Any], path: Path) -> None:

@@ -216,6 +216,7 @@ def render(report: Any, width: int | None = None) -> str:
         force_terminal=sys.stdout.isatty(),
         color_system="auto" if sys.stdout.isatty() else None,
         highlight=False,
+        markup=False,  # config strings ("[/x]") are text, never rich markup
     )
     parts: list[Any] = [header(report), slot_table(report), Text(""), cost_lines(report)]
     changes = changes_table(report)

@@ -309,7 +309,9 @@ def render_terminal(data: Mapping[str, Any], width: int | None = None) -> str:
     from rich.text import Text
 
     buf = io.StringIO()
-    console = Console(file=buf, width=width or 100, force_terminal=False, color_system=None, highlight=False)
+    console = Console(
+        file=buf, width=width or 100, force_terminal=False, color_system=None, highlight=False, markup=False
+    )
     scan = data["scan"]
     console.print(
         Text(f"slotdiff scan {scan['id']}: ", style="bold")

@@ -1,0 +1,55 @@
+"""Keep control characters from configs off the user's terminal.
+
+A config can hold any string: an ESC sequence in a key or a model_type would retitle,
+clear or rewrite the terminal that prints it, and bidi overrides would make the printed
+text read differently from what the file says. Everything slotdiff prints goes through
+:func:`printable`, which writes such characters as visible escapes (``\\x1b``, ``\\u202e``).
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Any, TextIO
+
+# C0 controls except tab and newline, DEL, C1 controls, and the bidi embedding, override and
+# isolate marks (Trojan Source).
+_UNSAFE = re.compile("[\x00-\x08\x0b-\x1f\x7f-\x9f\u200e\u200f\u202a-\u202e\u2066-\u2069]")
+# What rich itself writes on a colour terminal: Select Graphic Rendition (colours, bold).
+_SGR = re.compile("(\x1b\\[[0-9;]*m)")
+
+
+def _escape(m: re.Match[str]) -> str:
+    code = ord(m.group())
+    return f"\\x{code:02x}" if code < 0x100 else f"\\u{code:04x}"
+
+
+def printable(text: str, keep_sgr: bool = False) -> str:
+    """``text`` with every unsafe character escaped; ``keep_sgr`` keeps colour codes."""
+    if not keep_sgr:
+        return _UNSAFE.sub(_escape, text)
+    parts = _SGR.split(text)
+    return "".join(p if i % 2 else _UNSAFE.sub(_escape, p) for i, p in enumerate(parts))
+
+
+def one_line(text: str) -> str:
+    """``text`` on one line: :func:`printable`, with newlines and tabs escaped as well (for
+    formats where a line is a record, like lint's ``path:line:col: CODE message``)."""
+    return printable(text).replace("\n", "\\n").replace("\t", "\\t")
+
+
+class PrintableStream:
+    """A text stream that escapes unsafe characters in everything written to it (colour codes
+    are kept when the stream is a terminal, where slotdiff's own styling uses them)."""
+
+    def __init__(self, stream: TextIO) -> None:
+        self._stream = stream
+        try:
+            self._tty = stream.isatty()
+        except (AttributeError, ValueError):
+            self._tty = False
+
+    def write(self, text: str) -> int:
+        return self._stream.write(printable(text, keep_sgr=self._tty))
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._stream, name)

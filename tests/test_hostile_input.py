@@ -1,0 +1,385 @@
+"""What fuzzing found, pinned down, and the limits that keep hostile files cheap to refuse.
+
+Each case is a config a stranger could publish: it either analyzes (exit 0, strict JSON) or
+is refused with one line naming the file, the key and the reason (exit 2), never an
+"internal error". Size, depth and key-count caps hold before a file is parsed in full;
+``auto_map`` is reported and never followed; a run on a local file imports neither
+huggingface_hub nor deepdiff nor matplotlib.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from slotdiff import jsonpos
+from slotdiff.cli import main
+from slotdiff.errors import SlotdiffError
+from slotdiff.jsonpos import MAX_BYTES, MAX_DEPTH, MAX_MEMBERS, JSONInputError
+from slotdiff.lint import engine
+from slotdiff.lint.policy import Policy
+from slotdiff.source import from_file
+
+from conftest import raw
+
+ROOT = Path(__file__).resolve().parent.parent
+LLAMA = json.loads(raw("meta-llama/Meta-Llama-3-8B").read_text())
+GPT2 = json.loads(raw("openai-community/gpt2").read_text())
+MAMBA2 = {"model_type": "mamba2", "hidden_size": 256, "num_hidden_layers": 2, "vocab_size": 1000}
+
+
+def cli(tmp_path: Path, capsys: pytest.CaptureFixture[str], config: Any, *args: str) -> tuple[int, str, str]:
+    path = tmp_path / "config.json"
+    text = config if isinstance(config, str) else json.dumps(config, allow_nan=True)
+    path.write_text(text, encoding="utf-8")
+    code = main([str(path), *args])
+    out, err = capsys.readouterr()
+    assert "internal error" not in err and "Traceback" not in err, err
+    if code == 2:
+        assert err.count("\n") == 1 and err.startswith(f"slotdiff: error: {path}"), err
+    return code, out, err
+
+
+def with_(base: dict[str, Any], **changes: Any) -> dict[str, Any]:
+    return {**base, **changes}
+
+
+# (id, config, key the one-line error must name)
+REFUSED = [
+    ("float-1e308", with_(LLAMA, hidden_size=1e308), "hidden_size"),
+    ("int-10^30", with_(LLAMA, hidden_size=10**30), "hidden_size"),
+    ("layers-2^20", with_(LLAMA, num_hidden_layers=2**20), "num_hidden_layers"),
+    ("vocab-negative", with_(LLAMA, vocab_size=-5), "vocab_size"),
+    ("heads-string", with_(LLAMA, num_attention_heads="32"), "num_attention_heads"),
+    ("experts-bool", with_(LLAMA, num_local_experts=True, model_type="mixtral"), "num_local_experts"),
+    ("unknown-dtype", with_(LLAMA, torch_dtype="bfloat17"), "torch_dtype"),
+    ("dtype-escape", with_(LLAMA, torch_dtype="\x1b]0;owned\x07"), "torch_dtype"),
+    ("mlp-only-nested", with_(LLAMA, model_type="qwen2_moe", mlp_only_layers=[[1]]), "mlp_only_layers[0]"),
+    (
+        "quant-bits-string",
+        with_(LLAMA, quantization_config={"quant_method": "awq", "bits": "four"}),
+        "quantization_config.bits",
+    ),
+    (
+        "quant-block-zero",
+        with_(LLAMA, quantization_config={"quant_method": "fp8", "weight_block_size": [0, 0]}),
+        "quantization_config.weight_block_size[0]",
+    ),
+    (
+        "quant-block-huge",
+        with_(LLAMA, quantization_config={"quant_method": "fp8", "weight_block_size": [1e308, 128]}),
+        "quantization_config.weight_block_size[0]",
+    ),
+    (
+        "quant-redos",
+        with_(LLAMA, quantization_config={"quant_method": "fp8", "ignore": ["re:(a+)+$"]}),
+        "quantization_config.ignore",
+    ),
+    (
+        "quant-bad-regex",
+        with_(LLAMA, quantization_config={"quant_method": "fp8", "modules_to_not_convert": ["re:(("]}),
+        "quantization_config.modules_to_not_convert",
+    ),
+    (
+        "quant-groups-list",
+        with_(LLAMA, quantization_config={"quant_method": "compressed-tensors", "config_groups": [1]}),
+        "quantization_config.config_groups",
+    ),
+    ("ssm-expand-huge", with_(MAMBA2, expand=1e300), "expand"),
+    ("norm-eps-huge", with_(LLAMA, rms_norm_eps=10**30), "rms_norm_eps"),
+    ("rope-theta-huge", with_(LLAMA, rope_theta=1e300), "rope_theta"),
+    ("softcap-infinite", with_(LLAMA, final_logit_softcapping=float("inf")), "final_logit_softcapping"),
+]
+
+
+@pytest.mark.parametrize(("config", "key"), [c[1:] for c in REFUSED], ids=[c[0] for c in REFUSED])
+def test_refused_with_the_key_named(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], config: Any, key: str
+) -> None:
+    code, _, err = cli(tmp_path, capsys, config)
+    assert code == 2
+    assert f": {key}: " in err, err
+    assert "\x1b" not in err
+
+
+# (id, config, what the report must say): accepted, with honest output.
+ACCEPTED = [
+    ("markup-activation", with_(LLAMA, hidden_act="[/bad]"), "[/bad]"),
+    ("markup-key", with_(LLAMA, **{"[bold red]x[/]": 1}), "[bold red]x[/]"),
+    ("escape-in-key", with_(LLAMA, **{"k\x1b[2J": 1}), "k\\x1b[2J"),
+    ("bidi-in-key", with_(LLAMA, **{"abc\u202exyz": 1}), "abc\\u202exyz"),
+    ("model-type-traversal", with_(LLAMA, model_type="../keymap"), "not in slotdiff's key map"),
+    ("model-type-long", with_(LLAMA, model_type="x" * 10_000), "not in slotdiff's key map"),
+    (
+        "top-k-over-experts",
+        with_(LLAMA, model_type="mixtral", num_local_experts=4, num_experts_per_tok=8),
+        "only 4",
+    ),
+    ("learned-table-null", with_(GPT2, n_positions=None), "rows not stated"),
+    (
+        "vision-string",
+        {
+            **json.loads(raw("llava-hf/llava-1.5-7b-hf").read_text()),
+            "vision_config": {
+                "model_type": "clip_vision_model",
+                "hidden_size": "wide",
+                "image_size": 336,
+                "patch_size": 14,
+                "intermediate_size": 4096,
+                "num_attention_heads": 16,
+                "num_hidden_layers": 24,
+            },
+        },
+        "vision encoder",
+    ),
+]
+
+
+@pytest.mark.parametrize(("config", "needle"), [c[1:] for c in ACCEPTED], ids=[c[0] for c in ACCEPTED])
+def test_accepted_and_rendered_as_written(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], config: Any, needle: str
+) -> None:
+    outputs = {}
+    for fmt in ("table", "markdown", "json"):
+        code, outputs[fmt], _ = cli(tmp_path, capsys, config, "--format", fmt)
+        assert code == 0
+        assert "\x1b" not in outputs[fmt] and "\u202e" not in outputs[fmt]
+    json.loads(outputs["json"], parse_constant=lambda c: pytest.fail(f"bare {c}"))
+    assert needle in " ".join(outputs["table"].split()), needle  # as written, escapes visible
+
+
+def test_integer_literals_past_the_digit_cap(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """Python's int() refuses over 4,300 digits with a ValueError; slotdiff refuses at 100."""
+    text = json.dumps(LLAMA)[:-1] + ', "initializer_range": ' + "9" * 5000 + "}"
+    code, _, err = cli(tmp_path, capsys, text)
+    assert code == 2 and "5,000-digit integer" in err
+    run = engine.lint(["c.json"], Policy(), texts={"c.json": text.encode()})
+    assert [d.code for d in run.diagnostics] == ["SD101"]
+
+
+def test_infinity_written_by_transformers_in_ignored_keys(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Mamba-2 configs carry time_step_limit [0.0, Infinity]; some tools write {"__float__": ...}."""
+    for limit in ("[0.0, Infinity]", '[0.0, {"__float__": "Infinity"}]', "[-Infinity, NaN]"):
+        text = json.dumps(MAMBA2)[:-1] + f', "time_step_limit": {limit}, "time_step_floor": Infinity}}'
+        code, out, _ = cli(tmp_path, capsys, text, "--json")
+        assert code == 0
+        json.loads(out, parse_constant=lambda c: pytest.fail(f"bare {c}"))
+        code, out, _ = cli(tmp_path, capsys, text, "--format", "table")
+        assert code == 0
+    run = engine.lint(["c.json"], Policy(), texts={"c.json": text.encode()})
+    assert run.exit_code == 0, [(d.code, d.message) for d in run.diagnostics]
+
+
+def test_nan_echoed_from_a_config_is_a_string_in_json(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    config = with_(LLAMA, rope_scaling={"rope_type": "linear", "factor": float("nan")})
+    code, out, _ = cli(tmp_path, capsys, config, "--json")
+    data = json.loads(out, parse_constant=lambda c: pytest.fail(f"bare {c}"))
+    assert code == 0 and "NaN" in json.dumps(data)
+
+
+def test_absurd_workloads_are_usage_errors(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    path = tmp_path / "config.json"
+    path.write_text(json.dumps(LLAMA))
+    for flag, value in (("--context", str(10**400)), ("--batch", str(2**41)), ("--context", "0")):
+        code = main([str(path), flag, value])
+        err = capsys.readouterr().err
+        assert code == 2 and flag in err and err.count("\n") == 1 and len(err) < 200, err
+
+
+def test_diff_and_lint_on_hostile_strings(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    a, b = tmp_path / "a.json", tmp_path / "b.json"
+    a.write_text(json.dumps(LLAMA))
+    b.write_text(json.dumps(with_(LLAMA, hidden_act="[/x]", **{"\x1b]0;t\x07": float("inf")})))
+    for args in (
+        ["diff", str(a), str(b)],
+        ["diff", str(a), str(b), "--json"],
+        ["lint", "--format", "json", str(b)],
+    ):
+        code = main(args)
+        out, err = capsys.readouterr()
+        assert code in (0, 1) and "internal error" not in err
+        assert "\x1b" not in out
+        if "--json" in args or "json" in args:
+            json.loads(out, parse_constant=lambda c: pytest.fail(f"bare {c}"))
+
+
+# ------------------------------------------------------------------ caps, before parsing
+
+
+def _no_full_parse(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Fail if json.loads is handed a whole document (the tokenizer still decodes key strings)."""
+    real = json.loads
+
+    def loads(text: Any, *args: Any, **kwargs: Any) -> Any:
+        if len(text) > 1000:
+            raise AssertionError("json.loads ran on a document over the caps")
+        return real(text, *args, **kwargs)
+
+    monkeypatch.setattr(json, "loads", loads)
+
+
+def test_oversized_file_is_refused_before_it_is_read(tmp_path: Path) -> None:
+    path = tmp_path / "config.json"
+    with open(path, "wb") as fh:
+        fh.truncate(MAX_BYTES + 1)  # sparse: costs no disk
+    with pytest.raises(SlotdiffError, match=f"file is {MAX_BYTES + 1:,} bytes, over the"):  # from stat()
+        from_file(path)
+    run = engine.lint([str(path)], Policy())
+    assert [d.code for d in run.diagnostics] == ["SD101"] and "cap" in run.diagnostics[0].message
+
+
+@pytest.mark.parametrize("special", ["fifo", "/dev/zero"])
+def test_special_files_are_refused_not_read(tmp_path: Path, special: str) -> None:
+    """A FIFO blocks on open and /dev/zero never ends: only regular files are read."""
+    path = Path(special)
+    if special == "fifo":
+        path = tmp_path / "config.json"
+        os.mkfifo(path)
+    with pytest.raises(SlotdiffError, match="not a regular file"):
+        from_file(path)
+    run = engine.lint([str(path)], Policy())
+    assert [d.code for d in run.diagnostics] == ["SD101"]
+
+
+DEEP = "[" * (MAX_DEPTH + 1) + "]" * (MAX_DEPTH + 1)
+MANY_KEYS = "{" + ",".join(f'"k{i}":0' for i in range(MAX_MEMBERS + 1)) + "}"
+
+
+@pytest.mark.parametrize(
+    ("text", "why"), [(DEEP, "nesting deeper"), (MANY_KEYS, "more than")], ids=["depth", "keys"]
+)
+def test_caps_hold_before_the_full_parse(monkeypatch: pytest.MonkeyPatch, text: str, why: str) -> None:
+    doc = '{"a": ' + text + "}" if text is DEEP else text
+    _no_full_parse(monkeypatch)
+    for with_positions in (True, False):  # analyze / lint positions, and the scan's value-only parse
+        with pytest.raises(JSONInputError, match=why):
+            jsonpos.parse(doc, with_positions=with_positions)
+    from slotdiff.lint.document import Document
+
+    assert why in str(Document("c.json", doc.encode()).error)
+
+
+def test_caps_through_the_cli(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    for text in ('{"a": ' + DEEP + "}", MANY_KEYS):
+        code, _, err = cli(tmp_path, capsys, text)
+        assert code == 2 and ("nesting deeper" in err or "more than" in err)
+
+
+def test_in_memory_configs_get_the_same_caps() -> None:
+    from slotdiff.analyze import analyze
+
+    deep: Any = 1
+    for _ in range(MAX_DEPTH + 5):
+        deep = {"x": deep}
+    with pytest.raises(SlotdiffError, match="nesting deeper"):
+        analyze({**LLAMA, "deep": deep})
+    loop: dict[str, Any] = dict(LLAMA)
+    loop["self"] = loop
+    with pytest.raises(SlotdiffError, match="cannot be written as JSON"):
+        analyze(loop)
+
+
+# -------------------------------------------------------------------- auto_map, never run
+
+EVIL = """
+from pathlib import Path
+Path(__file__).with_name("IMPORTED").write_text("custom code ran")
+class EvilConfig: pass
+class EvilForCausalLM: pass
+"""
+
+ENV = {**os.environ, "HF_HUB_OFFLINE": "1", "PYTHONPATH": str(ROOT / "src")}
+
+
+def test_auto_map_is_reported_and_never_followed(tmp_path: Path) -> None:
+    (tmp_path / "configuration_evil.py").write_text(EVIL)
+    (tmp_path / "modeling_evil.py").write_text(EVIL)
+    config = with_(
+        LLAMA,
+        auto_map={
+            "AutoConfig": "configuration_evil.EvilConfig",
+            "AutoModelForCausalLM": "modeling_evil.EvilForCausalLM",
+            "AutoTokenizer": ["other/repo--tokenization_evil.EvilTokenizer", None],
+        },
+    )
+    (tmp_path / "config.json").write_text(json.dumps(config))
+    # The repo folder is on sys.path and the current directory: an import would find the module.
+    env = {**ENV, "PYTHONPATH": f"{ROOT / 'src'}{os.pathsep}{tmp_path}"}
+    runs = {
+        "analyze": ["config.json", "--json"],
+        "table": ["config.json"],
+        "lint": ["lint", "--no-config", "--format", "json", "config.json"],
+        "diff": ["diff", "config.json", str(raw("meta-llama/Meta-Llama-3-8B"))],
+        "fingerprint": ["fingerprint", "config.json", "--name", "evil", "--stdout"],
+    }
+    out = {}
+    for name, args in runs.items():
+        res = subprocess.run(
+            [sys.executable, "-m", "slotdiff", *args], capture_output=True, text=True, env=env, cwd=tmp_path
+        )
+        assert res.returncode in (0, 1), (name, res.stderr)
+        out[name] = res.stdout
+    assert not (tmp_path / "IMPORTED").exists(), "slotdiff imported the code auto_map names"
+    notes = json.loads(out["analyze"])["notes"]
+    assert any("modeling_evil.EvilForCausalLM" in n and "imported none of it" in n for n in notes)
+    assert "modeling_evil.EvilForCausalLM" in out["table"]
+    diags = json.loads(out["lint"])["diagnostics"]
+    assert [d["key"] for d in diags if d["code"] == "SD206"] == ["auto_map"]
+    assert "tokenization_evil" in next(d["message"] for d in diags if d["code"] == "SD206")
+
+
+# ------------------------------------------------------------------------ start-up cost
+
+PROBE = """
+import sys
+from slotdiff.cli import main
+code = main(sys.argv[1:])
+heavy = ",".join(m for m in ("huggingface_hub", "deepdiff", "matplotlib") if m in sys.modules)
+print(code, heavy, file=sys.stderr)
+"""
+
+
+@pytest.mark.parametrize(
+    "args",
+    [
+        ["{cfg}"],
+        ["{cfg}", "--json"],
+        ["{cfg}", "--markdown"],
+        ["{cfg}", "--no-cost"],
+        ["lint", "{cfg}"],
+        ["lint", "--no-config", "--format", "sarif", "{cfg}"],
+        ["{bad}"],
+        ["lint", "{bad}"],
+    ],
+    ids=["table", "json", "markdown", "no-cost", "lint", "lint-sarif", "bad", "lint-bad"],
+)
+def test_local_runs_import_no_heavy_modules(tmp_path: Path, args: list[str]) -> None:
+    """``slotdiff MODEL`` and ``slotdiff lint`` on local files stay off the Hub client,
+    deepdiff and matplotlib (sys.modules in a fresh interpreter)."""
+    cfg = tmp_path / "config.json"
+    cfg.write_text(json.dumps(with_(LLAMA, auto_map={"AutoConfig": "c.C"})))
+    bad = tmp_path / "bad_config.json"
+    bad.write_text(json.dumps(with_(LLAMA, hidden_size=1e308)))
+    argv = [a.format(cfg=cfg, bad=bad) for a in args]
+    res = subprocess.run(
+        [sys.executable, "-c", PROBE, *argv],
+        capture_output=True,
+        text=True,
+        env=ENV,
+        cwd=tmp_path,
+        check=False,
+    )
+    assert res.returncode == 0, res.stderr
+    code, _, heavy = res.stderr.strip().splitlines()[-1].partition(" ")
+    assert int(code) in (0, 1, 2)
+    assert heavy == "", f"imported {heavy}"

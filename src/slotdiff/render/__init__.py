@@ -11,7 +11,7 @@ from typing import Any
 
 
 def to_json(report: Any) -> str:
-    return json.dumps(report.to_dict(), indent=2, ensure_ascii=False, allow_nan=False, default=str)
+    return json.dumps(report.to_dict(), indent=2, ensure_ascii=False, allow_nan=False, default=str) + "\n"
 
 
 def to_markdown(report: Any) -> str:

@@ -153,7 +153,9 @@ def _md(text: Any) -> str:
 
 
 def _code(text: Any) -> str:
-    return "`" + str(text).replace("`", "'").replace("\n", " ") + "`"
+    """A code span that stays one table cell: no backticks, newlines or bare pipes."""
+    body = " ".join(str(text).replace("`", "'").split())
+    return "`" + body.replace("|", "\\|") + "`"
 
 
 def _link(repo: str, base: str) -> str:

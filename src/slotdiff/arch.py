@@ -8,7 +8,9 @@ derivation, or unknown) and the config keys that decided it.
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, fields
+from functools import cached_property
+from operator import attrgetter
 from types import MappingProxyType
 from typing import Any
 
@@ -76,6 +78,26 @@ class LayerSpec:
     kv_shared: bool = False
 
 
+_LAYER_FIELDS = frozenset(f.name for f in fields(LayerSpec))
+# Everything that makes two layers cost the same: every field but the index.
+_layer_design = attrgetter(*(f.name for f in fields(LayerSpec) if f.name != "index"))
+
+
+def evolve(spec: LayerSpec, **changes: Any) -> LayerSpec:
+    """``dataclasses.replace`` for a LayerSpec, without re-running ``__init__``.
+
+    Layouts and counterfactuals make one per layer per rule; this is ~10x cheaper, and
+    LayerSpec has no ``__post_init__`` to skip.
+    """
+    unknown = changes.keys() - _LAYER_FIELDS
+    if unknown:
+        raise TypeError(f"LayerSpec has no field {sorted(unknown)[0]!r}")
+    new = object.__new__(LayerSpec)
+    new.__dict__.update(spec.__dict__)
+    new.__dict__.update(changes)
+    return new
+
+
 @dataclass(frozen=True)
 class Architecture:
     """A config read into canonical fields and per-layer specs, with its provenance."""
@@ -95,6 +117,8 @@ class Architecture:
         object.__setattr__(self, "fields", MappingProxyType(dict(self.fields)))
         if self.vision is not None:
             object.__setattr__(self, "vision", MappingProxyType(dict(self.vision)))
+        # Plain values by name: ``get`` is called hundreds of times per cost pass.
+        object.__setattr__(self, "_values", {k: v.value for k, v in self.fields.items()})
 
     def v(self, name: str) -> Value:
         """The resolved Value of a canonical field (UNKNOWN when never resolved)."""
@@ -102,8 +126,8 @@ class Architecture:
 
     def get(self, name: str, default: Any = None) -> Any:
         """The plain value of a canonical field, or ``default`` when unknown/None."""
-        val = self.fields.get(name)
-        return default if val is None or val.value is None else val.value
+        value = self._values.get(name)
+        return default if value is None else value
 
     def key(self, name: str) -> str:
         """A config key path to cite for ``name`` (prefixed with the text config path)."""
@@ -115,6 +139,20 @@ class Architecture:
     @property
     def n_layers(self) -> int:
         return len(self.layers)
+
+    @cached_property
+    def layer_runs(self) -> tuple[tuple[LayerSpec, int], ...]:
+        """Each distinct layer design (index aside) with how many layers have it, in the
+        order first seen: per-layer sums become one product per design."""
+        first: dict[tuple[Any, ...], LayerSpec] = {}
+        counts: dict[tuple[Any, ...], int] = {}
+        for spec in self.layers:
+            key = _layer_design(spec)
+            if key in counts:
+                counts[key] += 1
+            else:
+                first[key], counts[key] = spec, 1
+        return tuple((first[key], n) for key, n in counts.items())
 
 
 @dataclass(frozen=True)

@@ -17,7 +17,7 @@ import ast
 import math
 import operator
 from collections.abc import Mapping
-from functools import cache
+from functools import cache, lru_cache
 from typing import Any
 
 from .arch import UNKNOWN, Architecture, Value
@@ -92,6 +92,37 @@ def known_keys() -> frozenset[str]:
 def _field_spec(name: str) -> dict[str, Any]:
     km = keymap()
     return km["fields"].get(name) or km["structure"].get(name) or {}
+
+
+class _Plan:
+    """How one canonical field resolves under one model_type: everything ``_resolve`` reads
+    from the data files, looked up once and shared by every config of that model_type."""
+
+    __slots__ = ("aliases", "const", "default", "derive", "scope", "spec", "structure")
+
+    def __init__(self, spec: Mapping[str, Any], name: str) -> None:
+        field = _field_spec(name)
+        own = spec.get("aliases", {}).get(name)
+        self.spec = field
+        self.aliases: tuple[str, ...] = tuple(own if own is not None else field.get("aliases", []))
+        self.derive: str | None = spec.get("derive", {}).get(name) or field.get("derive")
+        self.const = spec.get("const", {}).get(name, _MISSING)
+        self.structure = spec.get("structure", {}).get(name, _MISSING)
+        self.scope = field.get("scope")
+        self.default = field.get("default", _MISSING)
+
+
+@cache
+def _plans(model_type: str) -> dict[str, _Plan]:
+    """Plans per field for a model_type ("" for one the key map does not know), filled lazily."""
+    return {}
+
+
+@lru_cache(maxsize=512)  # model_types come from the configs read (a scan meets many)
+def _defaults(model_type: str, defaults_from: str) -> dict[str, Any]:
+    """transformers' dataclass defaults, then the model_type file's own ``defaults``."""
+    spec = model_type_spec(model_type) or {}
+    return {**transformers_defaults().get(defaults_from, {}), **spec.get("defaults", {})}
 
 
 # ----------------------------------------------------------------------- small helpers
@@ -289,14 +320,12 @@ class Resolver:
         # transformers' dataclass defaults, then what the config class's __post_init__ sets
         # when a key is absent (a model_type file's "defaults", e.g. a popped kwarg's default
         # or a computed default layer list), which the dataclass fields cannot show.
-        self.defaults = {
-            **transformers_defaults().get(self.spec.get("defaults_from", self.model_type), {}),
-            **self.spec.get("defaults", {}),
-        }
+        # Shared by every config of this model_type: read, never written.
+        self.defaults = _defaults(self.model_type, self.spec.get("defaults_from", self.model_type))
         self.values: dict[str, Value] = {}
         self.notes: list[str] = []
         self.layer_types_applied = False
-        self._aliases: dict[str, tuple[str, ...]] = {}  # per name, for this model_type
+        self._plans = _plans(self.model_type if self.spec else "")
 
     def cite(self, key: str) -> str:
         return f"{self.prefix}.{key}" if self.prefix else key
@@ -339,14 +368,14 @@ class Resolver:
             raise SlotdiffError(self.raw.name, f"must be one of {spec['enum']}", key=key)
         return value
 
+    def plan(self, name: str) -> _Plan:
+        plan = self._plans.get(name)
+        if plan is None:
+            plan = self._plans[name] = _Plan(self.spec, name)
+        return plan
+
     def aliases(self, name: str) -> list[str]:
-        found = self._aliases.get(name)
-        if found is None:
-            own = self.spec.get("aliases", {}).get(name)
-            found = self._aliases[name] = tuple(
-                own if own is not None else _field_spec(name).get("aliases", [])
-            )
-        return list(found)
+        return list(self.plan(name).aliases)
 
     def resolve(self, name: str) -> Value:
         """Resolve one field: const → config key → transformers default → derive → assumed."""
@@ -358,30 +387,24 @@ class Resolver:
         return val
 
     def _resolve(self, name: str) -> Value:
-        spec = self.field_spec(name)
-        derive = self.spec.get("derive", {}).get(name) or spec.get("derive")
-        const = self.spec.get("const", {})
-        if name in const:
-            value = const[name]
+        plan = self.plan(name)
+        derive, aliases = plan.derive, plan.aliases
+        if plan.const is not _MISSING:
+            value = plan.const
             if isinstance(value, str) and value.startswith("$"):
                 return self.resolve(value[1:])
             return Value(value, "model_type", (), f"fixed by the {self.model_type} implementation")
-        if name in self.spec.get("structure", {}):
-            return Value(
-                self.spec["structure"][name],
-                "model_type",
-                (),
-                f"fixed by the {self.model_type} implementation",
-            )
+        if plan.structure is not _MISSING:
+            return Value(plan.structure, "model_type", (), f"fixed by the {self.model_type} implementation")
         scopes = [self.text]
-        if spec.get("scope") == "text_then_top" and self.raw.text_path:
+        if plan.scope == "text_then_top" and self.raw.text_path:
             scopes.append(self.raw.data)
-        if spec.get("scope") == "top_then_text" and self.raw.text_path:
+        if plan.scope == "top_then_text" and self.raw.text_path:
             # A composite model's own config decides (transformers ties the head of
             # ...ForConditionalGeneration by the top-level tie_word_embeddings).
             scopes.insert(0, self.raw.data)
             parent = transformers_defaults().get(str(self.raw.data.get("model_type")), {})
-            for alias in self.aliases(name):
+            for alias in aliases:
                 if (
                     lookup(self.text, alias) is _MISSING
                     and lookup(parent, alias) is not _MISSING
@@ -395,7 +418,7 @@ class Resolver:
                         f"absent; transformers' default for {self.raw.data.get('model_type')}",
                     )
         for scope in scopes:
-            for i, alias in enumerate(self.aliases(name)):
+            for i, alias in enumerate(aliases):
                 found = lookup(scope, alias)
                 if found is _MISSING:
                     continue
@@ -407,7 +430,7 @@ class Resolver:
                     if derived is not None:
                         return Value(derived, "derived", (cited,), f"{alias} is null; {derive}")
                 return Value(value, how, (cited,))
-        for alias in self.aliases(name):
+        for alias in aliases:
             found = lookup(self.defaults, alias)
             if found is not _MISSING:
                 value = self._check(name, self.cite(alias), found)
@@ -425,8 +448,8 @@ class Resolver:
             derived = self._derive(name, derive)
             if derived is not None:
                 return Value(derived, "derived", (), derive)
-        if "default" in spec:
-            return Value(spec["default"], "assumed", (), "absent; slotdiff's default")
+        if plan.default is not _MISSING:
+            return Value(plan.default, "assumed", (), "absent; slotdiff's default")
         return UNKNOWN
 
     def _derive(self, name: str, expr: str) -> Any:

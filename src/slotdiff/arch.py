@@ -84,17 +84,27 @@ _layer_design = attrgetter(*(f.name for f in fields(LayerSpec) if f.name != "ind
 
 
 def evolve(spec: LayerSpec, **changes: Any) -> LayerSpec:
-    """``dataclasses.replace`` for a LayerSpec, without re-running ``__init__``.
+    """``dataclasses.replace`` for a LayerSpec, ~5x cheaper: layouts and counterfactuals make
+    one per layer per rule. A change to the values the layer already has returns it as is.
 
-    Layouts and counterfactuals make one per layer per rule; this is ~10x cheaper, and
-    LayerSpec has no ``__post_init__`` to skip.
+    The copy fills the new instance's ``__dict__`` instead of running ``__init__`` (LayerSpec
+    has no ``__post_init__``): such an instance reads its attributes a little slower in
+    CPython 3.11 (no inline values), which costs less than ``__init__`` would; measured with
+    instruction counts on the corpus, the layout and the cost pass both come out ahead.
     """
-    unknown = changes.keys() - _LAYER_FIELDS
-    if unknown:
-        raise TypeError(f"LayerSpec has no field {sorted(unknown)[0]!r}")
+    same = True
+    for name, value in changes.items():
+        if name not in _LAYER_FIELDS:
+            raise TypeError(f"LayerSpec has no field {name!r}")
+        if same:
+            old = getattr(spec, name)
+            same = type(old) is type(value) and old == value
+    if same:
+        return spec
     new = object.__new__(LayerSpec)
-    new.__dict__.update(spec.__dict__)
-    new.__dict__.update(changes)
+    state = new.__dict__
+    state.update(spec.__dict__)
+    state.update(changes)
     return new
 
 

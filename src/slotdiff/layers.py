@@ -503,7 +503,8 @@ def layout(res: Resolver) -> tuple[LayerSpec, ...]:
     if mixer is None:
         mixer = "mla" if res.resolve("kv_lora_rank").value else "attention"
     ffn = res.spec.get("ffn", "dense")
-    layers = [LayerSpec(index=i, mixer=mixer, ffn=ffn) for i in range(n)]
+    first = LayerSpec(index=0, mixer=mixer, ffn=ffn)
+    layers = [first, *(evolve(first, index=i) for i in range(1, n))]  # evolve: cheaper than __init__
     res.layer_types_applied = False
     for step in res.spec.get("layers", DEFAULT_STEPS):
         name = step["rule"]

@@ -13,7 +13,7 @@ import json
 import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from functools import cache
+from functools import cache, cached_property
 from pathlib import Path
 from typing import Any
 
@@ -47,7 +47,7 @@ class Fingerprint:
 
     facets: tuple[tuple[str, str, tuple[tuple[str, Any], ...]], ...]  # (facet, kind, attrs)
 
-    @property
+    @cached_property  # asked for by every verdict, family lookup and report
     def id(self) -> str:
         """Short stable id: sha256 of the canonical JSON, first 12 hex digits."""
         return "fp-" + hashlib.sha256(self.canonical().encode()).hexdigest()[:12]

@@ -41,6 +41,11 @@ def _canon(value: Any) -> Any:
     return value
 
 
+# Fingerprint ids by the repr of their facets: a scan meets the same few designs in
+# thousands of configs, and the canonical JSON behind an id is the costly part.
+_IDS: dict[str, str] = {}
+
+
 @dataclass(frozen=True)
 class Fingerprint:
     """The categorical fills of one architecture, canonical and hashable."""
@@ -50,7 +55,13 @@ class Fingerprint:
     @cached_property  # asked for by every verdict, family lookup and report
     def id(self) -> str:
         """Short stable id: sha256 of the canonical JSON, first 12 hex digits."""
-        return "fp-" + hashlib.sha256(self.canonical().encode()).hexdigest()[:12]
+        key = repr(self.facets)  # not the tuple: 1 == True == 1.0, their JSON differs
+        found = _IDS.get(key)
+        if found is None:
+            found = "fp-" + hashlib.sha256(self.canonical().encode()).hexdigest()[:12]
+            if len(_IDS) < 4096:
+                _IDS[key] = found
+        return found
 
     def canonical(self) -> str:
         return json.dumps(

@@ -466,9 +466,10 @@ class Resolver:
         if plan.const is not _MISSING:  # "$other": the value of another field
             return self.resolve(plan.const[1:])
         scopes = [self.text]
-        if plan.scope == "text_then_top" and self.raw.text_path:
+        nested = plan.scope is not None and self.raw.text_path
+        if nested and plan.scope == "text_then_top":
             scopes.append(self.raw.data)
-        if plan.scope == "top_then_text" and self.raw.text_path:
+        if nested and plan.scope == "top_then_text":
             # A composite model's own config decides (transformers ties the head of
             # ...ForConditionalGeneration by the top-level tie_word_embeddings).
             scopes.insert(0, self.raw.data)

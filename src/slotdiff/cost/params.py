@@ -57,6 +57,18 @@ class Tensor:
         return self.kind in ("linear", "conv")
 
 
+def _tensor(
+    part: str, slot: str, rows: int, cols: int, count: int, kind: str, module: str, routed: bool
+) -> Tensor:
+    """``Tensor(...)`` without the frozen dataclass's ``__init__`` (one ``object.__setattr__``
+    per field): every pricing builds dozens, and a model is priced ~8 times (counterfactuals)."""
+    t = object.__new__(Tensor)
+    t.__dict__.update(
+        part=part, slot=slot, rows=rows, cols=cols, count=count, kind=kind, module=module, routed=routed
+    )
+    return t
+
+
 class Unsupported(SlotdiffError):
     """The config names a structure the cost model does not cover: say so, give no number."""
 
@@ -86,7 +98,7 @@ class _Builder:
     ) -> None:
         if count <= 0 or rows <= 0 or cols <= 0:
             return
-        self.out.append(Tensor(part, slot or part.split("/")[0], rows, cols, count, kind, module, routed))
+        self.out.append(_tensor(part, slot or part.split("/")[0], rows, cols, count, kind, module, routed))
 
     def norm(self, part: str, width: int, count: int, module: str, slot: str = "norms") -> None:
         if self.arch.get("norm_affine") is False:
@@ -716,8 +728,11 @@ def active_fraction(arch: Architecture) -> float:
     return k / e if e else 1.0
 
 
-def count(arch: Architecture) -> ParamCount:
-    """Count parameters exactly (total, active, by part) from the config alone."""
+def count(arch: Architecture, mtp_of: tuple[Tensor, ...] | None = None) -> ParamCount:
+    """Count parameters exactly (total, active, by part) from the config alone.
+
+    ``mtp_of``: ``mtp_tensors(arch)`` when the caller already has them (the cost pass).
+    """
     refused = arch.v("unsupported")
     if refused.value:
         raise Unsupported(arch.name, f"cannot count parameters: {refused.value}", key=arch.key("unsupported"))
@@ -731,7 +746,7 @@ def count(arch: Architecture) -> ParamCount:
     e, k = arch.get("n_experts") or 0, arch.get("top_k") or 0
     routed = sum(t.params for t in ts if t.routed)
     active = total - routed + (routed * k // e if e else 0)
-    mtp: int | None = sum(t.params for t in mtp_tensors(arch))
+    mtp: int | None = sum(t.params for t in (mtp_tensors(arch) if mtp_of is None else mtp_of))
     if (arch.get("mtp_layers") or 0) and arch.get("mtp_style") != "deepseek":
         mtp = None  # the config names MTP modules but not their tensors
     return ParamCount(total, active, tuple((p, v) for p, v in by.items() if v), mtp, ts)

@@ -121,8 +121,10 @@ def decode_cost(
     gpu: GPU,
     peak: int,
     batch: int,
+    searches: bool = True,
 ) -> DecodeCost:
-    """Roofline bound of one decode step."""
+    """Roofline bound of one decode step; ``searches=False`` leaves the compute-bound
+    batches out (None), which a counterfactual's price does not use."""
     bytes_at = decode_bytes_at(arch, weights, kv)
     nbytes = bytes_at(batch)
     nflops = batch * flops.per_token
@@ -147,8 +149,8 @@ def decode_cost(
         ridge=peak / bw,
         intensity=nflops / nbytes if nbytes else 0.0,
         experts_touched=experts_touched(e, k, batch) if e else None,
-        compute_bound_batch_weights=_first_batch(weights_only),
-        compute_bound_batch=_first_batch(with_kv),
+        compute_bound_batch_weights=_first_batch(weights_only) if searches else None,
+        compute_bound_batch=_first_batch(with_kv) if searches else None,
     )
 
 

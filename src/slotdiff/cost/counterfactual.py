@@ -31,7 +31,10 @@ def with_fields(
     new = dict(arch.fields)
     for name, value in fields.items():
         new[name] = Value(value, "derived", (), "counterfactual")
-    return replace(arch, fields=new, layers=layers if layers is not None else arch.layers)
+    out = replace(arch, fields=new, layers=layers if layers is not None else arch.layers)
+    if layers is None and "layer_runs" in arch.__dict__:  # same layers, same runs (cached_property)
+        out.__dict__["layer_runs"] = arch.__dict__["layer_runs"]
+    return out
 
 
 def _kv(arch: Architecture, base: Fill) -> Architecture | None:

@@ -125,7 +125,9 @@ class Architecture:
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "fields", MappingProxyType(dict(self.fields)))
-        if self.vision is not None:
+        if self.vision is not None and not isinstance(self.vision, MappingProxyType):
+            # A read-only mapping is kept as is: a counterfactual copy shares its model's
+            # (vision_tensors remembers its results per mapping).
             object.__setattr__(self, "vision", MappingProxyType(dict(self.vision)))
         # Plain values by name: ``get`` is called hundreds of times per cost pass.
         object.__setattr__(self, "_values", {k: v.value for k, v in self.fields.items()})

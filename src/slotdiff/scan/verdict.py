@@ -111,14 +111,14 @@ class Record:
 
     def to_dict(self) -> dict[str, Any]:
         out: dict[str, Any] = {"repo_id": self.repo_id}
-        for f in fields(self):
-            value = getattr(self, f.name)
-            if f.name == "listed":
+        for name in self.__dataclass_fields__:  # declaration order, as fields() gives
+            value = getattr(self, name)
+            if name == "listed":
                 out["listed"] = value.to_dict()
             elif isinstance(value, tuple):
-                out[f.name] = list(value)
+                out[name] = list(value)
             else:
-                out[f.name] = value
+                out[name] = value
         return out
 
     @classmethod

@@ -108,6 +108,17 @@ def evolve(spec: LayerSpec, **changes: Any) -> LayerSpec:
     return new
 
 
+def numbered(spec: LayerSpec, n: int) -> list[LayerSpec]:
+    """``n`` copies of ``spec`` with indices 0..n-1 (copied as :func:`evolve` copies)."""
+    state = {**spec.__dict__, "index": 0}
+    out = []
+    for i in range(n):
+        layer = object.__new__(LayerSpec)
+        layer.__dict__.update(state, index=i)
+        out.append(layer)
+    return out
+
+
 @dataclass(frozen=True)
 class Architecture:
     """A config read into canonical fields and per-layer specs, with its provenance."""

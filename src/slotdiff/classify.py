@@ -70,6 +70,11 @@ class Fingerprint:
             sort_keys=True,
         )
 
+    @cached_property  # a family's is compared with every config a scan classifies
+    def _by_facet(self) -> dict[str, tuple[str, tuple[tuple[str, Any], ...]]]:
+        """facet → (kind, attrs)."""
+        return {f: (k, at) for f, k, at in self.facets}
+
     def as_dict(self) -> dict[str, dict[str, Any]]:
         return {f: {"kind": k, "attrs": _canon(dict(a))} for f, k, a in self.facets}
 
@@ -148,8 +153,7 @@ def _families_in(folder: str, files: tuple[tuple[str, int, int], ...]) -> tuple[
 
 def distance(a: Fingerprint, b: Fingerprint) -> tuple[int, tuple[str, ...]]:
     """Number of facets whose design differs, and which."""
-    da = {f: (k, at) for f, k, at in a.facets}
-    db = {f: (k, at) for f, k, at in b.facets}
+    da, db = a._by_facet, b._by_facet
     differ = tuple(f for f in dict.fromkeys([*da, *db]) if da.get(f) != db.get(f))
     return len(differ), differ
 

@@ -276,10 +276,17 @@ class Knowledge:
         return self._sizes.get(fp_id, [])
 
 
-def _differs(differs: Sequence[str]) -> list[dict[str, str]]:
-    from ..slots import articles, slot_table
+@cache
+def _facet_articles() -> dict[str, str]:
+    from ..slots import slot_table
 
-    article = {i.id: i.article for i in slot_table()}
+    return {i.id: i.article for i in slot_table()}
+
+
+def _differs(differs: Sequence[str]) -> list[dict[str, str]]:
+    from ..slots import articles
+
+    article = _facet_articles()
     titles = articles()
     return [
         {

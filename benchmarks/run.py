@@ -13,7 +13,8 @@ One table (Markdown, ready for the README's Performance section), one row per fi
   same schema, each a fresh process (benchmarks/lint_speed.py);
 * CLI start-up, process start to exit, against ``python -c pass``;
 * scan classification throughput and a 500-model scan against the fake Hub next to the
-  server's raw serving time (benchmarks/scan_speed.py).
+  server's raw serving time, with no added latency and with 20 ms and 100 ms per request
+  (benchmarks/scan_speed.py).
 
 Times are medians of repeated runs (the machine may be shared); ratios are slotdiff's time
 over the reference's. ``--quick`` runs each measurement once on a few inputs: it proves the
@@ -255,7 +256,7 @@ def bench_scan(quick: bool, tmp: Path) -> list[Row]:
         ),
     ]
     n, workers = (20, 4) if quick else (500, 16)
-    for latency in (0.0, 0.02):
+    for latency in (0.0, 0.02, 0.1):
         proc, url, ids = scan_speed.start_server(n, tmp, latency)
         try:
             raws, scans, cpus, requests = [], [], [], {}

@@ -21,6 +21,7 @@ ROWS = (
     "scan classification as a scan runs it",
     "first scan of 20 models, local fake Hub, no added latency",
     "first scan of 20 models, local fake Hub, 20 ms added",
+    "first scan of 20 models, local fake Hub, 100 ms added",
 )
 
 

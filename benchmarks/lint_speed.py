@@ -5,6 +5,7 @@ transformers' defaults) copied round-robin into a temporary folder as ``NNN_conf
 Both tools run on the same files with the same schema (schemas/config.schema.json), each
 as a fresh process. The script prints every run's wall time, the median and the minimum,
 the CPU time, and the ratio of the medians. Target: slotdiff lint under one second.
+benchmarks/run.py uses the same functions for its lint row.
 
     python benchmarks/lint_speed.py [--runs 7] [--files 200]
 """
@@ -51,29 +52,52 @@ def timed(cmd: list[str], env: dict[str, str]) -> tuple[float, float]:
     return took, cpu
 
 
+def process_env(pycache: Path) -> dict[str, str]:
+    """The environment both tools run in: bytecode cached in ``pycache`` (as an installed
+    package has its .pyc files; PYTHONDONTWRITEBYTECODE would recompile slotdiff every run)."""
+    env = {**os.environ, "PYTHONPATH": str(ROOT / "src"), "HF_HUB_OFFLINE": "1"}
+    env.pop("PYTHONDONTWRITEBYTECODE", None)
+    env["PYTHONPYCACHEPREFIX"] = str(pycache)
+    return env
+
+
+def commands(files: list[str]) -> dict[str, list[str]]:
+    """Each tool's command line over ``files``, with the same schema."""
+    check = shutil.which("check-jsonschema") or str(Path(sys.executable).parent / "check-jsonschema")
+    schema = str(ROOT / "schemas" / "config.schema.json")
+    return {
+        "slotdiff lint": [sys.executable, "-m", "slotdiff", "lint", "--no-config", "-q", *files],
+        "check-jsonschema": [check, "--schemafile", schema, *files],
+    }
+
+
+def measure(
+    tools: dict[str, list[str]], env: dict[str, str], runs: int, warmup: bool = True
+) -> dict[str, dict[str, list[float]]]:
+    """Wall and CPU seconds of ``runs`` runs of each command, interleaved (after one warm-up
+    each: page cache, .pyc files)."""
+    if warmup:
+        for cmd in tools.values():
+            timed(cmd, env)
+    out: dict[str, dict[str, list[float]]] = {name: {"wall": [], "cpu": []} for name in tools}
+    for _ in range(runs):
+        for name, cmd in tools.items():
+            took, cpu = timed(cmd, env)
+            out[name]["wall"].append(took)
+            out[name]["cpu"].append(cpu)
+    return out
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--runs", type=int, default=7)
     parser.add_argument("--files", type=int, default=200)
     args = parser.parse_args()
-    env = {**os.environ, "PYTHONPATH": str(ROOT / "src"), "HF_HUB_OFFLINE": "1"}
-    check = shutil.which("check-jsonschema") or str(Path(sys.executable).parent / "check-jsonschema")
-    schema = str(ROOT / "schemas" / "config.schema.json")
     with tempfile.TemporaryDirectory() as tmp:
         files = make_files(Path(tmp), args.files)
-        tools = {
-            "slotdiff lint": [sys.executable, "-m", "slotdiff", "lint", "--no-config", "-q", *files],
-            "check-jsonschema": [check, "--schemafile", schema, *files],
-        }
-        times: dict[str, list[float]] = {name: [] for name in tools}
-        cpus: dict[str, list[float]] = {name: [] for name in tools}
-        for cmd in tools.values():  # one warm-up each (page cache, .pyc files)
-            timed(cmd, env)
-        for _ in range(args.runs):
-            for name, cmd in tools.items():
-                took, cpu = timed(cmd, env)
-                times[name].append(took)
-                cpus[name].append(cpu)
+        got = measure(commands(files), process_env(Path(tmp) / "pycache"), args.runs)
+    times = {name: m["wall"] for name, m in got.items()}
+    cpus = {name: m["cpu"] for name, m in got.items()}
     load = os.getloadavg()[0] if hasattr(os, "getloadavg") else float("nan")
     print(
         f"{args.files} configs, {args.runs} runs each, {os.cpu_count()} CPUs, "

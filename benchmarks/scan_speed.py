@@ -18,6 +18,7 @@
    against the Hub.
 
 Nothing here asserts a time; the tests check behaviour, this file measures.
+benchmarks/run.py uses the same functions for its scan rows.
 """
 
 from __future__ import annotations
@@ -33,6 +34,7 @@ import threading
 import time
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
+from typing import Any
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT / "src"))
@@ -221,6 +223,26 @@ def scan_once(
     return time.perf_counter() - w0, time.process_time() - c0, result.counts()
 
 
+def scan_pair(
+    proc: subprocess.Popen[str], url: str, tmp: Path, workers: int, n: int, label: str, via_hf_cache: bool
+) -> dict[str, Any]:
+    """A first scan (fresh state and HF cache) and a second one over the same models: wall and
+    CPU seconds, verdict counts and the requests the server answered for each."""
+    state = tmp / f"state-{label}-{via_hf_cache}.json"
+    wall, cpu, counts = scan_once(url, tmp, workers, state, n, via_hf_cache=via_hf_cache)
+    req = served(proc)
+    again, _, again_counts = scan_once(url, tmp, workers, state, n, via_hf_cache=via_hf_cache)
+    return {
+        "wall": wall,
+        "cpu": cpu,
+        "counts": counts,
+        "requests": req,
+        "again": again,
+        "again_counts": again_counts,
+        "again_requests": served(proc),
+    }
+
+
 def bench_scan(n: int, workers: int, latency: float, tmp: Path) -> None:
     proc, url, ids = start_server(n, tmp, latency)
     try:
@@ -229,24 +251,27 @@ def bench_scan(n: int, workers: int, latency: float, tmp: Path) -> None:
         tag = f"server latency {latency * 1000:.0f} ms" if latency else "no added latency"
         print(f"\n[{tag}] raw serving: {len(ids)} models, {raw_req} requests, {raw:.2f} s")
         for via in (False, True):
-            state = tmp / f"state-{latency}-{via}.json"
-            wall, cpu, counts = scan_once(url, tmp, workers, state, n, via_hf_cache=via)
-            req = served(proc)
+            m = scan_pair(proc, url, tmp, workers, n, str(latency), via)
+            counts = m["counts"]
             name = "scan --hf-cache" if via else "scan"
             print(
-                f"  {name:16s} {wall:5.2f} s = {wall / raw:.2f}x raw  ({cpu:.2f} s CPU; {req} requests; "
+                f"  {name:16s} {m['wall']:5.2f} s = {m['wall'] / raw:.2f}x raw  ({m['cpu']:.2f} s CPU; "
+                f"{m['requests']} requests; "
                 f"{counts['new_fingerprint']} new fp, {counts['new_sizes']} new sizes, "
                 f"{counts['known']} known, {counts['skipped']} skipped)"
             )
-            again, _, counts = scan_once(url, tmp, workers, state, n, via_hf_cache=via)
-            req = served(proc)
             print(
-                f"  {name + ' again':16s} {again:5.2f} s  ({counts['unchanged']} unchanged; {req} requests)"
+                f"  {name + ' again':16s} {m['again']:5.2f} s  "
+                f"({m['again_counts']['unchanged']} unchanged; {m['again_requests']} requests)"
             )
     finally:
-        assert proc.stdin is not None
-        proc.stdin.close()
-        proc.wait(timeout=30)
+        stop_server(proc)
+
+
+def stop_server(proc: subprocess.Popen[str]) -> None:
+    assert proc.stdin is not None
+    proc.stdin.close()
+    proc.wait(timeout=30)
 
 
 def main() -> None:

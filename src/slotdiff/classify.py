@@ -13,7 +13,7 @@ import json
 import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from functools import cache
+from functools import cache, cached_property
 from pathlib import Path
 from typing import Any
 
@@ -41,16 +41,27 @@ def _canon(value: Any) -> Any:
     return value
 
 
+# Fingerprint ids by the repr of their facets: a scan meets the same few designs in
+# thousands of configs, and the canonical JSON behind an id is the costly part.
+_IDS: dict[str, str] = {}
+
+
 @dataclass(frozen=True)
 class Fingerprint:
     """The categorical fills of one architecture, canonical and hashable."""
 
     facets: tuple[tuple[str, str, tuple[tuple[str, Any], ...]], ...]  # (facet, kind, attrs)
 
-    @property
+    @cached_property  # asked for by every verdict, family lookup and report
     def id(self) -> str:
         """Short stable id: sha256 of the canonical JSON, first 12 hex digits."""
-        return "fp-" + hashlib.sha256(self.canonical().encode()).hexdigest()[:12]
+        key = repr(self.facets)  # not the tuple: 1 == True == 1.0, their JSON differs
+        found = _IDS.get(key)
+        if found is None:
+            found = "fp-" + hashlib.sha256(self.canonical().encode()).hexdigest()[:12]
+            if len(_IDS) < 4096:
+                _IDS[key] = found
+        return found
 
     def canonical(self) -> str:
         return json.dumps(
@@ -58,6 +69,11 @@ class Fingerprint:
             separators=(",", ":"),
             sort_keys=True,
         )
+
+    @cached_property  # a family's is compared with every config a scan classifies
+    def _by_facet(self) -> dict[str, tuple[str, tuple[tuple[str, Any], ...]]]:
+        """facet → (kind, attrs)."""
+        return {f: (k, at) for f, k, at in self.facets}
 
     def as_dict(self) -> dict[str, dict[str, Any]]:
         return {f: {"kind": k, "attrs": _canon(dict(a))} for f, k, a in self.facets}
@@ -137,8 +153,7 @@ def _families_in(folder: str, files: tuple[tuple[str, int, int], ...]) -> tuple[
 
 def distance(a: Fingerprint, b: Fingerprint) -> tuple[int, tuple[str, ...]]:
     """Number of facets whose design differs, and which."""
-    da = {f: (k, at) for f, k, at in a.facets}
-    db = {f: (k, at) for f, k, at in b.facets}
+    da, db = a._by_facet, b._by_facet
     differ = tuple(f for f in dict.fromkeys([*da, *db]) if da.get(f) != db.get(f))
     return len(differ), differ
 

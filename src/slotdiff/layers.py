@@ -11,7 +11,7 @@ from collections.abc import Callable
 from dataclasses import replace
 from typing import TYPE_CHECKING, Any
 
-from .arch import LayerSpec
+from .arch import LayerSpec, evolve, numbered
 from .errors import SlotdiffError
 
 if TYPE_CHECKING:
@@ -73,7 +73,7 @@ def _values(res: Resolver, spec: LayerSpec, changes: dict[str, Any]) -> dict[str
 def _set(res: Resolver, spec: LayerSpec, changes: dict[str, Any] | None) -> LayerSpec:
     if not changes:
         return spec
-    return replace(spec, **_values(res, spec, changes))
+    return evolve(spec, **_values(res, spec, changes))
 
 
 def _when(res: Resolver, cond: str | None) -> bool:
@@ -160,7 +160,7 @@ def _layer_types(res: Resolver, layers: list[LayerSpec], args: dict[str, Any]) -
             changes["variant"] = res.spec.get("linear_variant")
         rest = {k: v for k, v in what.items() if k not in ("mixer", "window", "chunk")}
         changes.update(_values(res, spec, rest))
-        out.append(replace(spec, **changes))
+        out.append(evolve(spec, **changes))
     res.layer_types_applied = True
     return out
 
@@ -173,7 +173,7 @@ def _sliding_all(res: Resolver, layers: list[LayerSpec], args: dict[str, Any]) -
     window = _window(res)
     if window is None:
         return layers
-    return [replace(s, window=window) if s.mixer == "attention" else s for s in layers]
+    return [evolve(s, window=window) if s.mixer == "attention" else s for s in layers]
 
 
 @rule("sliding_from")
@@ -185,7 +185,7 @@ def _sliding_from(res: Resolver, layers: list[LayerSpec], args: dict[str, Any]) 
     start = _get(res, "max_window_layers") or 0
     if window is None:
         return layers
-    return [replace(s, window=window) if s.index >= start and s.mixer == "attention" else s for s in layers]
+    return [evolve(s, window=window) if s.index >= start and s.mixer == "attention" else s for s in layers]
 
 
 @rule("alternate")
@@ -211,7 +211,7 @@ def _alternate(res: Resolver, layers: list[LayerSpec], args: dict[str, Any]) -> 
     out = []
     for s in layers:
         full = (s.index + 1) % period == 0
-        out.append(s if full else replace(s, window=window))
+        out.append(s if full else evolve(s, window=window))
     return out
 
 
@@ -225,7 +225,7 @@ def _interval(res: Resolver, layers: list[LayerSpec], args: dict[str, Any]) -> l
         return layers
     other = args.get("other", "linear_attention")
     return [
-        s if (s.index + 1) % n == 0 else replace(s, mixer=other, variant=res.spec.get("linear_variant"))
+        s if (s.index + 1) % n == 0 else evolve(s, mixer=other, variant=res.spec.get("linear_variant"))
         for s in layers
     ]
 
@@ -271,7 +271,7 @@ def _char_pattern(res: Resolver, layers: list[LayerSpec], args: dict[str, Any]) 
     for s, ch in zip(layers, pattern, strict=True):
         if ch not in table:
             raise SlotdiffError(res.raw.name, f"unknown layer code {ch!r}", key=res.cite(args["key"]))
-        out.append(replace(s, **table[ch]))
+        out.append(evolve(s, **table[ch]))
     return out
 
 
@@ -336,7 +336,7 @@ def _moe(res: Resolver, layers: list[LayerSpec], args: dict[str, Any]) -> list[L
             moe = i not in dense_only and (i + 1) % freq == 0
         else:
             raise ValueError(f"unknown moe style {style!r}")
-        out.append(replace(s, ffn="moe" if moe else "dense"))
+        out.append(evolve(s, ffn="moe" if moe else "dense"))
     return out
 
 
@@ -352,9 +352,9 @@ def _nope(res: Resolver, layers: list[LayerSpec], args: dict[str, Any]) -> list[
                 f"has {len(flags)} entries for {len(layers)} layers",
                 key=res.cite("no_rope_layers"),
             )
-        return [replace(s, rope=bool(f)) for s, f in zip(layers, flags, strict=True)]
+        return [evolve(s, rope=bool(f)) for s, f in zip(layers, flags, strict=True)]
     if interval:
-        return [replace(s, rope=(s.index + 1) % interval != 0) for s in layers]
+        return [evolve(s, rope=(s.index + 1) % interval != 0) for s in layers]
     return layers
 
 
@@ -364,7 +364,7 @@ def _chunked(res: Resolver, layers: list[LayerSpec], args: dict[str, Any]) -> li
     chunk = _get(res, "attention_chunk_size")
     if not chunk:
         return layers
-    return [replace(s, chunk=chunk) if s.rope and s.mixer == "attention" else s for s in layers]
+    return [evolve(s, chunk=chunk) if s.rope and s.mixer == "attention" else s for s in layers]
 
 
 @rule("all")
@@ -424,7 +424,7 @@ def _ffn_types(res: Resolver, layers: list[LayerSpec], args: dict[str, Any]) -> 
     for s, kind in zip(layers, types, strict=True):
         if kind not in args["map"]:
             raise SlotdiffError(res.raw.name, f"unknown FFN type {kind!r}", key=key)
-        out.append(replace(s, ffn=args["map"][kind]))
+        out.append(evolve(s, ffn=args["map"][kind]))
     return out
 
 
@@ -448,7 +448,7 @@ def _cycle(res: Resolver, layers: list[LayerSpec], args: dict[str, Any]) -> list
         if getattr(s, attr) is None:
             out.append(s)
             continue
-        out.append(replace(s, **{attr: k % period}))
+        out.append(evolve(s, **{attr: k % period}))
         k += 1
     return out
 
@@ -465,7 +465,7 @@ def _dense_width(res: Resolver, layers: list[LayerSpec], args: dict[str, Any]) -
             raise SlotdiffError(
                 res.raw.name, f"expected FFN widths 0..{cap:,}, got {w!r}", key=res.cite(args["key"])
             )
-    return [replace(s, d_ff=w) for s, w in zip(layers, widths, strict=True)]
+    return [evolve(s, d_ff=w) for s, w in zip(layers, widths, strict=True)]
 
 
 DEFAULT_STEPS: list[dict[str, Any]] = [
@@ -519,7 +519,7 @@ def layout(res: Resolver) -> tuple[LayerSpec, ...]:
     if mixer is None:
         mixer = "mla" if res.resolve("kv_lora_rank").value else "attention"
     ffn = res.spec.get("ffn", "dense")
-    layers = [LayerSpec(index=i, mixer=mixer, ffn=ffn) for i in range(n)]
+    layers = numbered(LayerSpec(index=0, mixer=mixer, ffn=ffn), n)  # cheaper than n __init__ calls
     res.layer_types_applied = False
     for step in res.spec.get("layers", DEFAULT_STEPS):
         name = step["rule"]

@@ -16,8 +16,8 @@ from __future__ import annotations
 import ast
 import math
 import operator
-from collections.abc import Mapping
-from functools import cache
+from collections.abc import Callable, Mapping
+from functools import cache, lru_cache
 from typing import Any
 
 from .arch import UNKNOWN, Architecture, Value
@@ -98,6 +98,49 @@ def _field_spec(name: str) -> dict[str, Any]:
     return km["fields"].get(name) or km["structure"].get(name) or {}
 
 
+class _Plan:
+    """How one canonical field resolves under one model_type: everything ``_resolve`` reads
+    from the data files, looked up once and shared by every config of that model_type
+    (with the Values that do not depend on the config, which are immutable)."""
+
+    __slots__ = ("aliases", "assumed", "const", "derive", "fixed", "plain", "scope", "spec")
+
+    def __init__(self, spec: Mapping[str, Any], name: str, model_type: str) -> None:
+        field = _field_spec(name)
+        own = spec.get("aliases", {}).get(name)
+        self.spec = field
+        self.aliases: tuple[str, ...] = tuple(own if own is not None else field.get("aliases", []))
+        self.plain = not any("." in a for a in self.aliases)  # top-level keys only: dict.get
+        self.derive: str | None = spec.get("derive", {}).get(name) or field.get("derive")
+        self.scope = field.get("scope")
+        fixed = f"fixed by the {model_type} implementation"
+        self.const = spec.get("const", {}).get(name, _MISSING)
+        self.fixed: Value | None = None  # a const (not a $reference) or a structure fact
+        if self.const is not _MISSING:
+            if not (isinstance(self.const, str) and self.const.startswith("$")):
+                self.fixed = Value(self.const, "model_type", (), fixed)
+        elif name in spec.get("structure", {}):
+            self.fixed = Value(spec["structure"][name], "model_type", (), fixed)
+        self.assumed = (
+            Value(field["default"], "assumed", (), "absent; slotdiff's default")
+            if "default" in field
+            else None
+        )
+
+
+@cache
+def _plans(model_type: str) -> dict[str, _Plan]:
+    """Plans per field for a model_type ("" for one the key map does not know), filled lazily."""
+    return {}
+
+
+@lru_cache(maxsize=512)  # model_types come from the configs read (a scan meets many)
+def _defaults(model_type: str, defaults_from: str) -> dict[str, Any]:
+    """transformers' dataclass defaults, then the model_type file's own ``defaults``."""
+    spec = model_type_spec(model_type) or {}
+    return {**transformers_defaults().get(defaults_from, {}), **spec.get("defaults", {})}
+
+
 # ----------------------------------------------------------------------- small helpers
 
 
@@ -158,74 +201,133 @@ def evaluate(expr: str, env: Mapping[str, Any]) -> Any:
     unknown name is None and arithmetic or ordering on None gives None (the value is then
     unknown); only equality, ``is`` tests and conditionals look at None.
     """
+    return _compiled(expr)(env)
 
-    def ev(node: ast.AST) -> Any:
-        if isinstance(node, ast.Expression):
-            return ev(node.body)
-        if isinstance(node, ast.Constant) and (
-            node.value is None or isinstance(node.value, (int, float, bool, str))
-        ):
-            return node.value
-        if isinstance(node, ast.Name):
-            return env.get(node.id)
-        if isinstance(node, ast.BinOp) and type(node.op) in _OPS:
-            left, right = ev(node.left), ev(node.right)
-            if left is None or right is None:
+
+Compiled = Callable[[Mapping[str, Any]], Any]
+
+
+@cache
+def _compiled(expr: str) -> Compiled:
+    """``expr`` turned into nested closures once (the layout evaluates some per layer).
+
+    Each closure does what walking its AST node would do, in the same order; a construct
+    outside the language raises when it is reached, not when it is compiled.
+    """
+    return _compile(_parse(expr), expr)
+
+
+def _compile(node: ast.AST, expr: str) -> Compiled:
+    def unsupported(env: Mapping[str, Any]) -> Any:
+        raise UnsupportedExpression(f"unsupported expression {expr!r}")
+
+    if isinstance(node, ast.Expression):
+        return _compile(node.body, expr)
+    if isinstance(node, ast.Constant) and (
+        node.value is None or isinstance(node.value, (int, float, bool, str))
+    ):
+        constant = node.value
+        return lambda env: constant
+    if isinstance(node, ast.Name):
+        name = node.id
+        return lambda env: env.get(name)
+    if isinstance(node, ast.BinOp) and type(node.op) in _OPS:
+        left, right = _compile(node.left, expr), _compile(node.right, expr)
+        op = _OPS[type(node.op)]
+        divides = isinstance(node.op, (ast.FloorDiv, ast.Div, ast.Mod))
+
+        def binop(env: Mapping[str, Any]) -> Any:
+            a, b = left(env), right(env)
+            if a is None or b is None:
                 return None
             # Numbers only: a string or list from a config must not turn ``a * b`` into a
             # repetition as long as the other operand (a hostile 10**12) asks.
-            for side in (left, right):
+            for side in (a, b):
                 if not isinstance(side, (int, float)):
                     raise TypeError(f"{side!r:.40} is not a number")
-            if isinstance(node.op, (ast.FloorDiv, ast.Div, ast.Mod)) and right == 0:
+            if divides and b == 0:
                 return None
-            return _OPS[type(node.op)](left, right)
-        if isinstance(node, ast.UnaryOp) and isinstance(node.op, ast.Not):
-            return not ev(node.operand)
-        if isinstance(node, ast.UnaryOp) and isinstance(node.op, ast.USub):
-            value = ev(node.operand)
+            return op(a, b)
+
+        return binop
+    if isinstance(node, ast.UnaryOp) and isinstance(node.op, ast.Not):
+        operand = _compile(node.operand, expr)
+        return lambda env: not operand(env)
+    if isinstance(node, ast.UnaryOp) and isinstance(node.op, ast.USub):
+        operand = _compile(node.operand, expr)
+
+        def negate(env: Mapping[str, Any]) -> Any:
+            value = operand(env)
             return None if value is None else -value
-        if isinstance(node, ast.BoolOp):
+
+        return negate
+    if isinstance(node, ast.BoolOp):
+        parts = [_compile(part, expr) for part in node.values]
+        is_and, is_or = isinstance(node.op, ast.And), isinstance(node.op, ast.Or)
+
+        def boolop(env: Mapping[str, Any]) -> Any:
             value = None
-            for part in node.values:
-                value = ev(part)
-                if isinstance(node.op, ast.And) and not value:
+            for part in parts:
+                value = part(env)
+                if is_and and not value:
                     return value
-                if isinstance(node.op, ast.Or) and value:
+                if is_or and value:
                     return value
             return value
-        if isinstance(node, ast.IfExp):
-            return ev(node.body) if ev(node.test) else ev(node.orelse)
-        if isinstance(node, ast.Compare):
-            left = ev(node.left)
-            for op, comp in zip(node.ops, node.comparators, strict=True):
-                right = ev(comp)
-                if isinstance(op, ast.Is):
+
+        return boolop
+    if isinstance(node, ast.IfExp):
+        test, body, orelse = (_compile(n, expr) for n in (node.test, node.body, node.orelse))
+        return lambda env: body(env) if test(env) else orelse(env)
+    if isinstance(node, ast.Compare):
+        first = _compile(node.left, expr)
+        # (is, is not, ordering: None gives None, operator or None when unsupported, operand)
+        steps = [
+            (
+                isinstance(op, ast.Is),
+                isinstance(op, ast.IsNot),
+                type(op) in _CMP and not isinstance(op, (ast.Eq, ast.NotEq)),
+                _CMP.get(type(op)),
+                _compile(comp, expr),
+            )
+            for op, comp in zip(node.ops, node.comparators, strict=True)
+        ]
+
+        def compare(env: Mapping[str, Any]) -> Any:
+            left = first(env)
+            for is_, is_not, ordering, cmp, comp in steps:
+                right = comp(env)
+                if is_:
                     ok = left is right
-                elif isinstance(op, ast.IsNot):
+                elif is_not:
                     ok = left is not right
-                elif type(op) in _CMP:
-                    if not isinstance(op, (ast.Eq, ast.NotEq)) and (left is None or right is None):
+                elif cmp is not None:
+                    if ordering and (left is None or right is None):
                         return None
-                    ok = _CMP[type(op)](left, right)
+                    ok = cmp(left, right)
                 else:
-                    raise UnsupportedExpression(f"unsupported expression {expr!r}")
+                    return unsupported(env)
                 if not ok:
                     return False
                 left = right
             return True
-        if (
-            isinstance(node, ast.Call)
-            and isinstance(node.func, ast.Name)
-            and node.func.id in FUNCTIONS
-            and len(node.args) == 1
-            and not node.keywords
-        ):
-            arg = ev(node.args[0])
-            return None if arg is None else FUNCTIONS[node.func.id](arg)
-        raise UnsupportedExpression(f"unsupported expression {expr!r}")
 
-    return ev(_parse(expr))
+        return compare
+    if (
+        isinstance(node, ast.Call)
+        and isinstance(node.func, ast.Name)
+        and node.func.id in FUNCTIONS
+        and len(node.args) == 1
+        and not node.keywords
+    ):
+        fn_name, arg_of = node.func.id, _compile(node.args[0], expr)
+
+        def call(env: Mapping[str, Any]) -> Any:
+            arg = arg_of(env)
+            return None if arg is None else FUNCTIONS[fn_name](arg)
+
+        return call
+    return unsupported
 
 
 @cache
@@ -302,14 +404,12 @@ class Resolver:
         # transformers' dataclass defaults, then what the config class's __post_init__ sets
         # when a key is absent (a model_type file's "defaults", e.g. a popped kwarg's default
         # or a computed default layer list), which the dataclass fields cannot show.
-        self.defaults = {
-            **transformers_defaults().get(self.spec.get("defaults_from", self.model_type), {}),
-            **self.spec.get("defaults", {}),
-        }
+        # Shared by every config of this model_type: read, never written.
+        self.defaults = _defaults(self.model_type, self.spec.get("defaults_from", self.model_type))
         self.values: dict[str, Value] = {}
         self.notes: list[str] = []
         self.layer_types_applied = False
-        self._aliases: dict[str, tuple[str, ...]] = {}  # per name, for this model_type
+        self._plans = _plans(self.model_type if self.spec else "")
 
     def cite(self, key: str) -> str:
         return f"{self.prefix}.{key}" if self.prefix else key
@@ -357,49 +457,42 @@ class Resolver:
             raise SlotdiffError(self.raw.name, f"must be one of {spec['enum']}", key=key)
         return value
 
+    def plan(self, name: str) -> _Plan:
+        plan = self._plans.get(name)
+        if plan is None:
+            plan = self._plans[name] = _Plan(self.spec, name, self.model_type)
+        return plan
+
     def aliases(self, name: str) -> list[str]:
-        found = self._aliases.get(name)
-        if found is None:
-            own = self.spec.get("aliases", {}).get(name)
-            found = self._aliases[name] = tuple(
-                own if own is not None else _field_spec(name).get("aliases", [])
-            )
-        return list(found)
+        return list(self.plan(name).aliases)
 
     def resolve(self, name: str) -> Value:
         """Resolve one field: const → config key → transformers default → derive → assumed."""
-        if name in self.values:
-            return self.values[name]
+        known = self.values.get(name)
+        if known is not None:
+            return known
         self.values[name] = UNKNOWN  # guard against derivation cycles
         val = self._resolve(name)
         self.values[name] = val
         return val
 
     def _resolve(self, name: str) -> Value:
-        spec = self.field_spec(name)
-        derive = self.spec.get("derive", {}).get(name) or spec.get("derive")
-        const = self.spec.get("const", {})
-        if name in const:
-            value = const[name]
-            if isinstance(value, str) and value.startswith("$"):
-                return self.resolve(value[1:])
-            return Value(value, "model_type", (), f"fixed by the {self.model_type} implementation")
-        if name in self.spec.get("structure", {}):
-            return Value(
-                self.spec["structure"][name],
-                "model_type",
-                (),
-                f"fixed by the {self.model_type} implementation",
-            )
+        plan = self.plan(name)
+        derive, aliases = plan.derive, plan.aliases
+        if plan.fixed is not None:
+            return plan.fixed
+        if plan.const is not _MISSING:  # "$other": the value of another field
+            return self.resolve(plan.const[1:])
         scopes = [self.text]
-        if spec.get("scope") == "text_then_top" and self.raw.text_path:
+        nested = plan.scope is not None and self.raw.text_path
+        if nested and plan.scope == "text_then_top":
             scopes.append(self.raw.data)
-        if spec.get("scope") == "top_then_text" and self.raw.text_path:
+        if nested and plan.scope == "top_then_text":
             # A composite model's own config decides (transformers ties the head of
             # ...ForConditionalGeneration by the top-level tie_word_embeddings).
             scopes.insert(0, self.raw.data)
             parent = transformers_defaults().get(str(self.raw.data.get("model_type")), {})
-            for alias in self.aliases(name):
+            for alias in aliases:
                 if (
                     lookup(self.text, alias) is _MISSING
                     and lookup(parent, alias) is not _MISSING
@@ -413,8 +506,9 @@ class Resolver:
                         f"absent; transformers' default for {self.raw.data.get('model_type')}",
                     )
         for scope in scopes:
-            for i, alias in enumerate(self.aliases(name)):
-                found = lookup(scope, alias)
+            plain = plan.plain and type(scope) is dict
+            for i, alias in enumerate(aliases):
+                found = scope.get(alias, _MISSING) if plain else lookup(scope, alias)
                 if found is _MISSING:
                     continue
                 cited = self.cite(alias) if scope is self.text else alias
@@ -425,8 +519,9 @@ class Resolver:
                     if derived is not None:
                         return Value(derived, "derived", (cited,), f"{alias} is null; {derive}")
                 return Value(value, how, (cited,))
-        for alias in self.aliases(name):
-            found = lookup(self.defaults, alias)
+        defaults = self.defaults
+        for alias in aliases:
+            found = defaults.get(alias, _MISSING) if plan.plain else lookup(defaults, alias)
             if found is not _MISSING:
                 value = self._check(name, self.cite(alias), found)
                 if value is None and derive:
@@ -443,9 +538,7 @@ class Resolver:
             derived = self._derive(name, derive)
             if derived is not None:
                 return Value(derived, "derived", (), derive)
-        if "default" in spec:
-            return Value(spec["default"], "assumed", (), "absent; slotdiff's default")
-        return UNKNOWN
+        return plan.assumed or UNKNOWN
 
     def _derive(self, name: str, expr: str) -> Any:
         """``expr`` evaluated, then held to ``name``'s type and bounds like a written value.

@@ -10,7 +10,7 @@ from __future__ import annotations
 import csv
 from collections.abc import Mapping
 from dataclasses import dataclass
-from functools import cache
+from functools import cache, cached_property
 from pathlib import Path
 from typing import Any
 
@@ -59,12 +59,14 @@ class RawConfig:
     note: str | None = None  # provenance or fallback explanation, shown to the user
     catalog: CatalogEntry | None = None
 
-    @property
+    # Cached: the schema layer reads both for every field it resolves (``data`` is never
+    # modified once read).
+    @cached_property
     def text_path(self) -> tuple[str, ...]:
         """Where the language model's config sits inside ``data`` (empty at top level)."""
         return text_config_path(self.data)
 
-    @property
+    @cached_property
     def text(self) -> Mapping[str, Any]:
         """The language model's config mapping (the top level for plain LMs)."""
         node: Any = self.data

@@ -25,7 +25,7 @@ import ast
 import math
 import operator
 from collections.abc import Mapping
-from functools import cache
+from functools import cache, lru_cache
 from typing import Any
 
 from .arch import Value
@@ -146,10 +146,15 @@ def evaluate(expr: Any, env: Mapping[str, Any]) -> Any:
         raise ExprError(f"unsupported expression {expr!r}")
 
     try:
-        tree = ast.parse(expr, mode="eval")
+        tree = _parse(expr)
     except SyntaxError as err:
         raise ExprError(f"cannot parse {expr!r}") from err
     return ev(tree)
+
+
+@lru_cache(maxsize=4096)  # the data files' expressions, parsed once (the cost pass reads them often)
+def _parse(expr: str) -> ast.Expression:
+    return ast.parse(expr, mode="eval")
 
 
 def as_int(value: Any, expr: Any) -> int:

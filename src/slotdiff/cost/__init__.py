@@ -66,17 +66,21 @@ ASSUMPTIONS = (
 )
 
 
-def cost_of(arch: Architecture, workload: Workload | None = None) -> CostReport:
-    """Price ``arch`` under ``workload`` (default: H100 SXM, batch 1, context 8192, bf16 KV)."""
+def cost_of(arch: Architecture, workload: Workload | None = None, *, searches: bool = True) -> CostReport:
+    """Price ``arch`` under ``workload`` (default: H100 SXM, batch 1, context 8192, bf16 KV).
+
+    ``searches=False`` skips the compute-bound batch searches (``decode.compute_bound_*``
+    are None): what ``price`` does for counterfactuals, whose deltas do not use them.
+    """
     wl = workload or Workload()
-    params = count(arch)
     mtp = mtp_tensors(arch)
+    params = count(arch, mtp)
     weights = weights_cost(arch, params, wl.weight_dtype, mtp)
     kv = kv_cost(arch, wl.context, wl.kv_dtype)
     flops = flops_cost(arch, params, wl.context)
     device = wl.device
     peak = device.peak_for(wl.compute_dtype)
-    decode = decode_cost(arch, weights, kv, flops, device, peak, wl.batch)
+    decode = decode_cost(arch, weights, kv, flops, device, peak, wl.batch, searches)
     prefill = prefill_cost(arch, weights, kv, flops, device, peak)
     notes = list(ASSUMPTIONS) + list(weights.notes)
     if kv.recurrent_layers:
@@ -143,7 +147,7 @@ def price(
             )
             continue
         try:
-            other = cost_of(counter, workload)
+            other = cost_of(counter, workload, searches=False)
         except SlotdiffError as err:
             changes.append(
                 Change(

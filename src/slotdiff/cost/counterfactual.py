@@ -13,7 +13,7 @@ from dataclasses import dataclass, replace
 from functools import cache
 from typing import Any
 
-from ..arch import Architecture, LayerSpec, Value
+from ..arch import Architecture, LayerSpec, Value, evolve
 from ..resources import load_schema_file
 from ..slots import Fill
 
@@ -31,14 +31,17 @@ def with_fields(
     new = dict(arch.fields)
     for name, value in fields.items():
         new[name] = Value(value, "derived", (), "counterfactual")
-    return replace(arch, fields=new, layers=layers if layers is not None else arch.layers)
+    out = replace(arch, fields=new, layers=layers if layers is not None else arch.layers)
+    if layers is None and "layer_runs" in arch.__dict__:  # same layers, same runs (cached_property)
+        out.__dict__["layer_runs"] = arch.__dict__["layer_runs"]
+    return out
 
 
 def _kv(arch: Architecture, base: Fill) -> Architecture | None:
     h = arch.get("n_heads") or 0
     if arch.layers and any(s.mixer == "mla" for s in arch.layers):
         nope, rope = arch.get("qk_nope_head_dim") or 0, arch.get("qk_rope_head_dim") or 0
-        layers = tuple(replace(s, mixer="attention") if s.mixer == "mla" else s for s in arch.layers)
+        layers = tuple(evolve(s, mixer="attention") if s.mixer == "mla" else s for s in arch.layers)
         g = (
             h
             if base.kind == "mha"
@@ -56,20 +59,20 @@ def _kv(arch: Architecture, base: Fill) -> Architecture | None:
             o_bias=False,
         )
     if base.kind == "mha":
-        return with_fields(arch, tuple(replace(s, n_kv_heads=None) for s in arch.layers), n_kv_heads=h)
+        return with_fields(arch, tuple(evolve(s, n_kv_heads=None) for s in arch.layers), n_kv_heads=h)
     if base.kind in ("gqa", "mqa"):
         ratio = max(1, (base.size("n_heads") or 1) // max(1, base.size("n_kv_heads") or 1))
         g = 1 if base.kind == "mqa" else max(1, h // ratio)
         while h % g:
             g -= 1
-        return with_fields(arch, tuple(replace(s, n_kv_heads=None) for s in arch.layers), n_kv_heads=g)
+        return with_fields(arch, tuple(evolve(s, n_kv_heads=None) for s in arch.layers), n_kv_heads=g)
     return None
 
 
 def _range(arch: Architecture, base: Fill) -> Architecture | None:
     if base.kind != "full":
         return None
-    layers = tuple(replace(s, window=None, chunk=None, sparse=False) for s in arch.layers)
+    layers = tuple(evolve(s, window=None, chunk=None, sparse=False) for s in arch.layers)
     return with_fields(arch, layers, sinks=False)
 
 
@@ -79,7 +82,7 @@ def _mixer(arch: Architecture, base: Fill) -> Architecture | None:
     attn = next((s for s in arch.layers if s.mixer in ("attention", "mla")), None)
     mixer = attn.mixer if attn else "attention"
     layers = tuple(
-        replace(s, mixer=mixer, variant=None)
+        evolve(s, mixer=mixer, variant=None)
         if s.mixer not in (None, "cross_attention") and s.mixer != mixer
         else s
         for s in arch.layers
@@ -107,9 +110,7 @@ def _activation(arch: Architecture, base: Fill) -> Architecture | None:
         return None
     # Equal parameters: a gated FFN of width f has 3·d·f weights, an ungated one 2·d·f'.
     factor = (3, 2) if not gated else (2, 3)
-    layers = tuple(
-        replace(s, d_ff=(s.d_ff * factor[0] // factor[1]) if s.d_ff else None) for s in arch.layers
-    )
+    layers = tuple(evolve(s, d_ff=(s.d_ff * factor[0] // factor[1]) if s.d_ff else None) for s in arch.layers)
     fields: dict[str, Any] = {"ffn_gated": gated}
     for name in ("d_ff", "d_ff_expert", "d_ff_shared"):
         if arch.get(name):
@@ -124,7 +125,7 @@ def _experts(arch: Architecture, base: Fill) -> Architecture | None:
     width = k * (arch.get("d_ff_expert") or 0)
     shared = arch.get("d_ff_shared") or (arch.get("n_shared_experts") or 0) * (arch.get("d_ff_expert") or 0)
     width += shared
-    layers = tuple(replace(s, ffn="dense", d_ff=width) if s.ffn == "moe" else s for s in arch.layers)
+    layers = tuple(evolve(s, ffn="dense", d_ff=width) if s.ffn == "moe" else s for s in arch.layers)
     return with_fields(arch, layers, n_experts=0, top_k=None, n_shared_experts=0, d_ff_shared=None)
 
 
@@ -154,7 +155,7 @@ def _position(arch: Architecture, base: Fill) -> Architecture | None:
             max_positions=arch.get("max_positions") or 2048,
         )
     if base.kind in ("rope", "mrope"):
-        return with_fields(arch, position="rope", layers=tuple(replace(s, rope=True) for s in arch.layers))
+        return with_fields(arch, position="rope", layers=tuple(evolve(s, rope=True) for s in arch.layers))
     return None
 
 
@@ -173,7 +174,7 @@ def _modality(arch: Architecture, base: Fill) -> Architecture | None:
     if base.kind != "text":
         return None
     layers = tuple(s for s in arch.layers if s.mixer != "cross_attention")
-    layers = tuple(replace(s, index=i) for i, s in enumerate(layers))
+    layers = tuple(evolve(s, index=i) for i, s in enumerate(layers))
     return replace(arch, vision=None, layers=layers)
 
 

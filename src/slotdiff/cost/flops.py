@@ -89,33 +89,35 @@ def attention_flops(arch: Architecture, context: int, form: str = "absorbed") ->
     ``context − 1`` cached latents through kv_b_proj, as transformers does each step).
     """
     total = 0
-    for layer in arch.layers:
+    for layer, n in arch.layer_runs:  # n identical layers at once
         if layer.mixer not in ("attention", "mla"):
             continue
         h, dqk, dv = _qk_v_dims(arch, layer, absorbed=form == "absorbed")
         keys = attended(arch, layer, context)
-        total += 2 * h * (dqk + dv) * keys
+        flops = 2 * h * (dqk + dv) * keys
         if layer.mixer == "mla" and form == "transformers":
             rank = arch.get("kv_lora_rank") or 0
             nope, hv = arch.get("qk_nope_head_dim") or 0, arch.get("v_head_dim") or 0
-            total += 2 * rank * h * (nope + hv) * (keys - 1)
+            flops += 2 * rank * h * (nope + hv) * (keys - 1)
         if layer.sparse:
-            total += 2 * (arch.get("index_n_heads") or 0) * (arch.get("index_head_dim") or 0) * context
+            flops += 2 * (arch.get("index_n_heads") or 0) * (arch.get("index_head_dim") or 0) * context
+        total += n * flops
     return total
 
 
 def prefill_attention_flops(arch: Architecture, s: int, causal: bool = True) -> int:
     """Attention FLOPs of a whole ``s``-token prompt; ``causal=False`` counts the full s×s."""
     total = 0
-    for layer in arch.layers:
+    for layer, n in arch.layer_runs:  # n identical layers at once
         if layer.mixer not in ("attention", "mla"):
             continue
         h, dqk, dv = _qk_v_dims(arch, layer, absorbed=False)
         keys = _span_sum(arch, layer, s) if causal else s * s
-        total += 2 * h * (dqk + dv) * keys
+        flops = 2 * h * (dqk + dv) * keys
         if layer.sparse:
             idx = (arch.get("index_n_heads") or 0) * (arch.get("index_head_dim") or 0)
-            total += 2 * idx * (s * (s + 1) // 2 if causal else s * s)
+            flops += 2 * idx * (s * (s + 1) // 2 if causal else s * s)
+        total += n * flops
     return total
 
 

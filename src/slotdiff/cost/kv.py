@@ -132,22 +132,22 @@ def kv_cost(arch: Architecture, context: int, dtype: str = "bfloat16") -> KVCost
     state = 0.0
     by_kind: dict[str, float] = {}
     n_attn = n_rec = 0
-    for layer in arch.layers:
+    for layer, n in arch.layer_runs:  # n identical layers at once (sums of exact products)
         elems = layer_kv_elements(arch, layer)
         if elems:
-            n_attn += 1
+            n_attn += n
             kind = (
                 "mla"
                 if layer.mixer == "mla"
                 else ("sliding" if layer.window else "chunked" if layer.chunk else "full")
             )
-            by_kind[kind] = by_kind.get(kind, 0) + elems * b
-            per_token += elems * b
-            at_context += elems * b * layer_span(layer, context)
+            by_kind[kind] = by_kind.get(kind, 0) + elems * b * n
+            per_token += elems * b * n
+            at_context += elems * b * layer_span(layer, context) * n
         rec, conv = layer_state_elements(arch, layer)
         if rec or conv:
-            n_rec += 1
-            state += rec * b_state + conv * b
+            n_rec += n
+            state += (rec * b_state + conv * b) * n
     return KVCost(
         dtype,
         round(per_token),

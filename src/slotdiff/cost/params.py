@@ -11,7 +11,7 @@ linear attention, Mamba) each have their own tensor set; facts that differ by fa
 from __future__ import annotations
 
 from collections import defaultdict
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
 from typing import Any
 
@@ -57,6 +57,18 @@ class Tensor:
         return self.kind in ("linear", "conv")
 
 
+def _tensor(
+    part: str, slot: str, rows: int, cols: int, count: int, kind: str, module: str, routed: bool
+) -> Tensor:
+    """``Tensor(...)`` without the frozen dataclass's ``__init__`` (one ``object.__setattr__``
+    per field): every pricing builds dozens, and a model is priced ~8 times (counterfactuals)."""
+    t = object.__new__(Tensor)
+    t.__dict__.update(
+        part=part, slot=slot, rows=rows, cols=cols, count=count, kind=kind, module=module, routed=routed
+    )
+    return t
+
+
 class Unsupported(SlotdiffError):
     """The config names a structure the cost model does not cover: say so, give no number."""
 
@@ -86,7 +98,7 @@ class _Builder:
     ) -> None:
         if count <= 0 or rows <= 0 or cols <= 0:
             return
-        self.out.append(Tensor(part, slot or part.split("/")[0], rows, cols, count, kind, module, routed))
+        self.out.append(_tensor(part, slot or part.split("/")[0], rows, cols, count, kind, module, routed))
 
     def norm(self, part: str, width: int, count: int, module: str, slot: str = "norms") -> None:
         if self.arch.get("norm_affine") is False:
@@ -96,12 +108,19 @@ class _Builder:
             self.add(part + ".bias", width, 1, count, "vector", module, slot)
 
 
-def _runs(layers: Iterable[LayerSpec], key: Any) -> Iterator[tuple[Any, int]]:
-    """Group layers by ``key(layer)`` and count them (order-independent)."""
+def _runs(
+    runs: Iterable[tuple[LayerSpec, int]], key: Callable[[LayerSpec], Any]
+) -> Iterator[tuple[Any, int, LayerSpec]]:
+    """Group layers by ``key(layer)``: (key, how many layers, the first such layer), in the
+    order first seen. ``runs`` are ``Architecture.layer_runs`` (identical layers counted)."""
     counts: dict[Any, int] = defaultdict(int)
-    for spec in layers:
-        counts[key(spec)] += 1
-    yield from counts.items()
+    first: dict[Any, LayerSpec] = {}
+    for spec, n in runs:
+        k = key(spec)
+        counts[k] += n
+        first.setdefault(k, spec)
+    for k, n in counts.items():
+        yield k, n, first[k]
 
 
 def _attention(b: _Builder, n: int, layer: LayerSpec) -> None:
@@ -586,20 +605,20 @@ def _per_layer_inputs(b: _Builder, n_layers: int) -> None:
     b.norm("norms/per_layer_input", d, n_layers, f"{mod}.post_per_layer_input_norm")
 
 
-def _norms(b: _Builder, layers: tuple[LayerSpec, ...]) -> None:
+def _norms(b: _Builder, runs: tuple[tuple[LayerSpec, int], ...]) -> None:
     a = b.arch
     d = _int(a, "d_model")
     placement = a.get("norm_placement") or "pre"
     per_sublayer = {"pre": 1, "post": 1, "sandwich": 2, "parallel": 0, "parallel2": 1}[placement]
     count = 0
-    for spec in layers:
+    for spec, n in runs:
         sub = (spec.mixer is not None) + (spec.ffn is not None)
         if placement == "parallel":
-            count += 1
+            count += n
         else:
-            count += per_sublayer * sub
+            count += per_sublayer * sub * n
         if spec.ffn2 is not None:
-            count += a.get("ffn2_norms") or 0
+            count += (a.get("ffn2_norms") or 0) * n
     b.norm("norms/layers", d, count, "model.layers.0.input_layernorm")
 
 
@@ -617,28 +636,28 @@ def tensors(arch: Architecture) -> tuple[Tensor, ...]:
     if arch.get("position") == "learned":
         rows = _int(arch, "max_positions") + (arch.get("position_offset") or 0)
         b.add("position/table", rows, d, 1, "embedding", "model.embed_positions")
-    layers = arch.layers
+    layers, runs = arch.layers, arch.layer_runs
 
     def shape(s: LayerSpec) -> tuple[Any, ...]:
         return (s.mixer, s.variant, s.window, s.sparse, s.n_kv_heads, s.head_dim, s.kv_shared)
 
-    for key, n in _runs(layers, shape):
-        _mixer(b, n, key[0], next(s for s in layers if shape(s) == key))
-    for kind, n in _runs(layers, lambda s: s.parallel):
-        _mixer(b, n, kind, next(s for s in layers if s.parallel == kind))
+    for key, n, first in _runs(runs, shape):
+        _mixer(b, n, key[0], first)
+    for kind, n, first in _runs(runs, lambda s: s.parallel):
+        _mixer(b, n, kind, first)
     _shared_blocks(b, layers)
-    for (ffn, width), n in _runs(layers, lambda s: (s.ffn, s.d_ff)):
+    for (ffn, width), n, _ in _runs(runs, lambda s: (s.ffn, s.d_ff)):
         if ffn == "dense":
             _dense_ffn(b, n, width or _int(arch, "d_ff"))
         elif ffn == "moe":
             _moe(b, n)
-    for ffn2, n in _runs(layers, lambda s: s.ffn2):
+    for ffn2, n, _ in _runs(runs, lambda s: s.ffn2):
         if ffn2 == "dense":
             _dense_ffn(b, n, _int(arch, "d_ff"), module="mlps.1")
         elif ffn2 == "moe":
             _moe(b, n)
     _per_layer_inputs(b, len(layers))
-    _norms(b, layers)
+    _norms(b, runs)
     if arch.get("final_norm", True):
         b.norm("norms/final", d, 1, "model.norm")
     if d_embed != d:
@@ -717,8 +736,11 @@ def active_fraction(arch: Architecture) -> float:
     return k / e if e else 1.0
 
 
-def count(arch: Architecture) -> ParamCount:
-    """Count parameters exactly (total, active, by part) from the config alone."""
+def count(arch: Architecture, mtp_of: tuple[Tensor, ...] | None = None) -> ParamCount:
+    """Count parameters exactly (total, active, by part) from the config alone.
+
+    ``mtp_of``: ``mtp_tensors(arch)`` when the caller already has them (the cost pass).
+    """
     refused = arch.v("unsupported")
     if refused.value:
         raise Unsupported(arch.name, f"cannot count parameters: {refused.value}", key=arch.key("unsupported"))
@@ -737,7 +759,7 @@ def count(arch: Architecture) -> ParamCount:
     total = sum(by.values())
     routed = sum(t.params for t in ts if t.routed)
     active = total - routed + (routed * k // e if e else 0)
-    mtp: int | None = sum(t.params for t in mtp_tensors(arch))
+    mtp: int | None = sum(t.params for t in (mtp_tensors(arch) if mtp_of is None else mtp_of))
     if (arch.get("mtp_layers") or 0) and arch.get("mtp_style") != "deepseek":
         mtp = None  # the config names MTP modules but not their tensors
     lookup = 0 if arch.get("tie_embeddings") else sum(t.params for t in ts if t.part == "embedding/tokens")

@@ -8,6 +8,7 @@ plus each sequence's KV cache and recurrent state. Both sides are reported with 
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 
 from ..arch import Architecture
@@ -24,15 +25,28 @@ def experts_touched(n_experts: int, top_k: int, batch: int) -> float:
     return n_experts * (1.0 - (1.0 - top_k / n_experts) ** batch)
 
 
+def decode_bytes_at(arch: Architecture, weights: WeightsCost, kv: KVCost) -> Callable[[int], float]:
+    """Bytes read in one decode step as a function of the batch (weights once + each
+    sequence's KV/state); the batch searches below call it dozens of times."""
+    e, k = arch.get("n_experts") or 0, arch.get("top_k") or 0
+    fixed = weights.bytes - weights.routed_bytes - weights.position_bytes
+    if not arch.get("tie_embeddings"):
+        fixed -= weights.embedding_bytes
+    routed = weights.routed_bytes
+    per_sequence = kv.bytes_at_context + kv.state_bytes_per_sequence
+
+    def at(batch: int) -> float:
+        read = fixed
+        if e:
+            read += routed * experts_touched(e, k, batch) / e
+        return read + batch * per_sequence
+
+    return at
+
+
 def decode_bytes(arch: Architecture, weights: WeightsCost, kv: KVCost, batch: int) -> float:
     """Bytes read in one decode step at ``batch`` (weights once + each sequence's KV/state)."""
-    e, k = arch.get("n_experts") or 0, arch.get("top_k") or 0
-    read = weights.bytes - weights.routed_bytes - weights.position_bytes
-    if not arch.get("tie_embeddings"):
-        read -= weights.embedding_bytes
-    if e:
-        read += weights.routed_bytes * experts_touched(e, k, batch) / e
-    return read + batch * (kv.bytes_at_context + kv.state_bytes_per_sequence)
+    return decode_bytes_at(arch, weights, kv)(batch)
 
 
 @dataclass(frozen=True)
@@ -107,19 +121,23 @@ def decode_cost(
     gpu: GPU,
     peak: int,
     batch: int,
+    searches: bool = True,
 ) -> DecodeCost:
-    """Roofline bound of one decode step."""
-    nbytes = decode_bytes(arch, weights, kv, batch)
+    """Roofline bound of one decode step; ``searches=False`` leaves the compute-bound
+    batches out (None), which a counterfactual's price does not use."""
+    bytes_at = decode_bytes_at(arch, weights, kv)
+    nbytes = bytes_at(batch)
     nflops = batch * flops.per_token
     bw = gpu.bandwidth
     e, k = arch.get("n_experts") or 0, arch.get("top_k") or 0
+    per_sequence = kv.bytes_at_context + kv.state_bytes_per_sequence
+    w_flops, all_flops = flops.weights_per_token, flops.per_token
 
     def weights_only(b: int) -> bool:
-        w_bytes = decode_bytes(arch, weights, kv, b) - b * (kv.bytes_at_context + kv.state_bytes_per_sequence)
-        return b * flops.weights_per_token / peak >= w_bytes / bw
+        return b * w_flops / peak >= (bytes_at(b) - b * per_sequence) / bw
 
     def with_kv(b: int) -> bool:
-        return b * flops.per_token / peak >= decode_bytes(arch, weights, kv, b) / bw
+        return b * all_flops / peak >= bytes_at(b) / bw
 
     return DecodeCost(
         batch=batch,
@@ -131,8 +149,8 @@ def decode_cost(
         ridge=peak / bw,
         intensity=nflops / nbytes if nbytes else 0.0,
         experts_touched=experts_touched(e, k, batch) if e else None,
-        compute_bound_batch_weights=_first_batch(weights_only),
-        compute_bound_batch=_first_batch(with_kv),
+        compute_bound_batch_weights=_first_batch(weights_only) if searches else None,
+        compute_bound_batch=_first_batch(with_kv) if searches else None,
     )
 
 

@@ -225,10 +225,26 @@ def vision_model(arch: Architecture) -> VisionModel | None:
     )
 
 
+# vision_tensors results by vision section: pricing a model counts it and ~8 counterfactuals
+# that share its vision mapping (Architecture keeps a read-only mapping it is given).
+# The entry holds the mapping itself, so its id cannot be reused while it is cached.
+_TENSORS: dict[int, tuple[Mapping[str, Any], Any, tuple[Tensor, ...]]] = {}
+
+
 def vision_tensors(arch: Architecture) -> tuple[Tensor, ...]:
     """Tensors of the vision tower (slot ``vision``) and connector (slot ``connector``).
 
     Empty for a text-only config; raises :class:`Unsupported` when the tower is unknown.
     """
+    vis, d_model = arch.vision, arch.get("d_model")  # all the counting reads (names aside)
+    if not vis:
+        return ()
+    hit = _TENSORS.get(id(vis))
+    if hit is not None and hit[0] is vis and type(hit[1]) is type(d_model) and hit[1] == d_model:
+        return hit[2]
     model = vision_model(arch)
-    return () if model is None else tuple(vt.tensor for vt in model.tensors)
+    out = () if model is None else tuple(vt.tensor for vt in model.tensors)
+    if len(_TENSORS) >= 64:
+        _TENSORS.clear()
+    _TENSORS[id(vis)] = (vis, d_model, out)
+    return out

@@ -98,8 +98,10 @@ def weights_cost(
     fmt, notes = effective_format(arch, override)
     by: dict[str, int] = {}
     routed = embedding = position = 0
+    base_bits = None if fmt.quantized else dtype_bits(fmt.base_dtype or "bfloat16")
     for t in params.tensors:
-        n = tensor_bytes(t, fmt)
+        # Unquantized: every tensor at the base dtype (what tensor_bytes gives, looked up once).
+        n = tensor_bytes(t, fmt) if base_bits is None else t.params * base_bits // 8
         by[t.slot] = by.get(t.slot, 0) + n
         if t.routed:
             routed += n

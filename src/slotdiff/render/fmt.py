@@ -66,3 +66,8 @@ def signed(text: str, value: float | int | None) -> str:
     if value == 0:
         return "0"
     return ("+" if value > 0 else "") + text
+
+
+def short_name(name: str) -> str:
+    """ "NVIDIA H100 Tensor Core GPU, H100 SXM (SXM5, 80 GB)" → "H100 SXM (SXM5, 80 GB)"."""
+    return name.split(", ", 1)[1] if ", " in name else name

@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from . import fmt
-from .terminal import short_name
+from .fmt import short_name  # not from .terminal: Markdown needs no rich
 
 
 def _cell(text: str) -> str:

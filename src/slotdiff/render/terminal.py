@@ -15,6 +15,7 @@ from rich.table import Table
 from rich.text import Text
 
 from . import fmt
+from .fmt import short_name
 
 STATUS_STYLE = {"same": "dim", "resized": "cyan", "changed": "bold yellow"}
 
@@ -98,11 +99,6 @@ def cost_lines(report: Any) -> Text:
         f"prefill of {c.prefill.tokens:,} tokens ≥ {fmt.ms(c.prefill.time_ms)} ({c.prefill.bound}-bound)"
     )
     return t
-
-
-def short_name(name: str) -> str:
-    """ "NVIDIA H100 Tensor Core GPU, H100 SXM (SXM5, 80 GB)" → "H100 SXM (SXM5, 80 GB)"."""
-    return name.split(", ", 1)[1] if ", " in name else name
 
 
 def changes_table(report: Any) -> Table | None:

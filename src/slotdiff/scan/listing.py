@@ -136,7 +136,8 @@ class Listed:
         return max(filter(None, (self.created, self.modified)), default=None)
 
     def to_dict(self) -> dict[str, Any]:
-        out = asdict(self)
+        # Field by field, not asdict(): its deep copies cost more than the rest of a record.
+        out = {name: getattr(self, name) for name in self.__dataclass_fields__}
         out["tags"] = list(self.tags)
         return out
 

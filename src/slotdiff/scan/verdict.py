@@ -111,14 +111,14 @@ class Record:
 
     def to_dict(self) -> dict[str, Any]:
         out: dict[str, Any] = {"repo_id": self.repo_id}
-        for f in fields(self):
-            value = getattr(self, f.name)
-            if f.name == "listed":
+        for name in self.__dataclass_fields__:  # declaration order, as fields() gives
+            value = getattr(self, name)
+            if name == "listed":
                 out["listed"] = value.to_dict()
             elif isinstance(value, tuple):
-                out[f.name] = list(value)
+                out[name] = list(value)
             else:
-                out[f.name] = value
+                out[name] = value
         return out
 
     @classmethod
@@ -276,10 +276,17 @@ class Knowledge:
         return self._sizes.get(fp_id, [])
 
 
-def _differs(differs: Sequence[str]) -> list[dict[str, str]]:
-    from ..slots import articles, slot_table
+@cache
+def _facet_articles() -> dict[str, str]:
+    from ..slots import slot_table
 
-    article = {i.id: i.article for i in slot_table()}
+    return {i.id: i.article for i in slot_table()}
+
+
+def _differs(differs: Sequence[str]) -> list[dict[str, str]]:
+    from ..slots import articles
+
+    article = _facet_articles()
     titles = articles()
     return [
         {

@@ -382,6 +382,31 @@ def _type_error(value: Any, types: list[str]) -> str | None:
     return f"expected {want}, got {shown}"
 
 
+@cache
+def _int_bounds(name: str) -> tuple[float, float, bool] | None:
+    """(low, high, low excluded) when a plain int is acceptable for ``name`` by type, else None."""
+    spec = _field_spec(name)
+    types = spec.get("type")
+    types = [types] if isinstance(types, str) else list(types or ())
+    if not ({"integer", "number"} & set(types)) or "enum" in spec:
+        return None
+    low, high = spec.get("minimum"), spec.get("maximum")
+    return (
+        -math.inf if low is None else low,
+        math.inf if high is None else high,
+        bool(spec.get("exclusiveMinimum")),
+    )
+
+
+def _plain_int_ok(name: str, value: int) -> bool:
+    """True when ``value`` (an int) passes every check of field ``name``: the fast path of _check."""
+    bounds = _int_bounds(name)
+    if bounds is None:
+        return False
+    low, high, excluded = bounds
+    return (low < value or (value == low and not excluded)) and value <= high
+
+
 # ---------------------------------------------------------------------------- resolver
 
 
@@ -423,10 +448,13 @@ class Resolver:
         return _field_spec(name)
 
     def _check(self, name: str, key: str, value: Any) -> Any:
+        """``value`` held to field ``name``'s JSON type, bounds and enum (SlotdiffError citing ``key``)."""
         spec = self.field_spec(name)
         types = spec.get("type")
         if types is None or value is None:
             return value
+        if type(value) is int and _plain_int_ok(name, value):
+            return value  # the common case, decided without building the messages
         types = [types] if isinstance(types, str) else list(types)
         why = _type_error(value, types)
         if why:
@@ -468,19 +496,18 @@ class Resolver:
 
     def resolve(self, name: str) -> Value:
         """Resolve one field: const → config key → transformers default → derive → assumed."""
-        known = self.values.get(name)
+        values = self.values
+        known = values.get(name)
         if known is not None:
             return known
-        self.values[name] = UNKNOWN  # guard against derivation cycles
-        val = self._resolve(name)
-        self.values[name] = val
+        values[name] = UNKNOWN  # guard against derivation cycles
+        plan = self._plans.get(name) or self.plan(name)
+        val = plan.fixed if plan.fixed is not None else self._resolve(name, plan)
+        values[name] = val
         return val
 
-    def _resolve(self, name: str) -> Value:
-        plan = self.plan(name)
+    def _resolve(self, name: str, plan: _Plan) -> Value:
         derive, aliases = plan.derive, plan.aliases
-        if plan.fixed is not None:
-            return plan.fixed
         if plan.const is not _MISSING:  # "$other": the value of another field
             return self.resolve(plan.const[1:])
         scopes = [self.text]

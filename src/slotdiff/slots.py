@@ -10,7 +10,7 @@ from __future__ import annotations
 from collections import Counter
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
-from functools import cache
+from functools import cache, cached_property
 from typing import Any
 
 from .arch import Architecture
@@ -649,11 +649,12 @@ class Fills:
 
     items: tuple[Fill, ...] = field(default_factory=tuple)
 
+    @cached_property
+    def _by_id(self) -> dict[str, Fill]:
+        return {f.id: f for f in self.items}
+
     def __getitem__(self, facet_id: str) -> Fill:
-        for f in self.items:
-            if f.id == facet_id:
-                return f
-        raise KeyError(facet_id)
+        return self._by_id[facet_id]
 
     def __iter__(self):  # type: ignore[no-untyped-def]
         return iter(self.items)

@@ -152,7 +152,24 @@ def sizes_of(fills: Sequence[Any]) -> dict[str, dict[str, Any]]:
     """The numbers of each fingerprint facet (what two checkpoints of one design differ in)."""
     sizes = {f.id: dict(f.sizes) for f in fills if in_fingerprint(f.id) and f.sizes}
     # As JSON has them (tuples become lists), so sizes read back from the state compare equal.
-    return json.loads(json.dumps(sizes, default=str))
+    # Sizes are plain numbers, strings and tuples of them: converted directly; anything
+    # else takes the JSON round trip itself.
+    try:
+        return {facet: {k: _plain(v) for k, v in numbers.items()} for facet, numbers in sizes.items()}
+    except TypeError:
+        return json.loads(json.dumps(sizes, default=str))
+
+
+_SCALARS = (str, int, float, type(None))
+
+
+def _plain(value: Any) -> Any:
+    """``value`` as a JSON round trip returns it, for scalars and lists/tuples of scalars."""
+    if type(value) in _SCALARS or type(value) is bool:
+        return value
+    if type(value) in (tuple, list) and all(type(v) in _SCALARS or type(v) is bool for v in value):
+        return list(value)
+    raise TypeError(value)
 
 
 class NotALanguageModel(Exception):

@@ -23,7 +23,7 @@ from ..precision import dtype_label, storage_bits
 from .flops import FlopsCost, flops_cost
 from .kv import KVCost, kv_cost, layer_kv_elements, layer_span
 from .params import ParamCount, count, mtp_tensors
-from .roofline import decode_bytes, experts_touched
+from .roofline import StepBound, decode_bytes, experts_touched
 from .weights import WeightsCost, weights_cost
 from .workload import GPU, Workload
 
@@ -112,7 +112,7 @@ def state_bytes(arch: Architecture, dtype: str) -> int:
 
 
 @dataclass(frozen=True)
-class DecodeStep:
+class DecodeStep(StepBound):
     """One forward of ``batch`` sequences × ``tokens_per_sequence`` tokens, per GPU."""
 
     gpus: int
@@ -142,14 +142,6 @@ class DecodeStep:
     @property
     def compute_ms(self) -> float:
         return self.flops / self.peak * 1e3
-
-    @property
-    def step_ms(self) -> float:
-        return max(self.memory_ms, self.compute_ms)
-
-    @property
-    def bound(self) -> str:
-        return "compute" if self.compute_ms > self.memory_ms else "memory"
 
     @property
     def intensity(self) -> float:

@@ -49,8 +49,26 @@ def decode_bytes(arch: Architecture, weights: WeightsCost, kv: KVCost, batch: in
     return decode_bytes_at(arch, weights, kv)(batch)
 
 
+class StepBound:
+    """The roofline verdict shared by every step cost: the slower of reading and computing.
+
+    A subclass provides ``memory_ms`` and ``compute_ms`` (as fields or properties).
+    """
+
+    memory_ms: float
+    compute_ms: float
+
+    @property
+    def step_ms(self) -> float:
+        return max(self.memory_ms, self.compute_ms)
+
+    @property
+    def bound(self) -> str:
+        return "compute" if self.compute_ms > self.memory_ms else "memory"
+
+
 @dataclass(frozen=True)
-class DecodeCost:
+class DecodeCost(StepBound):
     """One decode step at (batch, context) on a GPU."""
 
     batch: int
@@ -64,14 +82,6 @@ class DecodeCost:
     experts_touched: float | None
     compute_bound_batch_weights: int | None  # weights only, KV ignored
     compute_bound_batch: int | None  # with KV at this context; None = never within 2^20
-
-    @property
-    def step_ms(self) -> float:
-        return max(self.memory_ms, self.compute_ms)
-
-    @property
-    def bound(self) -> str:
-        return "compute" if self.compute_ms > self.memory_ms else "memory"
 
     @property
     def tokens_per_s(self) -> float:

@@ -13,15 +13,14 @@ switch is derived from that switch. Keys the family knowingly ignores go in its 
 
 from __future__ import annotations
 
-import ast
 import math
-import operator
-from collections.abc import Callable, Mapping
+from collections.abc import Mapping
 from functools import cache, lru_cache
 from typing import Any
 
 from .arch import UNKNOWN, Architecture, Value
 from .errors import SlotdiffError
+from .expr import Dialect, compiler, expression_names
 from .resources import data_dir, load_schema_file
 from .source import RawConfig, custom_code, custom_code_text
 
@@ -156,25 +155,6 @@ def lookup(data: Mapping[str, Any], dotted: str) -> Any:
     return node
 
 
-_OPS = {
-    ast.Add: operator.add,
-    ast.Sub: operator.sub,
-    ast.Mult: operator.mul,
-    ast.FloorDiv: operator.floordiv,
-    ast.Div: operator.truediv,
-    ast.Mod: operator.mod,
-}
-
-_CMP = {
-    ast.Eq: operator.eq,
-    ast.NotEq: operator.ne,
-    ast.Lt: operator.lt,
-    ast.LtE: operator.le,
-    ast.Gt: operator.gt,
-    ast.GtE: operator.ge,
-}
-
-
 def _uniform(value: Any) -> Any:
     """A per-layer list whose entries all agree, read as that one value; a plain value as is."""
     if isinstance(value, list):
@@ -190,10 +170,18 @@ class UnsupportedExpression(ValueError):
     """A key-map expression uses a form the evaluator does not allow (a data-file bug)."""
 
 
+# The key map's dialect of expr.py's language: an unknown name is None and propagates (a
+# derivation then stays unknown); ``is None`` tests; one-argument calls; no ``**`` or lists.
+KEYMAP_DIALECT = Dialect(functions=FUNCTIONS, error=UnsupportedExpression, identity=True)
+
+# ``expr`` turned into nested closures once (the layout evaluates some per layer).
+_compiled = compiler(KEYMAP_DIALECT)
+
+
 def evaluate(expr: str, env: Mapping[str, Any]) -> Any:
     """Evaluate a key-map expression such as ``d_model // n_heads``; nothing else runs.
 
-    Allowed: names, numbers, strings, true/false/None; ``+ - * / // %``; comparisons
+    Allowed: names, numbers, strings, True/False/None; ``+ - * / // %``; comparisons
     (chained), ``is None`` / ``is not None``; ``and``/``or``/``not`` and ``a if cond else b``
     with Python's truthiness; the calls in FUNCTIONS (``int``, ``len``, ``ceil``,
     ``uniform``). Enough to restate a config class's ``__post_init__`` arithmetic and facts
@@ -202,145 +190,6 @@ def evaluate(expr: str, env: Mapping[str, Any]) -> Any:
     unknown); only equality, ``is`` tests and conditionals look at None.
     """
     return _compiled(expr)(env)
-
-
-Compiled = Callable[[Mapping[str, Any]], Any]
-
-
-@cache
-def _compiled(expr: str) -> Compiled:
-    """``expr`` turned into nested closures once (the layout evaluates some per layer).
-
-    Each closure does what walking its AST node would do, in the same order; a construct
-    outside the language raises when it is reached, not when it is compiled.
-    """
-    return _compile(_parse(expr), expr)
-
-
-def _compile(node: ast.AST, expr: str) -> Compiled:
-    def unsupported(env: Mapping[str, Any]) -> Any:
-        raise UnsupportedExpression(f"unsupported expression {expr!r}")
-
-    if isinstance(node, ast.Expression):
-        return _compile(node.body, expr)
-    if isinstance(node, ast.Constant) and (
-        node.value is None or isinstance(node.value, (int, float, bool, str))
-    ):
-        constant = node.value
-        return lambda env: constant
-    if isinstance(node, ast.Name):
-        name = node.id
-        return lambda env: env.get(name)
-    if isinstance(node, ast.BinOp) and type(node.op) in _OPS:
-        left, right = _compile(node.left, expr), _compile(node.right, expr)
-        op = _OPS[type(node.op)]
-        divides = isinstance(node.op, (ast.FloorDiv, ast.Div, ast.Mod))
-
-        def binop(env: Mapping[str, Any]) -> Any:
-            a, b = left(env), right(env)
-            if a is None or b is None:
-                return None
-            # Numbers only: a string or list from a config must not turn ``a * b`` into a
-            # repetition as long as the other operand (a hostile 10**12) asks.
-            for side in (a, b):
-                if not isinstance(side, (int, float)):
-                    raise TypeError(f"{side!r:.40} is not a number")
-            if divides and b == 0:
-                return None
-            return op(a, b)
-
-        return binop
-    if isinstance(node, ast.UnaryOp) and isinstance(node.op, ast.Not):
-        operand = _compile(node.operand, expr)
-        return lambda env: not operand(env)
-    if isinstance(node, ast.UnaryOp) and isinstance(node.op, ast.USub):
-        operand = _compile(node.operand, expr)
-
-        def negate(env: Mapping[str, Any]) -> Any:
-            value = operand(env)
-            return None if value is None else -value
-
-        return negate
-    if isinstance(node, ast.BoolOp):
-        parts = [_compile(part, expr) for part in node.values]
-        is_and, is_or = isinstance(node.op, ast.And), isinstance(node.op, ast.Or)
-
-        def boolop(env: Mapping[str, Any]) -> Any:
-            value = None
-            for part in parts:
-                value = part(env)
-                if is_and and not value:
-                    return value
-                if is_or and value:
-                    return value
-            return value
-
-        return boolop
-    if isinstance(node, ast.IfExp):
-        test, body, orelse = (_compile(n, expr) for n in (node.test, node.body, node.orelse))
-        return lambda env: body(env) if test(env) else orelse(env)
-    if isinstance(node, ast.Compare):
-        first = _compile(node.left, expr)
-        # (is, is not, ordering: None gives None, operator or None when unsupported, operand)
-        steps = [
-            (
-                isinstance(op, ast.Is),
-                isinstance(op, ast.IsNot),
-                type(op) in _CMP and not isinstance(op, (ast.Eq, ast.NotEq)),
-                _CMP.get(type(op)),
-                _compile(comp, expr),
-            )
-            for op, comp in zip(node.ops, node.comparators, strict=True)
-        ]
-
-        def compare(env: Mapping[str, Any]) -> Any:
-            left = first(env)
-            for is_, is_not, ordering, cmp, comp in steps:
-                right = comp(env)
-                if is_:
-                    ok = left is right
-                elif is_not:
-                    ok = left is not right
-                elif cmp is not None:
-                    if ordering and (left is None or right is None):
-                        return None
-                    ok = cmp(left, right)
-                else:
-                    return unsupported(env)
-                if not ok:
-                    return False
-                left = right
-            return True
-
-        return compare
-    if (
-        isinstance(node, ast.Call)
-        and isinstance(node.func, ast.Name)
-        and node.func.id in FUNCTIONS
-        and len(node.args) == 1
-        and not node.keywords
-    ):
-        fn_name, arg_of = node.func.id, _compile(node.args[0], expr)
-
-        def call(env: Mapping[str, Any]) -> Any:
-            arg = arg_of(env)
-            return None if arg is None else FUNCTIONS[fn_name](arg)
-
-        return call
-    return unsupported
-
-
-@cache
-def _parse(expr: str) -> ast.Expression:
-    return ast.parse(expr, mode="eval")
-
-
-@cache
-def expression_names(expr: str) -> frozenset[str]:
-    """The field names an expression reads (function names excluded); parsed once."""
-    tree = _parse(expr)
-    calls = {n.func.id for n in ast.walk(tree) if isinstance(n, ast.Call) and isinstance(n.func, ast.Name)}
-    return frozenset(n.id for n in ast.walk(tree) if isinstance(n, ast.Name) and n.id not in calls)
 
 
 _TYPES: dict[str, tuple[type, ...]] = {

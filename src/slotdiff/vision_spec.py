@@ -15,43 +15,23 @@ Python branch:
     and the processor rule that turns a W×H image into tokens (see ``images.py``).
 
 Sizes are small arithmetic expressions over the fields (``(image_size // patch_size) ** 2
-+ 1``), evaluated by a whitelist evaluator: names, numbers, + - * / // % **, comparisons,
-``and``/``or``/``not``, ``a if c else b`` and the functions in ``FUNCTIONS``.
++ 1``) in the strict dialect of ``expr.py``'s language: names, numbers, + - * / // % **,
+comparisons, ``and``/``or``/``not``, ``a if c else b``, lists, subscripts and the functions
+in ``FUNCTIONS``.
 """
 
 from __future__ import annotations
 
-import ast
 import math
-import operator
 from collections.abc import Mapping
-from functools import cache, lru_cache
+from functools import cache
 from typing import Any
 
 from .arch import Value
+from .expr import Dialect, compiler
 from .resources import data_dir, load_schema_file
 
 # ------------------------------------------------------------------------- expressions
-
-_BINOPS = {
-    ast.Add: operator.add,
-    ast.Sub: operator.sub,
-    ast.Mult: operator.mul,
-    ast.Div: operator.truediv,
-    ast.FloorDiv: operator.floordiv,
-    ast.Mod: operator.mod,
-    ast.Pow: operator.pow,
-}
-_CMPOPS = {
-    ast.Eq: operator.eq,
-    ast.NotEq: operator.ne,
-    ast.Lt: operator.lt,
-    ast.LtE: operator.le,
-    ast.Gt: operator.gt,
-    ast.GtE: operator.ge,
-    ast.In: lambda a, b: a in b,
-    ast.NotIn: lambda a, b: a not in b,
-}
 
 
 def _count(value: Any) -> int:
@@ -81,80 +61,29 @@ class ExprError(ValueError):
     """An expression in a data file names something unknown or uses an unsupported form."""
 
 
+# The vision files' dialect of expr.py's language: strict (every name a tower needs must be
+# known: a size cannot be half-computed), ``**`` capped at 64, lists, subscripts and ``in``,
+# calls with any number of arguments, eager ``and``/``or`` giving a bool.
+VISION_DIALECT = Dialect(
+    functions=FUNCTIONS,
+    error=ExprError,
+    strict=True,
+    constants={"true": True, "True": True, "false": False, "False": False},
+    max_exponent=64,
+    containers=True,
+    eager_bool=True,
+    call_args=None,
+)
+
+# Each data-file expression compiled once (the cost pass evaluates them per tensor).
+_compiled = compiler(VISION_DIALECT)
+
+
 def evaluate(expr: Any, env: Mapping[str, Any]) -> Any:
     """Evaluate a data-file expression; non-strings (numbers, booleans) are returned as is."""
     if not isinstance(expr, str):
         return expr
-
-    def ev(node: ast.AST) -> Any:
-        if isinstance(node, ast.Expression):
-            return ev(node.body)
-        if isinstance(node, ast.Constant) and isinstance(node.value, (int, float, str, bool)):
-            return node.value
-        if isinstance(node, ast.Constant) and node.value is None:
-            return None
-        if isinstance(node, ast.Name):
-            if node.id in ("true", "True"):
-                return True
-            if node.id in ("false", "False"):
-                return False
-            if node.id not in env:
-                raise ExprError(f"unknown name {node.id!r} in {expr!r}")
-            if env[node.id] is None:
-                raise ExprError(f"{node.id} is unknown")
-            return env[node.id]
-        if isinstance(node, ast.BinOp) and type(node.op) in _BINOPS:
-            left, right = ev(node.left), ev(node.right)
-            # Arithmetic on numbers only: a config value that is a string or a list must not
-            # turn ``hidden * 4`` into repetition, and a hostile exponent must not run forever.
-            for side in (left, right):
-                if not isinstance(side, (int, float)):
-                    raise ExprError(f"{expr!r}: {side!r} is not a number")
-            if isinstance(node.op, ast.Pow) and abs(right) > 64:
-                raise ExprError(f"{expr!r}: exponent {right!r} out of range")
-            return _BINOPS[type(node.op)](left, right)
-        if isinstance(node, ast.UnaryOp) and isinstance(node.op, ast.USub):
-            return -ev(node.operand)
-        if isinstance(node, ast.UnaryOp) and isinstance(node.op, ast.Not):
-            return not ev(node.operand)
-        if isinstance(node, ast.BoolOp):
-            values = [ev(v) for v in node.values]
-            return all(values) if isinstance(node.op, ast.And) else any(values)
-        if isinstance(node, ast.Compare):
-            left = ev(node.left)
-            for op, right_node in zip(node.ops, node.comparators, strict=True):
-                if type(op) not in _CMPOPS:
-                    raise ExprError(f"unsupported comparison in {expr!r}")
-                right = ev(right_node)
-                if not _CMPOPS[type(op)](left, right):
-                    return False
-                left = right
-            return True
-        if isinstance(node, ast.IfExp):
-            return ev(node.body) if ev(node.test) else ev(node.orelse)
-        if isinstance(node, (ast.List, ast.Tuple)):
-            return [ev(e) for e in node.elts]
-        if isinstance(node, ast.Subscript):
-            return ev(node.value)[ev(node.slice)]
-        if (
-            isinstance(node, ast.Call)
-            and isinstance(node.func, ast.Name)
-            and node.func.id in FUNCTIONS
-            and not node.keywords
-        ):
-            return FUNCTIONS[node.func.id](*(ev(a) for a in node.args))
-        raise ExprError(f"unsupported expression {expr!r}")
-
-    try:
-        tree = _parse(expr)
-    except SyntaxError as err:
-        raise ExprError(f"cannot parse {expr!r}") from err
-    return ev(tree)
-
-
-@lru_cache(maxsize=4096)  # the data files' expressions, parsed once (the cost pass reads them often)
-def _parse(expr: str) -> ast.Expression:
-    return ast.parse(expr, mode="eval")
+    return _compiled(expr)(env)
 
 
 def as_int(value: Any, expr: Any) -> int:

@@ -217,6 +217,13 @@ def test_vision_values(text: str, env: dict, expected: object) -> None:
     assert got == expected and type(got) is type(expected)
 
 
+def test_vision_round_takes_no_digits_argument() -> None:
+    # round(x, -2**40) would build a 2^40-digit number, so the language's round is round(x)
+    # only; a small digits argument shows it (Python's round(12345, -2) is 12300).
+    with pytest.raises(TypeError):
+        vision("round(a, b)", {"a": 12345, "b": -2})
+
+
 @pytest.mark.parametrize("value", [5, 4096.0, True, False, None, [1, 2]])
 def test_vision_non_strings_are_their_own_value(value: object) -> None:
     assert vision(value, {}) is value

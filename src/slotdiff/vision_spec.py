@@ -41,13 +41,19 @@ def _count(value: Any) -> int:
     return len(value) if isinstance(value, (list, tuple)) else 1
 
 
+def _round(value: Any) -> int:
+    """Nearest integer, as Python's ``round(x)``; no digits argument (``round(x, -2**40)`` would
+    build a number of 2^40 digits)."""
+    return round(value)
+
+
 FUNCTIONS: dict[str, Any] = {
     "len": len,
     "count": _count,
     "min": min,
     "max": max,
     "int": int,
-    "round": round,
+    "round": _round,
     "abs": abs,
     "isqrt": math.isqrt,
 }

@@ -83,7 +83,19 @@ def isolated(mp: pytest.MonkeyPatch, tmp: Path) -> Iterator[None]:
         with disable_progress_bars():
             yield
     finally:
+        _join_scan_threads()
         set_client_factory(previous)  # also drops the guarded session
+
+
+def _join_scan_threads(timeout: float = 30.0) -> None:
+    """Wait for fetch and listing threads a scan abandoned (their server is gone by now, so
+    they end within huggingface_hub's retry budget). Left running, one still reading a
+    socket of the dropped session raced later tests' connections for the reused descriptor
+    ("Bad file descriptor" in tests/test_hubserver.py when it ran after this file)."""
+    deadline = time.monotonic() + timeout
+    for t in threading.enumerate():
+        if t.name.startswith(("slotdiff-fetch-", "slotdiff-listing")):
+            t.join(max(0.0, deadline - time.monotonic()))
 
 
 @pytest.fixture(autouse=True)
@@ -561,7 +573,20 @@ def test_listing_that_fails_outright_is_one_line_error(tmp_path: Path) -> None:
         run_scan(options(hub, tmp_path))
 
 
-def test_stalled_listing_is_given_up(tmp_path: Path) -> None:
+class _NoSleep:
+    """Stands in for the ``time`` module inside huggingface_hub's HTTP helpers: no sleeps."""
+
+    def __getattr__(self, name: str) -> object:
+        return getattr(time, name)
+
+    def sleep(self, seconds: float) -> None:
+        pass
+
+
+def test_stalled_listing_is_given_up(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    # The abandoned listing thread retries inside huggingface_hub's http_backoff once the
+    # server is gone (1+2+4+8+8 s of sleeps); without them it ends at once, and teardown joins it.
+    monkeypatch.setattr(hf_http, "time", _NoSleep())
     with HubServer([repo("a/b", config(LLAMA3))], faults=[Fault.delay(5, on="list")]) as hub:
         t0 = time.monotonic()
         with pytest.raises(SlotdiffError, match="stalled"):

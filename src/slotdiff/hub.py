@@ -18,6 +18,8 @@ import threading
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
+from functools import cache
+from types import SimpleNamespace
 from typing import TypeVar
 
 T = TypeVar("T")
@@ -324,6 +326,22 @@ def _etag(value: str | None) -> str | None:
     return None if not value else re.sub(r"^W/", "", value).strip('"')
 
 
+@cache
+def _hf() -> SimpleNamespace:
+    """huggingface_hub's functions a scan calls per model, looked up once: its modules resolve
+    names lazily on every attribute access (about eight import_module calls per request)."""
+    import huggingface_hub
+    from huggingface_hub.utils import build_hf_headers, get_session, hf_raise_for_status
+
+    return SimpleNamespace(
+        build_hf_headers=build_hf_headers,
+        get_session=get_session,
+        hf_raise_for_status=hf_raise_for_status,
+        hf_hub_url=huggingface_hub.hf_hub_url,
+        try_to_load_from_cache=huggingface_hub.try_to_load_from_cache,
+    )
+
+
 def _get(url: str, *, timeout: float, token: str | bool | None, size: int | None = None) -> ConfigFile:
     """One GET through huggingface_hub's HTTP session, bounded in time and in size.
 
@@ -333,13 +351,12 @@ def _get(url: str, *, timeout: float, token: str | bool | None, size: int | None
     commit and etag come from the answer's headers (the first hop's, for an LFS redirect,
     which httpx follows without the token when it leaves the Hub's origin).
     """
-    from huggingface_hub.utils import build_hf_headers, get_session, hf_raise_for_status
-
     from .jsonpos import MAX_BYTES
 
-    headers = build_hf_headers(token=token)
-    with get_session().stream("GET", url, headers=headers, timeout=timeout, follow_redirects=True) as resp:
-        hf_raise_for_status(resp)
+    hf = _hf()
+    headers = hf.build_hf_headers(token=token)
+    with hf.get_session().stream("GET", url, headers=headers, timeout=timeout, follow_redirects=True) as resp:
+        hf.hf_raise_for_status(resp)
         first = resp.history[0] if resp.history else resp
         declared = resp.headers.get("Content-Length")
         if declared and declared.isdigit() and int(declared) > MAX_BYTES:
@@ -413,14 +430,12 @@ def fetch_config(
     def cached(commit: str | None) -> str | None:
         if not commit or not re.fullmatch(r"[0-9a-f]{40}", commit):
             return None
-        found = huggingface_hub.try_to_load_from_cache(
-            repo_id, "config.json", cache_dir=cache_dir, revision=commit
-        )
+        found = _hf().try_to_load_from_cache(repo_id, "config.json", cache_dir=cache_dir, revision=commit)
         return found if isinstance(found, str) else None
 
     if (path := cached(revision)) is not None:
         return ConfigFile(None, path, revision, None, None, "hf-cache")
-    url = huggingface_hub.hf_hub_url(repo_id, "config.json", revision=revision, endpoint=endpoint)
+    url = _hf().hf_hub_url(repo_id, "config.json", revision=revision, endpoint=endpoint)
     if known_etag is None and not via_hf_cache:
         return retrier.call(lambda: _get(url, timeout=timeout, token=token), describe, budget)
     meta = retrier.call(

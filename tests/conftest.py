@@ -4,9 +4,13 @@ from __future__ import annotations
 
 import os
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import pytest
 from hypothesis import HealthCheck, settings
+
+if TYPE_CHECKING:
+    from slotdiff.arch import Architecture
 
 # Property tests: "ci" (the default) is a fixed budget with derandomized, reproducible
 # examples (the seed comes from each test's source, not the clock) and no example database,
@@ -41,6 +45,22 @@ def raw(repo_id: str) -> Path:
 
 def all_corpus() -> list[Path]:
     return sorted(RAW.glob("*.json")) + sorted(DEFAULTS.glob("*.json"))
+
+
+def arch_of(name: str) -> Architecture:
+    """The Architecture of a multimodal fixture under tests/fixtures/vision/."""
+    from slotdiff.schema import build
+    from slotdiff.source import from_file
+
+    return build(from_file(FIXTURES / "vision" / name))
+
+
+def arch_from(data: dict, name: str = "inline") -> Architecture:
+    """The Architecture of an in-memory config dict."""
+    from slotdiff.analyze import from_mapping
+    from slotdiff.schema import build
+
+    return build(from_mapping(data, name))
 
 
 @pytest.fixture(autouse=True)

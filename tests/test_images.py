@@ -12,22 +12,12 @@ from pathlib import Path
 
 import pytest
 
-from slotdiff.arch import Architecture
 from slotdiff.cost.params import Unsupported
 from slotdiff.images import image_tokens, vision_flops
-from slotdiff.schema import build
-from slotdiff.source import RawConfig, from_file, parse_config
+
+from conftest import arch_from, arch_of
 
 FIXTURES = Path(__file__).parent / "fixtures" / "vision"
-
-
-def arch_of(name: str) -> Architecture:
-    return build(from_file(FIXTURES / name))
-
-
-def arch_from(data: dict, name: str = "inline") -> Architecture:
-    parsed_data, parsed = parse_config(json.dumps(data), name)
-    return build(RawConfig(name=name, data=parsed_data, parsed=parsed, origin="file", location=name))
 
 
 # --- Qwen2-VL: image_processing_qwen2_vl.py smart_resize, factor = patch · merge = 14 · 2 = 28,

@@ -1,9 +1,9 @@
 """Vision tower + connector parameter counts against transformers' own instantiation.
 
 Every expected number below was produced by transformers 5.24 instantiating the model on
-the meta device from that fixture (``/work/scratch/dump.py``: parameters grouped by name,
-summed over the groups under the vision tower, the projector and embed_vision), not by
-slotdiff. Kimi-K3 is the exception and says so.
+the meta device from that fixture (a throwaway script outside the repository: parameters
+grouped by name, summed over the groups under the vision tower, the projector and
+embed_vision), not by slotdiff. Kimi-K3 is the exception and says so.
 """
 
 from __future__ import annotations
@@ -15,21 +15,10 @@ import pytest
 from slotdiff.arch import Architecture
 from slotdiff.cost.params import Unsupported, count
 from slotdiff.cost.vision_params import vision_model, vision_tensors
-from slotdiff.schema import build
-from slotdiff.source import RawConfig, from_file, parse_config
+
+from conftest import arch_from, arch_of
 
 FIXTURES = Path(__file__).parent / "fixtures" / "vision"
-
-
-def arch_of(name: str) -> Architecture:
-    return build(from_file(FIXTURES / name))
-
-
-def arch_from(data: dict, name: str = "inline") -> Architecture:
-    import json
-
-    parsed_data, parsed = parse_config(json.dumps(data), name)
-    return build(RawConfig(name=name, data=parsed_data, parsed=parsed, origin="file", location=name))
 
 
 def vision_sum(arch: Architecture) -> int:

@@ -114,9 +114,9 @@ def _median_of(fn: Callable[[], Any], reps: int) -> float:
 def bench_cost(quick: bool) -> list[Row]:
     """Parameter count and whole cost pass vs transformers' meta-device build, same configs."""
     import test_oracle_params as known  # REPAIRS, KNOWN_DIFFERENCES, NOT_BUILDABLE, reference()
-    from slotdiff.analyze import baseline, load
-    from slotdiff.cost import price
+    from slotdiff.analysis.analyze import baseline, load
     from slotdiff.cost.params import count
+    from slotdiff.cost.price import price
 
     from conftest import all_corpus
     from oracle import hf_oracle

@@ -50,8 +50,8 @@ def corpus_configs() -> list[tuple[str, bytes]]:
 
 def families_folder(folder: Path) -> Path:
     """Family files for a few corpus designs (as the lead's fingerprints/ will hold)."""
-    from slotdiff.analyze import load
-    from slotdiff.classify import family_record, slugify
+    from slotdiff.analysis.analyze import load
+    from slotdiff.slots.classify import family_record, slugify
 
     folder.mkdir(parents=True, exist_ok=True)
     for name in (

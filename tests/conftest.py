@@ -10,7 +10,7 @@ import pytest
 from hypothesis import HealthCheck, settings
 
 if TYPE_CHECKING:
-    from slotdiff.arch import Architecture
+    from slotdiff.schema.arch import Architecture
 
 # Property tests: "ci" (the default) is a fixed budget with derandomized, reproducible
 # examples (the seed comes from each test's source, not the clock) and no example database,
@@ -49,16 +49,16 @@ def all_corpus() -> list[Path]:
 
 def arch_of(name: str) -> Architecture:
     """The Architecture of a multimodal fixture under tests/fixtures/vision/."""
-    from slotdiff.schema import build
-    from slotdiff.source import from_file
+    from slotdiff.read.source import from_file
+    from slotdiff.schema.keymap import build
 
     return build(from_file(FIXTURES / "vision" / name))
 
 
 def arch_from(data: dict, name: str = "inline") -> Architecture:
     """The Architecture of an in-memory config dict."""
-    from slotdiff.analyze import from_mapping
-    from slotdiff.schema import build
+    from slotdiff.analysis.analyze import from_mapping
+    from slotdiff.schema.keymap import build
 
     return build(from_mapping(data, name))
 

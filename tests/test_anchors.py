@@ -7,8 +7,8 @@ from __future__ import annotations
 
 import pytest
 
-from slotdiff.analyze import load
-from slotdiff.cost import Workload, cost_of
+from slotdiff.analysis.analyze import load
+from slotdiff.cost.price import Workload, cost_of
 from slotdiff.cost.roofline import experts_touched
 
 from conftest import raw
@@ -48,7 +48,7 @@ def test_llama3_8b_kv() -> None:
 
 
 def test_llama3_8b_kv_if_mha() -> None:
-    from slotdiff.analyze import baseline
+    from slotdiff.analysis.analyze import baseline
     from slotdiff.cost.counterfactual import _kv
 
     arch = load(raw("meta-llama/Meta-Llama-3-8B")).arch

@@ -11,9 +11,9 @@ import json
 
 import pytest
 
-from slotdiff.analyze import load
-from slotdiff.classify import classify, distance, families, fingerprint
-from slotdiff.compare import diff
+from slotdiff.analysis.analyze import load
+from slotdiff.analysis.compare import diff
+from slotdiff.slots.classify import classify, distance, families, fingerprint
 
 from conftest import DEFAULTS, RAW, raw
 

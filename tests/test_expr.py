@@ -10,9 +10,11 @@ from __future__ import annotations
 
 import pytest
 
-from slotdiff import expr, schema, vision_spec
-from slotdiff.schema import UnsupportedExpression
-from slotdiff.vision_spec import ExprError
+from slotdiff.schema import expr
+from slotdiff.schema import keymap as schema
+from slotdiff.schema import tower_spec as vision_spec
+from slotdiff.schema.keymap import UnsupportedExpression
+from slotdiff.schema.tower_spec import ExprError
 
 keymap = schema.evaluate
 vision = vision_spec.evaluate

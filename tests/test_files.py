@@ -20,13 +20,13 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from slotdiff.analyze import load
-from slotdiff.classify import fingerprint, slugify
+from slotdiff.analysis.analyze import load
 from slotdiff.cli import main
-from slotdiff.errors import SlotdiffError
-from slotdiff.files import atomic_write, atomic_write_text, safe_child, safe_name
+from slotdiff.core.errors import SlotdiffError
+from slotdiff.core.files import atomic_write, atomic_write_text, safe_child, safe_name
 from slotdiff.scan.propose import write_proposals
 from slotdiff.scan.state import ScanState
+from slotdiff.slots.classify import fingerprint, slugify
 
 from conftest import budget, raw
 
@@ -136,7 +136,7 @@ def test_every_writer_goes_through_files_py() -> None:
     found = []
     for path in sorted(SRC.rglob("*.py")):
         rel = path.relative_to(SRC).as_posix()
-        if rel == "files.py":
+        if rel == "core/files.py":
             continue
         for n, line in enumerate(path.read_text(encoding="utf-8").splitlines(), 1):
             if writes.search(line) and not any(rel == f and snippet in line for f, snippet in allowed):
@@ -152,7 +152,7 @@ CHILD = r"""
 import os, sys, time
 from pathlib import Path
 
-import slotdiff.files as files
+import slotdiff.core.files as files
 
 mode, target, marker = sys.argv[1], Path(sys.argv[2]), Path(sys.argv[3])
 if marker.name != "-":

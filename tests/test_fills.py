@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import pytest
 
-from slotdiff.analyze import load
+from slotdiff.analysis.analyze import load
 
 from conftest import raw
 

@@ -11,10 +11,10 @@ from __future__ import annotations
 
 import pytest
 
-from slotdiff.analyze import load
-from slotdiff.cost import Workload, cost_of
-from slotdiff.cost.deploy import RESERVE_FRACTION, decode_step, deployment, fit, kv_bytes_per_gpu
-from slotdiff.errors import UsageError
+from slotdiff.analysis.analyze import load
+from slotdiff.core.errors import UsageError
+from slotdiff.cost.price import Workload, cost_of
+from slotdiff.deploy.serving import RESERVE_FRACTION, decode_step, deployment, fit, kv_bytes_per_gpu
 
 from conftest import raw
 

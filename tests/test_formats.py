@@ -12,12 +12,12 @@ import json
 import jsonschema
 import pytest
 
-from slotdiff.analyze import load
-from slotdiff.cost import Workload
-from slotdiff.cost.formats import COMPARED, format_facts, formats_report
+from slotdiff.analysis.analyze import load
+from slotdiff.core.resources import data_dir
 from slotdiff.cost.kv import kv_cost
-from slotdiff.precision import formats, storage_bits
-from slotdiff.resources import data_dir
+from slotdiff.cost.price import Workload
+from slotdiff.deploy.formats import COMPARED, format_facts, formats_report
+from slotdiff.schema.precision import formats, storage_bits
 
 from conftest import raw
 

@@ -33,19 +33,19 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from slotdiff.analyze import Model, analyze, load
-from slotdiff.arch import Architecture, Value
-from slotdiff.compare import diff
+from slotdiff.analysis.analyze import Model, analyze, load
+from slotdiff.analysis.compare import diff
+from slotdiff.analysis.report import Report
+from slotdiff.core.errors import SlotdiffError
 from slotdiff.cost.kv import kv_cost, layer_span
-from slotdiff.errors import SlotdiffError
 from slotdiff.lint import engine
 from slotdiff.lint.policy import from_mapping as policy_from_mapping
 from slotdiff.lint.reporters import REPORTER_BY_NAME as LINT_REPORTERS
+from slotdiff.read.source import RawConfig, parse_config
 from slotdiff.render import REPORTER_BY_NAME
 from slotdiff.render.diff import render_markdown, render_table
-from slotdiff.report import Report
-from slotdiff.schema import _type_error, keymap, known_model_types
-from slotdiff.source import RawConfig, parse_config
+from slotdiff.schema.arch import Architecture, Value
+from slotdiff.schema.keymap import _type_error, keymap, known_model_types
 
 from conftest import RAW, budget, raw
 

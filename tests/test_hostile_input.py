@@ -18,13 +18,13 @@ from typing import Any
 
 import pytest
 
-from slotdiff import jsonpos
 from slotdiff.cli import main
-from slotdiff.errors import SlotdiffError
-from slotdiff.jsonpos import MAX_BYTES, MAX_DEPTH, MAX_MEMBERS, JSONInputError
+from slotdiff.core.errors import SlotdiffError
 from slotdiff.lint import engine
 from slotdiff.lint.policy import Policy
-from slotdiff.source import from_file
+from slotdiff.read import jsonpos
+from slotdiff.read.jsonpos import MAX_BYTES, MAX_DEPTH, MAX_MEMBERS, JSONInputError
+from slotdiff.read.source import from_file
 
 from conftest import raw
 
@@ -276,7 +276,7 @@ def test_caps_through_the_cli(tmp_path: Path, capsys: pytest.CaptureFixture[str]
 
 
 def test_in_memory_configs_get_the_same_caps() -> None:
-    from slotdiff.analyze import analyze
+    from slotdiff.analysis.analyze import analyze
 
     deep: Any = 1
     for _ in range(MAX_DEPTH + 5):

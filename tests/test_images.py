@@ -12,8 +12,8 @@ from pathlib import Path
 
 import pytest
 
+from slotdiff.cost.images import image_tokens, vision_flops
 from slotdiff.cost.params import Unsupported
-from slotdiff.images import image_tokens, vision_flops
 
 from conftest import arch_from, arch_of
 

@@ -17,8 +17,8 @@ import jsonschema
 import pytest
 
 from slotdiff.cli import main
+from slotdiff.core.resources import data_dir
 from slotdiff.lint import configschema, registry
-from slotdiff.resources import data_dir
 
 from conftest import EXAMPLES
 

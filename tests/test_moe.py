@@ -11,11 +11,11 @@ from math import comb
 
 import pytest
 
-from slotdiff.analyze import load
-from slotdiff.cost import Workload
-from slotdiff.cost.deploy import deployment
-from slotdiff.cost.moe import experts_read, moe_traffic, remote_gpus_per_token
-from slotdiff.errors import UsageError
+from slotdiff.analysis.analyze import load
+from slotdiff.core.errors import UsageError
+from slotdiff.cost.price import Workload
+from slotdiff.deploy.moe import experts_read, moe_traffic, remote_gpus_per_token
+from slotdiff.deploy.serving import deployment
 
 from conftest import raw
 

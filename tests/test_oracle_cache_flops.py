@@ -13,7 +13,7 @@ from functools import cache
 
 import pytest
 
-from slotdiff.analyze import load
+from slotdiff.analysis.analyze import load
 from slotdiff.cost.flops import attention_flops, flops_cost, weight_flops_per_token
 from slotdiff.cost.kv import kv_cost
 from slotdiff.cost.params import count

@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from slotdiff.analyze import load
+from slotdiff.analysis.analyze import load
 from slotdiff.cost.params import Unsupported, count
 
 from conftest import DEFAULTS, RAW, all_corpus

@@ -94,7 +94,7 @@ def test_installed_wheel_runs_offline(wheel: Path, tmp_path: Path) -> None:
     data = json.loads(out.stdout)
     assert data["source"]["origin"] == "catalog"
     where = subprocess.run(
-        [str(py), "-c", "import slotdiff.resources as r; print(r.data_dir('schemas'))"],
+        [str(py), "-c", "import slotdiff.core.resources as r; print(r.data_dir('schemas'))"],
         capture_output=True,
         text=True,
         cwd=tmp_path,

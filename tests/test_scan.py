@@ -30,16 +30,16 @@ from huggingface_hub import constants, set_client_factory
 from huggingface_hub.utils import _http as hf_http
 from huggingface_hub.utils import disable_progress_bars
 
-from slotdiff.analyze import load
-from slotdiff.classify import family_record, slugify
+from slotdiff.analysis.analyze import load
 from slotdiff.cli import main
-from slotdiff.errors import SlotdiffError
-from slotdiff.hub import HubFailure, Retrier, RetryPolicy
+from slotdiff.core.errors import SlotdiffError
+from slotdiff.read.hub import HubFailure, Retrier, RetryPolicy
 from slotdiff.scan import ScanOptions, run_scan
 from slotdiff.scan.pool import DeadlinePool
 from slotdiff.scan.report import render_markdown, render_terminal, to_dict
 from slotdiff.scan.state import ScanState
 from slotdiff.scan.verdict import VERDICTS
+from slotdiff.slots.classify import family_record, slugify
 
 from conftest import raw
 from hubserver import Fault, HubServer, Repo
@@ -961,7 +961,7 @@ def test_retrier_cancel_ends_a_wait_at_once() -> None:
 
 def test_raw_transport_errors_become_failures() -> None:
     r = Retrier(RetryPolicy(attempts=2, backoff=0.01))
-    from slotdiff.hub import _describe
+    from slotdiff.read.hub import _describe
 
     def broken() -> None:
         raise httpx2.RemoteProtocolError("peer closed connection without sending complete message body")

@@ -8,9 +8,9 @@ from pathlib import Path
 import jsonschema
 import pytest
 
-from slotdiff.analyze import analyze
-from slotdiff.resources import data_dir
-from slotdiff.source import from_file
+from slotdiff.analysis.analyze import analyze
+from slotdiff.core.resources import data_dir
+from slotdiff.read.source import from_file
 
 from conftest import all_corpus
 
@@ -40,7 +40,7 @@ def test_keymap_and_model_type_files() -> None:
 
 
 def test_keymap_model_type_files_name_known_layer_rules() -> None:
-    from slotdiff.layers import RULES
+    from slotdiff.schema.layers import RULES
 
     for path in (SCHEMAS / "model_types").glob("*.json"):
         for step in json.loads(path.read_text()).get("layers", []):

@@ -7,9 +7,9 @@ from pathlib import Path
 
 import pytest
 
-from slotdiff.errors import SlotdiffError
-from slotdiff.jsonpos import JSONInputError, parse
-from slotdiff.source import catalog_entries, from_catalog, from_file, resolve
+from slotdiff.core.errors import SlotdiffError
+from slotdiff.read.jsonpos import JSONInputError, parse
+from slotdiff.read.source import catalog_entries, from_catalog, from_file, resolve
 
 from conftest import RAW, raw
 

@@ -6,11 +6,11 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from slotdiff.analyze import load
-from slotdiff.cost import Workload
-from slotdiff.cost.deploy import deployment
-from slotdiff.cost.specdec import expected_tokens, specdec, specdec_report, speedup
-from slotdiff.errors import UsageError
+from slotdiff.analysis.analyze import load
+from slotdiff.core.errors import UsageError
+from slotdiff.cost.price import Workload
+from slotdiff.deploy.serving import deployment
+from slotdiff.deploy.specdec import expected_tokens, specdec, specdec_report, speedup
 
 from conftest import raw
 

@@ -7,11 +7,11 @@ from pathlib import Path
 
 import pytest
 
-from slotdiff.analyze import load
+from slotdiff.analysis.analyze import load
 from slotdiff.cli import main
-from slotdiff.cost import Workload
-from slotdiff.cost.deploy import deployment
-from slotdiff.cost.sweep import PREFILL_MFU, attention_overtakes, sweep_batch, sweep_context
+from slotdiff.cost.price import Workload
+from slotdiff.deploy.serving import deployment
+from slotdiff.deploy.sweep import PREFILL_MFU, attention_overtakes, sweep_batch, sweep_context
 
 from conftest import raw
 

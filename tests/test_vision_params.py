@@ -12,9 +12,9 @@ from pathlib import Path
 
 import pytest
 
-from slotdiff.arch import Architecture
 from slotdiff.cost.params import Unsupported, count
 from slotdiff.cost.vision_params import vision_model, vision_tensors
+from slotdiff.schema.arch import Architecture
 
 from conftest import arch_from, arch_of
 
@@ -155,8 +155,8 @@ def test_field_provenance_names_defaults() -> None:
 
 
 def test_data_files_are_consistent() -> None:
-    from slotdiff.images import RULES
-    from slotdiff.vision_spec import multimodal_types, vision_types
+    from slotdiff.cost.images import RULES
+    from slotdiff.schema.tower_spec import multimodal_types, vision_types
 
     towers = vision_types()  # loading checks every item's keys
     for name, spec in multimodal_types().items():

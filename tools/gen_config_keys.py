@@ -18,8 +18,8 @@ import sys
 import warnings
 from typing import Any
 
-from slotdiff.files import atomic_write_text
-from slotdiff.resources import data_dir
+from slotdiff.core.files import atomic_write_text
+from slotdiff.core.resources import data_dir
 
 
 def config_keys(config: Any) -> set[str]:

@@ -8,9 +8,9 @@ src/slotdiff/layers.py, or the constraints file (tests/test_lint_data.py fails u
 
 from __future__ import annotations
 
-from slotdiff.files import atomic_write_text
+from slotdiff.core.files import atomic_write_text
+from slotdiff.core.resources import data_dir
 from slotdiff.lint.configschema import SCHEMA_FILE, render
-from slotdiff.resources import data_dir
 
 
 def main() -> int:

@@ -16,8 +16,8 @@ __version__ = "0.1.0"
 # The functions share their names with the modules that define them; binding them here,
 # after the import, makes ``slotdiff.analyze`` the function (the import system sets a
 # submodule attribute only when the submodule is first loaded).
-from .analyze import analyze
-from .classify import classify
-from .compare import diff
+from .analysis.analyze import analyze
+from .analysis.compare import diff
+from .slots.classify import classify
 
 __all__ = ["__version__", "analyze", "classify", "diff"]

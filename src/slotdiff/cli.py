@@ -18,7 +18,7 @@ import sys
 from collections.abc import Sequence
 
 from . import __version__
-from .errors import SlotdiffError
+from .core.errors import SlotdiffError
 
 # command name → module with add_arguments(parser) and run(args) -> int
 COMMANDS: dict[str, str] = {
@@ -123,7 +123,7 @@ def analyze_parser() -> argparse.ArgumentParser:
 
 
 def run_analyze(args: argparse.Namespace) -> int:
-    from .analyze import analyze
+    from .analysis.analyze import analyze
     from .render import REPORTER_BY_NAME
 
     report = analyze(
@@ -154,7 +154,7 @@ def _dispatch(argv: list[str]) -> int:
 
 def main(argv: Sequence[str] | None = None) -> int:
     """Run the CLI; return the exit status (see the module docstring)."""
-    from .printable import PrintableStream, printable
+    from .core.printable import PrintableStream, printable
 
     argv = list(sys.argv[1:] if argv is None else argv)
     stdout = sys.stdout

@@ -13,7 +13,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 def run(args: argparse.Namespace) -> int:
     import json
 
-    from ..source import catalog_entries
+    from ..read.source import catalog_entries
 
     for e in catalog_entries():
         if args.json:

@@ -30,8 +30,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
+    from ..analysis.compare import diff
     from ..cli import workload_from
-    from ..compare import diff
     from ..render.diff import render_markdown, render_table
 
     result = diff(args.a, args.b, workload=workload_from(args))

@@ -37,11 +37,11 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from ..analyze import load
-    from ..classify import family_record, fingerprint, slugify
-    from ..errors import SlotdiffError
-    from ..files import atomic_write_text, safe_child
-    from ..resources import data_dir
+    from ..analysis.analyze import load
+    from ..core.errors import SlotdiffError
+    from ..core.files import atomic_write_text, safe_child
+    from ..core.resources import data_dir
+    from ..slots.classify import family_record, fingerprint, slugify
 
     model = load(args.model)
     exemplars = [args.exemplar_id or model.raw.repo_id or model.raw.name]

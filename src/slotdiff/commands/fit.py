@@ -23,7 +23,7 @@ exit codes: 0 fits, 1 does not fit, 2 bad input or usage
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     from ..cli import add_workload_arguments
-    from ..cost.deploy import RESERVE_FRACTION
+    from ..deploy.serving import RESERVE_FRACTION
 
     parser.add_argument("model", help="config.json, a folder holding one, or a Hub repo id")
     parser.add_argument("--gpus", type=int, default=1, help="GPUs of the --gpu kind (default 1)")
@@ -39,9 +39,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from ..analyze import load
+    from ..analysis.analyze import load
     from ..cli import workload_from
-    from ..cost.deploy import fit
+    from ..deploy.serving import fit
     from ..render.deploy import render_fit
 
     result = fit(load(args.model).arch, workload_from(args), args.gpus, args.reserve, args.mtp)

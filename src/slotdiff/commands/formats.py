@@ -27,9 +27,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from ..analyze import load
+    from ..analysis.analyze import load
     from ..cli import workload_from
-    from ..cost.formats import formats_report
+    from ..deploy.formats import formats_report
     from ..render.deploy import render_formats
 
     result = formats_report(load(args.model).arch, workload_from(args))

@@ -13,8 +13,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 def run(args: argparse.Namespace) -> int:
     import json
 
+    from ..core.resources import load_schema_file
     from ..cost.workload import gpus
-    from ..resources import load_schema_file
 
     if args.json:
         sys.stdout.write(json.dumps(load_schema_file("gpus.json")["gpus"], indent=2) + "\n")

@@ -51,7 +51,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 def _figures(
     arch: Any, width: int, height: int, kv_per_token: int, overrides: dict[str, Any]
 ) -> dict[str, Any]:
-    from ..images import vision_flops
+    from ..cost.images import vision_flops
 
     cost = vision_flops(arch, width, height, kv_bytes_per_token=kv_per_token, **overrides)
     img = cost.image
@@ -80,12 +80,12 @@ def _figures(
 
 
 def run(args: argparse.Namespace) -> int:
-    from ..analyze import load
+    from ..analysis.analyze import load
+    from ..core.errors import SlotdiffError
     from ..cost.kv import kv_cost
     from ..cost.params import count
-    from ..errors import SlotdiffError
-    from ..precision import canonical_dtype
     from ..render import fmt
+    from ..schema.precision import canonical_dtype
 
     model = load(args.model)
     arch = model.arch

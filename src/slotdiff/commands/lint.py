@@ -55,7 +55,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 def run(args: argparse.Namespace) -> int:
     from pathlib import Path
 
-    from ..errors import SlotdiffError, UsageError
+    from ..core.errors import SlotdiffError, UsageError
     from ..lint import registry
 
     if args.list_rules:

@@ -30,8 +30,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def _dtype(name: str, flag: str) -> str:
-    from ..errors import UsageError
-    from ..precision import canonical_dtype
+    from ..core.errors import UsageError
+    from ..schema.precision import canonical_dtype
 
     value = canonical_dtype(name)
     if value is None:
@@ -40,10 +40,10 @@ def _dtype(name: str, flag: str) -> str:
 
 
 def run(args: argparse.Namespace) -> int:
-    from ..analyze import load
+    from ..analysis.analyze import load
     from ..cli import workload_from
-    from ..cost.deploy import deployment
-    from ..cost.moe import moe_traffic
+    from ..deploy.moe import moe_traffic
+    from ..deploy.serving import deployment
     from ..render.deploy import render_moe
 
     wl = workload_from(args)

@@ -179,9 +179,9 @@ def _sigterm(signum: int, frame: Any) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from ..errors import UsageError
-    from ..files import atomic_write_text
-    from ..hub import RetryPolicy
+    from ..core.errors import UsageError
+    from ..core.files import atomic_write_text
+    from ..read.hub import RetryPolicy
     from ..scan import ScanOptions, run_scan
     from ..scan.propose import write_proposals
     from ..scan.report import RENDERERS, new_fingerprints, to_dict

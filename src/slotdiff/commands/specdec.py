@@ -20,7 +20,7 @@ examples:
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     from ..cli import add_workload_arguments
-    from ..cost.specdec import MTP_ACCEPTANCE
+    from ..deploy.specdec import MTP_ACCEPTANCE
     from .sweep import parse_points
 
     parser.add_argument("model", help="config.json, a folder holding one, or a Hub repo id")
@@ -48,10 +48,10 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from ..analyze import load
+    from ..analysis.analyze import load
     from ..cli import workload_from
-    from ..cost.deploy import deployment
-    from ..cost.specdec import DEFAULT_BATCHES, specdec_report
+    from ..deploy.serving import deployment
+    from ..deploy.specdec import DEFAULT_BATCHES, specdec_report
     from ..render.deploy import render_specdec
 
     dep = deployment(load(args.model).arch, workload_from(args), args.gpus)

@@ -24,7 +24,7 @@ PLOT_SUFFIXES = (".png", ".svg")
 
 def parse_points(text: str) -> tuple[int, ...]:
     """'1,8,64' or '8K,128K,1M' (K = 1024) → a sorted tuple of distinct positive integers."""
-    from ..errors import UsageError
+    from ..core.errors import UsageError
 
     out = set()
     for part in text.split(","):
@@ -55,11 +55,11 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from ..analyze import load
+    from ..analysis.analyze import load
     from ..cli import workload_from
-    from ..cost.deploy import deployment
-    from ..cost.sweep import sweep_batch, sweep_context
-    from ..errors import UsageError
+    from ..core.errors import UsageError
+    from ..deploy.serving import deployment
+    from ..deploy.sweep import sweep_batch, sweep_context
     from ..render.deploy import render_sweeps
 
     if args.plot and Path(args.plot).suffix.lower() not in PLOT_SUFFIXES:

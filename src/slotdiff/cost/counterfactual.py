@@ -13,9 +13,9 @@ from dataclasses import dataclass, replace
 from functools import cache
 from typing import Any
 
-from ..arch import Architecture, LayerSpec, Value, evolve
-from ..resources import load_schema_file
-from ..slots import Fill
+from ..core.resources import load_schema_file
+from ..schema.arch import Architecture, LayerSpec, Value, evolve
+from ..slots.fills import Fill
 
 
 @cache

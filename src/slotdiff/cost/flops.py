@@ -17,7 +17,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from ..arch import Architecture, LayerSpec
+from ..schema.arch import Architecture, LayerSpec
 from .params import ParamCount
 
 

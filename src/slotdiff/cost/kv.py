@@ -11,8 +11,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from ..arch import Architecture, LayerSpec
-from ..precision import storage_bits
+from ..schema.arch import Architecture, LayerSpec
+from ..schema.precision import storage_bits
 
 
 def _b(dtype: str) -> float:
@@ -89,7 +89,7 @@ def layer_state_elements(arch: Architecture, layer: LayerSpec) -> tuple[int, int
 def state_dtype(arch: Architecture) -> str:
     """dtype of recurrent (SSM / linear-attention) states: the config's own cache dtype, else
     float32, which transformers keeps them in even when the model runs in bf16."""
-    from ..precision import canonical_dtype
+    from ..schema.precision import canonical_dtype
 
     return canonical_dtype(arch.get("ssm_state_dtype")) or "float32"
 

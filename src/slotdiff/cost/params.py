@@ -15,8 +15,8 @@ from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
 from typing import Any
 
-from ..arch import Architecture, LayerSpec
-from ..errors import SlotdiffError
+from ..core.errors import SlotdiffError
+from ..schema.arch import Architecture, LayerSpec
 
 # Slots a tensor can belong to, in breakdown order.
 PARTS = (

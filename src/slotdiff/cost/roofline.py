@@ -11,7 +11,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from ..arch import Architecture
+from ..schema.arch import Architecture
 from .flops import FlopsCost
 from .kv import KVCost
 from .weights import WeightsCost

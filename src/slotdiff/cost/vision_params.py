@@ -23,8 +23,8 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from ..arch import Architecture
-from ..vision_spec import ExprError, as_int, evaluate, multimodal_types, vision_types
+from ..schema.arch import Architecture
+from ..schema.tower_spec import ExprError, as_int, evaluate, multimodal_types, vision_types
 from .params import Tensor, Unsupported
 
 

@@ -10,8 +10,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass, replace
 
-from ..arch import Architecture
-from ..precision import WeightFormat, dtype_bits, weight_format
+from ..schema.arch import Architecture
+from ..schema.precision import WeightFormat, dtype_bits, weight_format
 from .params import ParamCount, Tensor
 
 # Never quantized by the weight-only schemes slotdiff models.

@@ -11,9 +11,9 @@ from dataclasses import dataclass
 from functools import cache
 from typing import Any
 
-from ..errors import UsageError
-from ..precision import canonical_dtype
-from ..resources import load_schema_file
+from ..core.errors import UsageError
+from ..core.resources import load_schema_file
+from ..schema.precision import canonical_dtype
 
 
 @dataclass(frozen=True)

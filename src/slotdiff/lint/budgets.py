@@ -9,7 +9,7 @@ from __future__ import annotations
 from collections.abc import Iterator
 from typing import Any
 
-from ..errors import SlotdiffError
+from ..core.errors import SlotdiffError
 from ..render import fmt
 from .document import KeyPath
 from .registry import Hit, rule

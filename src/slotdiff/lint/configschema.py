@@ -15,7 +15,7 @@ from collections.abc import Iterator, Mapping
 from functools import cache
 from typing import Any
 
-from ..resources import data_dir, load_schema_file
+from ..core.resources import data_dir, load_schema_file
 
 SCHEMA_FILE = "config.schema.json"
 DIALECT = "https://json-schema.org/draft/2020-12/schema"
@@ -110,8 +110,8 @@ def _aliases(keymap: Mapping[str, Any]) -> Iterator[tuple[str, Mapping[str, Any]
 
 def generate() -> dict[str, Any]:
     """The config schema, from the key map, the layer kinds and the hand-kept constraints."""
-    from ..layers import LAYER_TYPE_KINDS
-    from ..source import TEXT_CONFIG_PATHS
+    from ..read.source import TEXT_CONFIG_PATHS
+    from ..schema.layers import LAYER_TYPE_KINDS
 
     keymap = json.loads((data_dir("schemas") / "keymap.json").read_text(encoding="utf-8"))
     constraints = json.loads((data_dir("schemas") / "config.constraints.json").read_text(encoding="utf-8"))

@@ -15,10 +15,10 @@ from functools import cached_property
 from pathlib import Path
 from typing import Any
 
-from ..arch import UNKNOWN, Architecture, Value
-from ..errors import SlotdiffError
-from ..jsonpos import JSONInputError, Parsed, check_limits, decode, parse, parse_int
-from ..source import RawConfig
+from ..core.errors import SlotdiffError
+from ..read.jsonpos import JSONInputError, Parsed, check_limits, decode, parse, parse_int
+from ..read.source import RawConfig
+from ..schema.arch import UNKNOWN, Architecture, Value
 
 KeyPath = tuple[str | int, ...]
 
@@ -125,8 +125,8 @@ class Document:
 
     @cached_property
     def _built(self) -> tuple[Architecture | None, Any, SlotdiffError | None]:
-        from ..schema import build
-        from ..slots import fill_slots
+        from ..schema.keymap import build
+        from ..slots.fills import fill_slots
 
         # Fills are part of the build: reading them refuses what the schema layer lets
         # through (an unknown dtype, a broken quantization_config), and a rule that needs
@@ -154,7 +154,7 @@ class Document:
         """
         if self.arch is not None:
             return self.arch.fields
-        from ..schema import Resolver, keymap
+        from ..schema.keymap import Resolver, keymap
 
         res = Resolver(self.raw)
         for name in keymap()["fields"]:
@@ -198,7 +198,7 @@ class Document:
     def cost(self, workload: Any) -> Any:
         """The cost pass under ``workload`` (cached per workload); raises SlotdiffError."""
         if workload not in self._costs:
-            from ..cost import cost_of
+            from ..cost.price import cost_of
 
             assert self.arch is not None
             self._costs[workload] = cost_of(self.arch, workload)
@@ -207,6 +207,6 @@ class Document:
 
 def read(path: Path, name: str) -> Document:
     """Read a file for linting; SlotdiffError when it cannot be read at all."""
-    from ..source import read_bytes
+    from ..read.source import read_bytes
 
     return Document(name, read_bytes(path, name), str(path))

@@ -13,8 +13,8 @@ from functools import cached_property
 from pathlib import Path
 from typing import Any
 
-from ..errors import SlotdiffError
-from ..printable import one_line
+from ..core.errors import SlotdiffError
+from ..core.printable import one_line
 from . import budgets, diffmode, rules  # noqa: F401  (importing registers the rules)
 from .document import Document, KeyPath, read
 from .policy import Policy
@@ -94,7 +94,7 @@ def _stage_ok(needs: str, cx: FileContext) -> bool:
 
 
 def _dotted(where: KeyPath) -> str | None:
-    from ..jsonpos import dotted
+    from ..read.jsonpos import dotted
 
     return dotted(where) if where else None
 

@@ -16,7 +16,7 @@ from functools import cache
 from pathlib import Path
 from typing import Any
 
-from ..errors import SlotdiffError
+from ..core.errors import SlotdiffError
 from .registry import is_selected, table, valid_selector
 
 POLICY_FILE = ".slotdiff.toml"
@@ -162,7 +162,7 @@ def from_mapping(data: Mapping[str, Any], source: str, root: Path, where: str = 
     """Validate a policy table and turn it into a Policy; SlotdiffError (exit 2) when it is wrong."""
     from jsonschema import Draft202012Validator
 
-    from ..resources import load_schema_file
+    from ..core.resources import load_schema_file
 
     label = f"{source} {where}".strip()
     errors = sorted(
@@ -195,7 +195,7 @@ def from_mapping(data: Mapping[str, Any], source: str, root: Path, where: str = 
         raise SlotdiffError(label, f"budgets: cannot read {err.args[0]!r} as a quantity") from err
     facets_used = [*data.get("forbid-changes", []), *data.get("allowed-fills", {})]
     if facets_used:
-        from ..slots import slot_table
+        from ..slots.fills import slot_table
 
         known = {f.id for f in slot_table()} | {"dims"}
         for facet in facets_used:

@@ -15,7 +15,7 @@ from dataclasses import dataclass, field
 from functools import cache
 from typing import Any, NamedTuple
 
-from ..resources import load_schema_file
+from ..core.resources import load_schema_file
 
 SEVERITIES = ("error", "warning", "info")
 

@@ -47,7 +47,7 @@ def to_json(run: Any) -> str:
         "exit_code": run.exit_code,
         "diagnostics": [_diag_dict(d) for d in run.diagnostics],
     }
-    from ..jsonpos import strict
+    from ..read.jsonpos import strict
 
     # A diff-mode diagnostic carries raw config values, which may be NaN or Infinity.
     return json.dumps(strict(data), indent=2, ensure_ascii=False, allow_nan=False, default=str) + "\n"

@@ -11,7 +11,7 @@ from collections.abc import Sequence
 from pathlib import PurePath
 from typing import Any
 
-from ..precision import dtype_label
+from ..schema.precision import dtype_label
 from . import fmt
 
 WIDTH = 100

@@ -13,8 +13,8 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from ..errors import SlotdiffError
-from ..precision import dtype_label
+from ..core.errors import SlotdiffError
+from ..schema.precision import dtype_label
 from .deploy import display_name
 
 INSTALL_HINT = "--plot needs matplotlib: pip install 'slotdiff[plot]'"
@@ -40,7 +40,7 @@ def _figure(width: float, height: float) -> Any:
 
 def save(fig: Any, path: Path) -> None:
     """Write the figure atomically (a killed run leaves the previous plot intact)."""
-    from ..files import atomic_write
+    from ..core.files import atomic_write
 
     fmt = path.suffix.lower().lstrip(".") or "png"
     atomic_write(path, lambda fh: fig.savefig(fh, format=fmt))

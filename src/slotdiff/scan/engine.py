@@ -17,8 +17,8 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from ..errors import SlotdiffError
-from ..hub import HubFailure, Retrier, RetryPolicy, fetch_config, looks_like_repo_id
+from ..core.errors import SlotdiffError
+from ..read.hub import HubFailure, Retrier, RetryPolicy, fetch_config, looks_like_repo_id
 from .listing import (
     NOT_LM_PIPELINES,
     Listed,
@@ -31,15 +31,7 @@ from .listing import (
 )
 from .pool import DeadlinePool, Outcome
 from .state import ScanState
-from .verdict import (
-    VERDICTS,
-    Knowledge,
-    NotALanguageModel,
-    Record,
-    analyze_config,
-    judge,
-    skipped,
-)
+from .verdict import VERDICTS, Knowledge, NotALanguageModel, Record, analyze_config, judge, skipped
 
 
 @dataclass(frozen=True)
@@ -174,7 +166,7 @@ class _Examiner:
     def classify(
         self, listed: Listed, data: bytes, digest: str, facts: dict[str, Any], prev: dict[str, Any] | None
     ) -> Record:
-        from ..jsonpos import JSONInputError
+        from ..read.jsonpos import JSONInputError
 
         with self._lock:
             analysis = self._memo.get(digest)

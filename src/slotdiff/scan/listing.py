@@ -15,7 +15,7 @@ from dataclasses import asdict, dataclass, field
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
-from ..errors import UsageError
+from ..core.errors import UsageError
 
 # Fields asked of the listing: dates to cut at --since, the commit sha (an unchanged repo
 # needs no request at all), popularity for the report, the tags that decide "not an LM".
@@ -243,7 +243,7 @@ def describe_listing_error(err: BaseException) -> str:
 
     if isinstance(err, json.JSONDecodeError):
         return f"the Hub's model list was not valid JSON ({err.msg} at line {err.lineno})"
-    from ..hub import _describe
+    from ..read.hub import _describe
 
     try:
         fail = _describe(err, "(listing)", None)

@@ -14,8 +14,8 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from ..classify import _article, fingerprint_from_dict, slugify
-from ..files import atomic_write_text, safe_child
+from ..core.files import atomic_write_text, safe_child
+from ..slots.classify import _article, fingerprint_from_dict, slugify
 
 
 def family_file(entry: Mapping[str, Any]) -> dict[str, Any]:

@@ -159,7 +159,7 @@ def _code(text: Any) -> str:
 
 
 def _link(repo: str, base: str) -> str:
-    from ..hub import looks_like_repo_id
+    from ..read.hub import looks_like_repo_id
 
     if not looks_like_repo_id(repo):
         return _code(repo)

@@ -22,8 +22,8 @@ from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import IO, Any
 
-from ..errors import SlotdiffError
-from ..files import atomic_write_text
+from ..core.errors import SlotdiffError
+from ..core.files import atomic_write_text
 from .listing import from_iso, iso
 from .verdict import Record
 

@@ -27,10 +27,17 @@ from functools import cache
 from pathlib import Path
 from typing import Any
 
-from ..classify import Family, Fingerprint, families, fingerprint, fingerprint_from_dict, in_fingerprint
-from ..classify import label as class_label
-from ..classify import nearest as nearest_family
-from ..errors import SlotdiffError
+from ..core.errors import SlotdiffError
+from ..slots.classify import (
+    Family,
+    Fingerprint,
+    families,
+    fingerprint,
+    fingerprint_from_dict,
+    in_fingerprint,
+)
+from ..slots.classify import label as class_label
+from ..slots.classify import nearest as nearest_family
 from .listing import Listed
 
 VERDICTS = (
@@ -178,9 +185,9 @@ class NotALanguageModel(Exception):
 
 def analyze_config(data: bytes, name: str) -> Analysis:
     """Parse and classify config bytes; raises JSONInputError, NotALanguageModel or SlotdiffError."""
-    from ..analyze import load
-    from ..jsonpos import JSONInputError, parse
-    from ..source import RawConfig
+    from ..analysis.analyze import load
+    from ..read.jsonpos import JSONInputError, parse
+    from ..read.source import RawConfig
 
     parsed = parse(data, with_positions=False)  # positions are for diagnostics; a scan has none
     if not isinstance(parsed.value, dict):
@@ -204,8 +211,8 @@ def analyze_config(data: bytes, name: str) -> Analysis:
 @cache
 def _exemplar(repo_id: str) -> tuple[str, dict[str, Any], tuple[str, ...]] | None:
     """(fingerprint id, sizes, unknown keys) of a bundled catalog config; None if not bundled."""
-    from ..analyze import load
-    from ..source import catalog, from_catalog
+    from ..analysis.analyze import load
+    from ..read.source import catalog, from_catalog
 
     if repo_id.lower() not in catalog():
         return None
@@ -264,7 +271,7 @@ class Knowledge:
         folder: str | Path | None,
         state: Any = None,
     ) -> Knowledge:
-        from ..schema import known_keys, known_model_types, transformers_defaults
+        from ..schema.keymap import known_keys, known_model_types, transformers_defaults
 
         fams = families(folder)
         types = set(known_model_types()) | {k for k in transformers_defaults() if not k.startswith("_")}
@@ -278,7 +285,7 @@ class Knowledge:
             keys.update(state.keys)
         know = cls(fams, seen, frozenset(types), frozenset(keys))
         # Sizes recorded in a family file (the proposals a scan writes carry them).
-        from ..resources import data_dir
+        from ..core.resources import data_dir
 
         for path in sorted(Path(folder or data_dir("fingerprints")).glob("*.json")):
             data = json.loads(path.read_text(encoding="utf-8"))
@@ -295,13 +302,13 @@ class Knowledge:
 
 @cache
 def _facet_articles() -> dict[str, str]:
-    from ..slots import slot_table
+    from ..slots.fills import slot_table
 
     return {i.id: i.article for i in slot_table()}
 
 
 def _differs(differs: Sequence[str]) -> list[dict[str, str]]:
-    from ..slots import articles
+    from ..slots.fills import articles
 
     article = _facet_articles()
     titles = articles()

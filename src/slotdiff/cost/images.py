@@ -30,10 +30,10 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from .arch import Architecture
-from .cost.params import Unsupported
-from .cost.vision_params import VisionModel, vision_model
-from .vision_spec import ExprError, as_int, evaluate, multimodal_types
+from ..schema.arch import Architecture
+from ..schema.tower_spec import ExprError, as_int, evaluate, multimodal_types
+from .params import Unsupported
+from .vision_params import VisionModel, vision_model
 
 
 @dataclass(frozen=True)

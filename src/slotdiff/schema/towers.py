@@ -9,9 +9,9 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
+from ..core.resources import load_schema_file
+from ..read.source import AUDIO_CONFIG_KEYS, VISION_CONFIG_KEYS, RawConfig
 from .arch import Value
-from .resources import load_schema_file
-from .source import AUDIO_CONFIG_KEYS, VISION_CONFIG_KEYS, RawConfig
 
 
 def vision_config_key(data: Mapping[str, Any]) -> str | None:
@@ -36,7 +36,7 @@ def read_vision(raw: RawConfig) -> dict[str, Value] | None:
     Where a multimodal data file describes the model (``vision_spec``), the fields its
     tower, connector and image rule read are added, and win over the generic aliases.
     """
-    from .vision_spec import spec_fields
+    from .tower_spec import spec_fields
 
     key = vision_config_key(raw.data)
     if key is None:

@@ -7,10 +7,10 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from ..slots.classify import Classification, classify
+from ..slots.differ import FacetDiff, KeyChange, diff_fills, key_changes
+from ..slots.fills import slot_table
 from .analyze import Model, load
-from .classify import Classification, classify
-from .differ import FacetDiff, KeyChange, diff_fills, key_changes
-from .slots import slot_table
 
 Source = str | Path | Mapping[str, Any] | Model
 
@@ -35,13 +35,13 @@ class Comparison:
     def deltas(self) -> dict[str, float | int] | None:
         if self.cost_a is None or self.cost_b is None:
             return None
-        from .cost import _deltas
+        from ..cost.price import _deltas
 
         return _deltas(self.cost_b, self.cost_a)
 
     def to_dict(self) -> dict[str, Any]:
         """The comparison as strict JSON data (raw values NaN/Infinity as strings)."""
-        from .jsonpos import strict
+        from ..read.jsonpos import strict
 
         art = {i.id: i.article for i in slot_table()}
         return strict(
@@ -81,8 +81,8 @@ def diff(a: Source, b: Source, workload: Any = None, cost: bool = True) -> Compa
     mb = b if isinstance(b, Model) else load(b)
     cost_a = cost_b = None
     if cost:
-        from .cost import cost_of
-        from .errors import SlotdiffError
+        from ..core.errors import SlotdiffError
+        from ..cost.price import cost_of
 
         try:
             cost_a, cost_b = cost_of(ma.arch, workload), cost_of(mb.arch, workload)

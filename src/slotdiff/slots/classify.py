@@ -17,9 +17,9 @@ from functools import cache, cached_property
 from pathlib import Path
 from typing import Any
 
-from .arch import Architecture
-from .resources import data_dir
-from .slots import Fill, Fills, articles, fill_slots, slot_table
+from ..core.resources import data_dir
+from ..schema.arch import Architecture
+from .fills import Fill, Fills, articles, fill_slots, slot_table
 
 
 @cache
@@ -206,7 +206,7 @@ def nearest(
 
 
 def _num(x: Any) -> str:
-    from .slots import _num as fmt
+    from .fills import _num as fmt
 
     return fmt(x)
 

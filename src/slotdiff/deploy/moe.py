@@ -13,10 +13,10 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from ..errors import UsageError
-from ..precision import storage_bits
-from .deploy import Deployment
-from .roofline import experts_touched
+from ..core.errors import UsageError
+from ..cost.roofline import experts_touched
+from ..schema.precision import storage_bits
+from .serving import Deployment
 
 DEFAULT_TOKENS = (1, 8, 32, 128, 512, 2048)
 

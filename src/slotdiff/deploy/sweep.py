@@ -11,12 +11,12 @@ from __future__ import annotations
 from dataclasses import dataclass, replace
 from typing import Any
 
-from ..arch import Architecture
-from ..errors import UsageError
-from ..precision import dtype_label
-from .deploy import DecodeStep, Deployment, compute_bound_batch, decode_step, first_true
-from .flops import attention_flops
-from .kv import kv_cost
+from ..core.errors import UsageError
+from ..cost.flops import attention_flops
+from ..cost.kv import kv_cost
+from ..schema.arch import Architecture
+from ..schema.precision import dtype_label
+from .serving import DecodeStep, Deployment, compute_bound_batch, decode_step, first_true
 
 # Seed 05 prices a prefill at an empirical 60% model FLOPs utilisation ("60% MFU").
 PREFILL_MFU = 0.6

@@ -13,14 +13,14 @@ from functools import cache
 from pathlib import Path
 from typing import Any
 
-from .arch import Architecture
-from .differ import facet_status
-from .errors import SlotdiffError
-from .jsonpos import JSONInputError, parse
+from ..core.errors import SlotdiffError
+from ..read.jsonpos import JSONInputError, parse
+from ..read.source import RawConfig, from_catalog, resolve
+from ..schema.arch import Architecture
+from ..schema.keymap import build
+from ..slots.differ import facet_status
+from ..slots.fills import Fills, fill_slots, slot_table
 from .report import FacetReport, Report, SourceInfo
-from .schema import build
-from .slots import Fills, fill_slots, slot_table
-from .source import RawConfig, from_catalog, resolve
 
 BASELINES = {"gpt2": "openai-community/gpt2", "llama": "meta-llama/Meta-Llama-3-8B"}
 
@@ -109,11 +109,11 @@ def analyze(
     """
     model = load(source, revision)
     other = against if isinstance(against, Model) or against is None else load(against)
-    from .classify import classify
+    from ..slots.classify import classify
 
     cost_report, changes = None, ()
     if cost:
-        from .cost import price
+        from ..cost.price import price
 
         cost_report, changes = price(
             model.arch,

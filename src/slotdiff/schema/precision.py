@@ -15,9 +15,9 @@ from dataclasses import dataclass
 from functools import cache
 from typing import Any
 
+from ..core.errors import SlotdiffError
+from ..core.resources import load_schema_file
 from .arch import Architecture
-from .errors import SlotdiffError
-from .resources import load_schema_file
 
 
 @cache

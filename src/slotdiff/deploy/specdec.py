@@ -15,14 +15,14 @@ from __future__ import annotations
 from dataclasses import dataclass, replace
 from typing import Any
 
-from ..errors import UsageError
-from ..precision import storage_bits
-from .deploy import DecodeStep, Deployment, decode_step, first_true, kv_share
-from .flops import attention_flops
-from .kv import layer_kv_elements, layer_span
-from .params import mtp_tensors
-from .roofline import experts_touched
-from .weights import effective_format, tensor_bytes
+from ..core.errors import UsageError
+from ..cost.flops import attention_flops
+from ..cost.kv import layer_kv_elements, layer_span
+from ..cost.params import mtp_tensors
+from ..cost.roofline import experts_touched
+from ..cost.weights import effective_format, tensor_bytes
+from ..schema.precision import storage_bits
+from .serving import DecodeStep, Deployment, decode_step, first_true, kv_share
 
 # DeepSeek-V3 technical report, sec. 5.4.3: the second token predicted by its MTP module is
 # accepted 85–90% of the time across generation topics. The low end is the default.

@@ -14,10 +14,10 @@ from functools import cache, cached_property
 from pathlib import Path
 from typing import Any
 
-from .errors import SlotdiffError
+from ..core.errors import SlotdiffError
+from ..core.printable import one_line
+from ..core.resources import catalog_dir
 from .jsonpos import JSONInputError, Parsed, parse
-from .printable import one_line
-from .resources import catalog_dir
 
 # Keys under which multimodal / composite configs keep their language model, in the order
 # they are tried; a value is a path of keys (thinker_config nests once more).

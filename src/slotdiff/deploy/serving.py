@@ -17,15 +17,15 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-from ..arch import Architecture
-from ..errors import UsageError
-from ..precision import dtype_label, storage_bits
-from .flops import FlopsCost, flops_cost
-from .kv import KVCost, kv_cost, layer_kv_elements, layer_span
-from .params import ParamCount, count, mtp_tensors
-from .roofline import StepBound, decode_bytes, experts_touched
-from .weights import WeightsCost, weights_cost
-from .workload import GPU, Workload
+from ..core.errors import UsageError
+from ..cost.flops import FlopsCost, flops_cost
+from ..cost.kv import KVCost, kv_cost, layer_kv_elements, layer_span
+from ..cost.params import ParamCount, count, mtp_tensors
+from ..cost.roofline import StepBound, decode_bytes, experts_touched
+from ..cost.weights import WeightsCost, weights_cost
+from ..cost.workload import GPU, Workload
+from ..schema.arch import Architecture
+from ..schema.precision import dtype_label, storage_bits
 
 # vLLM's gpu_memory_utilization defaults to 0.9: the other 10% holds the CUDA context,
 # activations of the largest forward and allocator fragmentation. The one place it is set.

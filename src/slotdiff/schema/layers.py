@@ -11,11 +11,11 @@ from collections.abc import Callable
 from dataclasses import replace
 from typing import TYPE_CHECKING, Any
 
+from ..core.errors import SlotdiffError
 from .arch import LayerSpec, evolve, numbered
-from .errors import SlotdiffError
 
 if TYPE_CHECKING:
-    from .schema import Resolver
+    from .keymap import Resolver
 
 Rule = Callable[["Resolver", list[LayerSpec], dict[str, Any]], list[LayerSpec]]
 RULES: dict[str, Rule] = {}
@@ -38,7 +38,7 @@ def _explicit(res: Resolver, name: str) -> bool:
 
 
 def _raw(res: Resolver, key: str) -> Any:
-    from .schema import _MISSING, lookup
+    from .keymap import _MISSING, lookup
 
     value = lookup(res.text, key)
     if value is _MISSING:
@@ -108,7 +108,7 @@ def layer_type_list(res: Resolver, args: dict[str, Any]) -> tuple[list[Any] | No
     key = val.keys[0] if val.keys else res.cite("layer_types")
     pattern = args.get("pattern")
     if pattern and val.how not in ("explicit", "alias"):
-        from .schema import _MISSING, lookup
+        from .keymap import _MISSING, lookup
 
         raw = lookup(res.text, pattern["key"])
         if raw is not _MISSING and raw is not None:

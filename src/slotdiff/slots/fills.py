@@ -13,8 +13,8 @@ from dataclasses import dataclass, field
 from functools import cache, cached_property
 from typing import Any
 
-from .arch import Architecture
-from .resources import load_schema_file
+from ..core.resources import load_schema_file
+from ..schema.arch import Architecture
 
 
 @dataclass(frozen=True)
@@ -584,7 +584,7 @@ def _decoding(arch: Architecture) -> Fill:
 
 
 def _precision(arch: Architecture) -> Fill:
-    from .precision import weight_format
+    from ..schema.precision import weight_format
 
     ev = _Ev(arch)
     ev.use("dtype")

@@ -27,9 +27,9 @@ from collections.abc import Mapping
 from functools import cache
 from typing import Any
 
+from ..core.resources import data_dir, load_schema_file
 from .arch import Value
 from .expr import Dialect, compiler
-from .resources import data_dir, load_schema_file
 
 # ------------------------------------------------------------------------- expressions
 
@@ -255,7 +255,7 @@ def spec_fields(data: Mapping[str, Any], key: str | None) -> dict[str, Value]:
     vision config sits (None when absent: transformers then builds its default vision config,
     so every tower field takes the config class's default).
     """
-    from .schema import transformers_defaults
+    from .keymap import transformers_defaults
 
     parent_type = data.get("model_type")
     parent = multimodal_types().get(str(parent_type)) if parent_type else None

@@ -18,11 +18,11 @@ from collections.abc import Mapping
 from functools import cache, lru_cache
 from typing import Any
 
+from ..core.errors import SlotdiffError
+from ..core.resources import data_dir, load_schema_file
+from ..read.source import RawConfig, custom_code, custom_code_text
 from .arch import UNKNOWN, Architecture, Value
-from .errors import SlotdiffError
 from .expr import Dialect, compiler, expression_names
-from .resources import data_dir, load_schema_file
-from .source import RawConfig, custom_code, custom_code_text
 
 _MISSING = object()
 
@@ -489,7 +489,7 @@ def _unsupported(res: Resolver) -> Value:
 def build(raw: RawConfig) -> Architecture:
     """Read ``raw`` into an Architecture (dims, per-layer specs, provenance)."""
     from .layers import counted_layers, layout
-    from .vision import read_vision
+    from .towers import read_vision
 
     res = resolve_all(raw)
     for required in ("d_model", "n_layers", "vocab"):

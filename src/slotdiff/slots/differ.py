@@ -12,7 +12,7 @@ from dataclasses import dataclass
 from functools import cache
 from typing import Any
 
-from .slots import Fill, Fills
+from .fills import Fill, Fills
 
 
 def facet_status(a: Fill, b: Fill) -> str:
@@ -56,7 +56,7 @@ class KeyChange:
 @cache
 def key_facets() -> Mapping[str, str]:
     """Top-level config key → facet, from the key map's ``facet`` entries."""
-    from .schema import keymap
+    from ..schema.keymap import keymap
 
     out: dict[str, str] = {}
     for spec in keymap()["fields"].values():

@@ -9,8 +9,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-from .arch import Architecture
-from .slots import FacetInfo, Fill, articles
+from ..schema.arch import Architecture
+from ..slots.fills import FacetInfo, Fill, articles
 
 SCHEMA_VERSION = 1
 
@@ -141,6 +141,6 @@ def _layer_summary(arch: Architecture) -> list[dict[str, Any]]:
 
 
 def _jsonable(value: Any) -> Any:
-    from .jsonpos import strict
+    from ..read.jsonpos import strict
 
     return strict(value)  # NaN and Infinity never reach JSON as bare tokens

@@ -12,13 +12,13 @@ from __future__ import annotations
 from dataclasses import dataclass, replace
 from typing import Any
 
-from ..arch import Architecture
-from ..precision import dtype_label, formats, storage_bits
-from .deploy import Deployment, decode_step, deployment
-from .kv import kv_cost
-from .params import count
-from .weights import effective_format
-from .workload import Workload
+from ..cost.kv import kv_cost
+from ..cost.params import count
+from ..cost.weights import effective_format
+from ..cost.workload import Workload
+from ..schema.arch import Architecture
+from ..schema.precision import dtype_label, formats, storage_bits
+from .serving import Deployment, decode_step, deployment
 
 # Formats compared, in the order of seed 10's table (fp64 and tf32 are not storage choices
 # for inference weights and are left out of the comparison).

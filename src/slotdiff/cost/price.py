@@ -1,0 +1,165 @@
+"""The cost pass: pure functions of (Architecture, Workload) giving params, bytes, FLOPs, time.
+
+``cost_of`` prices one architecture; ``price`` also prices every slot change against a
+baseline through counterfactuals. Every figure's formula is in the module that computes it
+and in docs/COSTS.md.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from ..core.errors import SlotdiffError
+from ..schema.arch import Architecture
+from ..slots.fills import Fills, fill_slots, slot_table
+from .counterfactual import TRANSFORMS, Change, rule_text
+from .flops import FlopsCost, flops_cost
+from .kv import KVCost, kv_cost
+from .params import ParamCount, count, mtp_tensors
+from .roofline import DecodeCost, PrefillCost, decode_cost, prefill_cost
+from .weights import WeightsCost, weights_cost
+from .workload import Workload
+
+__all__ = ["CostReport", "Workload", "cost_of", "price"]
+
+
+@dataclass(frozen=True)
+class CostReport:
+    """Every cost figure of one architecture under one workload."""
+
+    workload: Workload
+    params: ParamCount
+    weights: WeightsCost
+    kv: KVCost
+    flops: FlopsCost
+    decode: DecodeCost
+    prefill: PrefillCost
+    assumptions: tuple[str, ...]
+
+    def to_dict(self) -> dict[str, Any]:
+        p = self.params
+        return {
+            "workload": self.workload.to_dict(),
+            "params": {
+                "total": p.total,
+                "active": p.active,
+                "active_without_embedding": p.active_without_embedding,
+                "mtp": p.mtp,
+                "by_part": dict(p.by_part),
+            },
+            "weights": self.weights.to_dict(),
+            "kv": self.kv.to_dict(),
+            "flops": self.flops.to_dict(),
+            "decode": self.decode.to_dict(),
+            "prefill": self.prefill.to_dict(),
+            "assumptions": list(self.assumptions),
+        }
+
+
+ASSUMPTIONS = (
+    "bytes are decimal (GB = 1e9) unless written GiB/KiB",
+    "decode reads every weight once per step, the embedding table excepted unless tied to the head",
+    "MoE decode reads the expected union of experts E·[1−(1−k/E)^B] per layer (independent uniform routing)",
+    "attention FLOPs count q·kᵀ and p·v over the keys each query sees (window/chunk/top-k capped)",
+    "roofline bounds are lower bounds: peak bandwidth and dense peak FLOP/s, no overheads",
+)
+
+
+def cost_of(arch: Architecture, workload: Workload | None = None, *, searches: bool = True) -> CostReport:
+    """Price ``arch`` under ``workload`` (default: H100 SXM, batch 1, context 8192, bf16 KV).
+
+    ``searches=False`` skips the compute-bound batch searches (``decode.compute_bound_*``
+    are None): what ``price`` does for counterfactuals, whose deltas do not use them.
+    """
+    wl = workload or Workload()
+    mtp = mtp_tensors(arch)
+    params = count(arch, mtp)
+    weights = weights_cost(arch, params, wl.weight_dtype, mtp)
+    kv = kv_cost(arch, wl.context, wl.kv_dtype)
+    flops = flops_cost(arch, params, wl.context)
+    device = wl.device
+    peak = device.peak_for(wl.compute_dtype)
+    decode = decode_cost(arch, weights, kv, flops, device, peak, wl.batch, searches)
+    prefill = prefill_cost(arch, weights, kv, flops, device, peak)
+    notes = list(ASSUMPTIONS) + list(weights.notes)
+    if kv.recurrent_layers:
+        notes.append(
+            "recurrent (linear-attention / SSM) states are priced in float32 (or the config's "
+            "ssm cache dtype), as transformers keeps them; their convolution windows at the KV dtype"
+        )
+    if any(s.mixer == "mla" for s in arch.layers):
+        notes.append(
+            "MLA caches the latent and RoPE key; decode attention FLOPs in the absorbed form, prefill "
+            "in the decompressed form (transformers' re-expanding decode form is in "
+            "flops.attention_per_token_transformers)"
+        )
+    return CostReport(wl, params, weights, kv, flops, decode, prefill, tuple(notes))
+
+
+def _deltas(this: CostReport, other: CostReport) -> dict[str, float | int | None]:
+    return {
+        "params": this.params.total - other.params.total,
+        "active_params": this.params.active - other.params.active,
+        "mtp_params": None
+        if this.params.mtp is None or other.params.mtp is None
+        else this.params.mtp - other.params.mtp,
+        "weight_bytes": this.weights.bytes - other.weights.bytes,
+        "kv_bytes_per_token": this.kv.bytes_per_token - other.kv.bytes_per_token,
+        "kv_bytes_at_context": this.kv.bytes_at_context - other.kv.bytes_at_context,
+        "state_bytes_per_sequence": this.kv.state_bytes_per_sequence - other.kv.state_bytes_per_sequence,
+        "flops_per_token": this.flops.per_token - other.flops.per_token,
+        "decode_step_ms": this.decode.step_ms - other.decode.step_ms,
+    }
+
+
+def price(
+    arch: Architecture,
+    workload: Workload | None,
+    fills: Fills | None,
+    baseline_arch: Architecture,
+    baseline_fills: Fills,
+) -> tuple[CostReport | None, tuple[Change, ...]]:
+    """Cost of ``arch`` and the price of each facet that differs in design from the baseline."""
+    fills = fills or fill_slots(arch)
+    try:
+        this = cost_of(arch, workload)
+    except SlotdiffError as err:
+        return None, (Change("*", "02", "", "", None, {}, note=err.reason),)
+    changes = []
+    for info, fill, base in zip(slot_table(), fills, baseline_fills, strict=True):
+        if fill.design == base.design:
+            continue
+        transform = TRANSFORMS.get(info.id)
+        counter = transform(arch, base) if transform else None
+        rule = rule_text(info.id, fill, base)
+        if counter is None:
+            changes.append(
+                Change(
+                    info.id,
+                    info.article,
+                    fill.detail,
+                    base.detail,
+                    None,
+                    {},
+                    note=rule or "not priced",
+                )
+            )
+            continue
+        try:
+            other = cost_of(counter, workload, searches=False)
+        except SlotdiffError as err:
+            changes.append(
+                Change(
+                    info.id,
+                    info.article,
+                    fill.detail,
+                    base.detail,
+                    rule,
+                    {},
+                    note=f"counterfactual not priceable: {err.reason}",
+                )
+            )
+            continue
+        changes.append(Change(info.id, info.article, fill.detail, base.detail, rule, _deltas(this, other)))
+    return this, tuple(changes)

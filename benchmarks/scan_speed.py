@@ -203,7 +203,7 @@ def scan_once(
     from huggingface_hub import constants
     from huggingface_hub.utils import disable_progress_bars
 
-    from slotdiff.scan import ScanOptions, run_scan
+    from slotdiff.scan.engine import ScanOptions, run_scan
 
     constants.HF_HUB_OFFLINE = False
     disable_progress_bars()

@@ -50,7 +50,7 @@ def all_corpus() -> list[Path]:
 def arch_of(name: str) -> Architecture:
     """The Architecture of a multimodal fixture under tests/fixtures/vision/."""
     from slotdiff.read.source import from_file
-    from slotdiff.schema.keymap import build
+    from slotdiff.schema.build import build
 
     return build(from_file(FIXTURES / "vision" / name))
 
@@ -58,7 +58,7 @@ def arch_of(name: str) -> Architecture:
 def arch_from(data: dict, name: str = "inline") -> Architecture:
     """The Architecture of an in-memory config dict."""
     from slotdiff.analysis.analyze import from_mapping
-    from slotdiff.schema.keymap import build
+    from slotdiff.schema.build import build
 
     return build(from_mapping(data, name))
 

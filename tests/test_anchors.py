@@ -8,8 +8,9 @@ from __future__ import annotations
 import pytest
 
 from slotdiff.analysis.analyze import load
-from slotdiff.cost.price import Workload, cost_of
+from slotdiff.cost.price import cost_of
 from slotdiff.cost.roofline import experts_touched
+from slotdiff.cost.workload import Workload
 
 from conftest import raw
 

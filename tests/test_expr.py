@@ -179,7 +179,7 @@ def test_keymap_parse_error_is_a_syntax_error() -> None:
 
 
 def test_keymap_expression_names_exclude_functions() -> None:
-    assert schema.expression_names("int(a * b) + ceil(c) if d is None else e") == {"a", "b", "c", "d", "e"}
+    assert expr.expression_names("int(a * b) + ceil(c) if d is None else e") == {"a", "b", "c", "d", "e"}
 
 
 # ------------------------------------------------------------------ vision towers: strict

@@ -13,7 +13,8 @@ import pytest
 
 from slotdiff.analysis.analyze import load
 from slotdiff.core.errors import UsageError
-from slotdiff.cost.price import Workload, cost_of
+from slotdiff.cost.price import cost_of
+from slotdiff.cost.workload import Workload
 from slotdiff.deploy.serving import RESERVE_FRACTION, decode_step, deployment, fit, kv_bytes_per_gpu
 
 from conftest import raw

@@ -15,7 +15,7 @@ import pytest
 from slotdiff.analysis.analyze import load
 from slotdiff.core.resources import data_dir
 from slotdiff.cost.kv import kv_cost
-from slotdiff.cost.price import Workload
+from slotdiff.cost.workload import Workload
 from slotdiff.deploy.formats import COMPARED, format_facts, formats_report
 from slotdiff.schema.precision import formats, storage_bits
 

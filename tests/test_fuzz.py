@@ -45,7 +45,8 @@ from slotdiff.read.source import RawConfig, parse_config
 from slotdiff.render import REPORTER_BY_NAME
 from slotdiff.render.diff import render_markdown, render_table
 from slotdiff.schema.arch import Architecture, Value
-from slotdiff.schema.keymap import _type_error, keymap, known_model_types
+from slotdiff.schema.keymap import keymap, known_model_types
+from slotdiff.schema.resolver import _type_error
 
 from conftest import RAW, budget, raw
 

@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 
 from slotdiff.cost.images import image_tokens, vision_flops
-from slotdiff.cost.params import Unsupported
+from slotdiff.cost.inventory.tensor import Unsupported
 
 from conftest import arch_from, arch_of
 

@@ -13,7 +13,7 @@ import pytest
 
 from slotdiff.analysis.analyze import load
 from slotdiff.core.errors import UsageError
-from slotdiff.cost.price import Workload
+from slotdiff.cost.workload import Workload
 from slotdiff.deploy.moe import experts_read, moe_traffic, remote_gpus_per_token
 from slotdiff.deploy.serving import deployment
 

@@ -13,7 +13,8 @@ from pathlib import Path
 import pytest
 
 from slotdiff.analysis.analyze import load
-from slotdiff.cost.params import Unsupported, count
+from slotdiff.cost.inventory.tensor import Unsupported
+from slotdiff.cost.params import count
 
 from conftest import DEFAULTS, RAW, all_corpus
 from oracle import hf_oracle

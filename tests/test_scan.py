@@ -34,7 +34,7 @@ from slotdiff.analysis.analyze import load
 from slotdiff.cli import main
 from slotdiff.core.errors import SlotdiffError
 from slotdiff.read.hub import HubFailure, Retrier, RetryPolicy
-from slotdiff.scan import ScanOptions, run_scan
+from slotdiff.scan.engine import ScanOptions, run_scan
 from slotdiff.scan.pool import DeadlinePool
 from slotdiff.scan.report import render_markdown, render_terminal, to_dict
 from slotdiff.scan.state import ScanState

@@ -8,7 +8,7 @@ from hypothesis import strategies as st
 
 from slotdiff.analysis.analyze import load
 from slotdiff.core.errors import UsageError
-from slotdiff.cost.price import Workload
+from slotdiff.cost.workload import Workload
 from slotdiff.deploy.serving import deployment
 from slotdiff.deploy.specdec import expected_tokens, specdec, specdec_report, speedup
 

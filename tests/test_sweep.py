@@ -9,7 +9,7 @@ import pytest
 
 from slotdiff.analysis.analyze import load
 from slotdiff.cli import main
-from slotdiff.cost.price import Workload
+from slotdiff.cost.workload import Workload
 from slotdiff.deploy.serving import deployment
 from slotdiff.deploy.sweep import PREFILL_MFU, attention_overtakes, sweep_batch, sweep_context
 

@@ -12,8 +12,9 @@ from pathlib import Path
 
 import pytest
 
-from slotdiff.cost.params import Unsupported, count
-from slotdiff.cost.vision_params import vision_model, vision_tensors
+from slotdiff.cost.inventory.tensor import Unsupported
+from slotdiff.cost.inventory.towers import vision_model, vision_tensors
+from slotdiff.cost.params import count
 from slotdiff.schema.arch import Architecture
 
 from conftest import arch_from, arch_of

@@ -44,7 +44,7 @@ def test_awq_int4_weights() -> None:
 
 def test_dtype_override_reprices_weights() -> None:
     arch = load(raw("meta-llama/Meta-Llama-3-8B")).arch
-    from slotdiff.cost.price import Workload
+    from slotdiff.cost.workload import Workload
 
     fp32 = cost_of(arch, Workload(weight_dtype="fp32")).weights.bytes
     assert fp32 == 8_030_261_248 * 4

@@ -17,10 +17,13 @@ import os
 import sys
 from collections.abc import Sequence
 
-from . import __version__
 from .core.errors import SlotdiffError
+from .core.printable import PrintableStream, printable
 
-# command name → module with add_arguments(parser) and run(args) -> int
+# ``slotdiff MODEL``: the analysis, when the first argument names no command
+DEFAULT_COMMAND = "slotdiff.commands.analyze"
+
+# command name → module with add_arguments(parser) and run(args) -> int (and optionally EPILOG)
 COMMANDS: dict[str, str] = {
     "diff": "slotdiff.commands.diff",
     "fingerprint": "slotdiff.commands.fingerprint",
@@ -36,18 +39,6 @@ COMMANDS: dict[str, str] = {
     "scan": "slotdiff.commands.scan",
 }
 
-EPILOG = """\
-examples:
-  slotdiff Qwen/Qwen3-30B-A3B                  slots, class and cost of a Hub model
-  slotdiff ./config.json --against meta-llama/Llama-3.1-8B
-  slotdiff deepseek-ai/DeepSeek-V3 --json      machine-readable (schemas/report.schema.json)
-  slotdiff meta-llama/Llama-3.1-70B --gpu h200 --batch 32 --context 32768
-  HF_HUB_OFFLINE=1 slotdiff openai/gpt-oss-20b  served from the bundled catalog offline
-
-other commands: {commands}  (slotdiff COMMAND --help)
-exit codes: 0 ok, 1 findings (lint errors, scan --fail-on-new), 2 bad input or usage
-"""
-
 
 class _Parser(argparse.ArgumentParser):
     """argparse that reports usage errors as one line and exit status 2."""
@@ -56,105 +47,23 @@ class _Parser(argparse.ArgumentParser):
         raise SlotdiffError(self.prog, message)
 
 
-def add_workload_arguments(parser: argparse.ArgumentParser) -> None:
-    """Flags that define the Workload (shared by every command that prices a model)."""
-    g = parser.add_argument_group("workload")
-    g.add_argument("--gpu", default="h100-sxm", help="GPU preset (slotdiff gpus lists them)")
-    g.add_argument("--batch", type=int, default=1, help="concurrent sequences (default 1)")
-    g.add_argument("--context", type=int, default=8192, help="tokens per sequence (default 8192)")
-    g.add_argument("--kv-dtype", default="bf16", help="KV cache element type (default bf16)")
-    g.add_argument(
-        "--dtype",
-        default=None,
-        help="re-price weights in this format (bf16, fp8, int4, mxfp4, ...); default: the checkpoint's own",
-    )
-
-
-def add_output_arguments(parser: argparse.ArgumentParser) -> None:
-    from .render import REPORTER_BY_NAME
-
-    out = parser.add_mutually_exclusive_group()
-    out.add_argument("--format", choices=sorted(REPORTER_BY_NAME), default="table")
-    out.add_argument(
-        "--json",
-        dest="format",
-        action="store_const",
-        const="json",
-        help="JSON validated by schemas/report.schema.json",
-    )
-    out.add_argument(
-        "--markdown",
-        dest="format",
-        action="store_const",
-        const="markdown",
-        help="Markdown for a pull request or wiki",
-    )
-
-
-def workload_from(args: argparse.Namespace):  # type: ignore[no-untyped-def]
-    from .cost.workload import Workload
-
-    return Workload(
-        gpu=args.gpu,
-        batch=args.batch,
-        context=args.context,
-        kv_dtype=args.kv_dtype,
-        weight_dtype=args.dtype,
-    )
-
-
-def analyze_parser() -> argparse.ArgumentParser:
-    parser = _Parser(
-        prog="slotdiff",
-        description="Read a model's config.json and say, slot by slot, what it changed relative "
-        "to GPT-2 and Llama-3-8B, what class of architecture it is, and what each "
-        "change costs.",
-        epilog=EPILOG.format(commands=", ".join(COMMANDS)),
-        formatter_class=argparse.RawDescriptionHelpFormatter,
-    )
-    parser.add_argument("model", help="config.json, a folder holding one, or a Hub repo id")
-    parser.add_argument("--revision", help="Hub branch, tag or commit")
-    parser.add_argument("--against", metavar="MODEL", help="also compare with this model")
-    parser.add_argument("--no-cost", action="store_true", help="skip the cost pass")
-    parser.add_argument("--version", action="version", version=f"slotdiff {__version__}")
-    add_output_arguments(parser)
-    add_workload_arguments(parser)
-    return parser
-
-
-def run_analyze(args: argparse.Namespace) -> int:
-    from .analysis.analyze import analyze
-    from .render import REPORTER_BY_NAME
-
-    report = analyze(
-        args.model,
-        revision=args.revision,
-        against=args.against,
-        workload=workload_from(args),
-        cost=not args.no_cost,
-    )
-    sys.stdout.write(REPORTER_BY_NAME[args.format](report))
-    return 0
-
-
 def _dispatch(argv: list[str]) -> int:
-    if argv and argv[0] in COMMANDS:
-        module = importlib.import_module(COMMANDS[argv[0]])
-        parser = _Parser(
-            prog=f"slotdiff {argv[0]}",
-            description=module.__doc__,
-            formatter_class=argparse.RawDescriptionHelpFormatter,
-            epilog=getattr(module, "EPILOG", None),
-        )
-        module.add_arguments(parser)
-        return int(module.run(parser.parse_args(argv[1:])))
-    args = analyze_parser().parse_args(argv)
-    return run_analyze(args)
+    """Import the one command module ``argv`` names (the analysis when it names none), build
+    its parser and run it."""
+    name = argv[0] if argv and argv[0] in COMMANDS else None
+    module = importlib.import_module(COMMANDS[name] if name else DEFAULT_COMMAND)
+    parser = _Parser(
+        prog=f"slotdiff {name}" if name else "slotdiff",
+        description=module.__doc__,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+        epilog=getattr(module, "EPILOG", "").replace("{commands}", ", ".join(COMMANDS)) or None,
+    )
+    module.add_arguments(parser)
+    return int(module.run(parser.parse_args(argv[1:] if name else argv)))
 
 
 def main(argv: Sequence[str] | None = None) -> int:
     """Run the CLI; return the exit status (see the module docstring)."""
-    from .core.printable import PrintableStream, printable
 
     argv = list(sys.argv[1:] if argv is None else argv)
     stdout = sys.stdout

@@ -14,10 +14,12 @@ from pathlib import Path
 from typing import Any
 
 from ..core.errors import SlotdiffError
+from ..cost.price import price
 from ..read.jsonpos import JSONInputError, parse
 from ..read.source import RawConfig, from_catalog, resolve
 from ..schema.arch import Architecture
-from ..schema.keymap import build
+from ..schema.build import build
+from ..slots.classify import classify
 from ..slots.differ import facet_status
 from ..slots.fills import Fills, fill_slots, slot_table
 from .report import FacetReport, Report, SourceInfo
@@ -109,12 +111,9 @@ def analyze(
     """
     model = load(source, revision)
     other = against if isinstance(against, Model) or against is None else load(against)
-    from ..slots.classify import classify
 
     cost_report, changes = None, ()
     if cost:
-        from ..cost.price import price
-
         cost_report, changes = price(
             model.arch,
             workload,

@@ -7,6 +7,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from ..core.errors import SlotdiffError
+from ..cost.price import _deltas, cost_of
+from ..read.jsonpos import strict
 from ..slots.classify import Classification, classify
 from ..slots.differ import FacetDiff, KeyChange, diff_fills, key_changes
 from ..slots.fills import slot_table
@@ -35,13 +38,11 @@ class Comparison:
     def deltas(self) -> dict[str, float | int] | None:
         if self.cost_a is None or self.cost_b is None:
             return None
-        from ..cost.price import _deltas
 
         return _deltas(self.cost_b, self.cost_a)
 
     def to_dict(self) -> dict[str, Any]:
         """The comparison as strict JSON data (raw values NaN/Infinity as strings)."""
-        from ..read.jsonpos import strict
 
         art = {i.id: i.article for i in slot_table()}
         return strict(
@@ -81,9 +82,6 @@ def diff(a: Source, b: Source, workload: Any = None, cost: bool = True) -> Compa
     mb = b if isinstance(b, Model) else load(b)
     cost_a = cost_b = None
     if cost:
-        from ..core.errors import SlotdiffError
-        from ..cost.price import cost_of
-
         try:
             cost_a, cost_b = cost_of(ma.arch, workload), cost_of(mb.arch, workload)
         except SlotdiffError:

@@ -9,6 +9,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
+from ..read.jsonpos import strict
 from ..schema.arch import Architecture
 from ..slots.fills import FacetInfo, Fill, articles
 
@@ -141,6 +142,4 @@ def _layer_summary(arch: Architecture) -> list[dict[str, Any]]:
 
 
 def _jsonable(value: Any) -> Any:
-    from ..read.jsonpos import strict
-
     return strict(value)  # NaN and Infinity never reach JSON as bare tokens

@@ -5,6 +5,8 @@ from __future__ import annotations
 import argparse
 import sys
 
+from ..read.source import catalog_entries
+
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--json", action="store_true", help="one JSON object per line")
@@ -12,8 +14,6 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 def run(args: argparse.Namespace) -> int:
     import json
-
-    from ..read.source import catalog_entries
 
     for e in catalog_entries():
         if args.json:

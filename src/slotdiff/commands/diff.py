@@ -10,6 +10,10 @@ import argparse
 import json
 import sys
 
+from ..analysis.compare import diff
+from ..render.diff import render_markdown, render_table
+from .options import add_workload_arguments, workload_from
+
 EPILOG = """\
 examples:
   slotdiff diff meta-llama/Meta-Llama-3-8B meta-llama/Llama-3.1-8B
@@ -18,8 +22,6 @@ examples:
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    from ..cli import add_workload_arguments
-
     parser.add_argument("a", help="the model before (path or repo id)")
     parser.add_argument("b", help="the model after (path or repo id)")
     out = parser.add_mutually_exclusive_group()
@@ -30,10 +32,6 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from ..analysis.compare import diff
-    from ..cli import workload_from
-    from ..render.diff import render_markdown, render_table
-
     result = diff(args.a, args.b, workload=workload_from(args))
     if args.format == "json":
         sys.stdout.write(json.dumps(result.to_dict(), indent=2, allow_nan=False, default=str) + "\n")

@@ -12,6 +12,12 @@ import json
 import sys
 from pathlib import Path
 
+from ..analysis.analyze import load
+from ..core.errors import SlotdiffError
+from ..core.files import atomic_write_text, safe_child
+from ..core.resources import data_dir
+from ..slots.classify import family_record, fingerprint, slugify
+
 EPILOG = """\
 examples:
   slotdiff fingerprint Qwen/Qwen3-30B-A3B --name "Qwen3-MoE"
@@ -37,12 +43,6 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from ..analysis.analyze import load
-    from ..core.errors import SlotdiffError
-    from ..core.files import atomic_write_text, safe_child
-    from ..core.resources import data_dir
-    from ..slots.classify import family_record, fingerprint, slugify
-
     model = load(args.model)
     exemplars = [args.exemplar_id or model.raw.repo_id or model.raw.name]
     model_types = [model.arch.model_type]

@@ -12,6 +12,11 @@ import argparse
 import json
 import sys
 
+from ..analysis.analyze import load
+from ..deploy.serving import RESERVE_FRACTION, fit
+from ..render.deploy import render_fit
+from .options import add_workload_arguments, workload_from
+
 EPILOG = """\
 examples:
   slotdiff fit meta-llama/Llama-3.1-70B --gpu h100-sxm --gpus 8 --context 131072
@@ -22,9 +27,6 @@ exit codes: 0 fits, 1 does not fit, 2 bad input or usage
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    from ..cli import add_workload_arguments
-    from ..deploy.serving import RESERVE_FRACTION
-
     parser.add_argument("model", help="config.json, a folder holding one, or a Hub repo id")
     parser.add_argument("--gpus", type=int, default=1, help="GPUs of the --gpu kind (default 1)")
     parser.add_argument(
@@ -39,11 +41,6 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from ..analysis.analyze import load
-    from ..cli import workload_from
-    from ..deploy.serving import fit
-    from ..render.deploy import render_fit
-
     result = fit(load(args.model).arch, workload_from(args), args.gpus, args.reserve, args.mtp)
     if args.json:
         sys.stdout.write(json.dumps(result.to_dict(), indent=2, allow_nan=False) + "\n")

@@ -10,6 +10,11 @@ import argparse
 import json
 import sys
 
+from ..analysis.analyze import load
+from ..deploy.formats import formats_report
+from ..render.deploy import render_formats
+from .options import add_workload_arguments, workload_from
+
 EPILOG = """\
 examples:
   slotdiff formats meta-llama/Meta-Llama-3-8B
@@ -19,19 +24,12 @@ examples:
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    from ..cli import add_workload_arguments
-
     parser.add_argument("model", help="config.json, a folder holding one, or a Hub repo id")
     parser.add_argument("--json", action="store_true", help="the comparison as JSON")
     add_workload_arguments(parser)
 
 
 def run(args: argparse.Namespace) -> int:
-    from ..analysis.analyze import load
-    from ..cli import workload_from
-    from ..deploy.formats import formats_report
-    from ..render.deploy import render_formats
-
     result = formats_report(load(args.model).arch, workload_from(args))
     if args.json:
         sys.stdout.write(json.dumps(result.to_dict(), indent=2, allow_nan=False) + "\n")

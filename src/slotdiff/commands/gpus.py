@@ -5,6 +5,9 @@ from __future__ import annotations
 import argparse
 import sys
 
+from ..core.resources import load_schema_file
+from ..cost.workload import gpus
+
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--json", action="store_true", help="the presets as JSON")
@@ -12,9 +15,6 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 def run(args: argparse.Namespace) -> int:
     import json
-
-    from ..core.resources import load_schema_file
-    from ..cost.workload import gpus
 
     if args.json:
         sys.stdout.write(json.dumps(load_schema_file("gpus.json")["gpus"], indent=2) + "\n")

@@ -15,6 +15,14 @@ import re
 import sys
 from typing import Any
 
+from ..analysis.analyze import load
+from ..core.errors import SlotdiffError
+from ..cost.images import vision_flops
+from ..cost.kv import kv_cost
+from ..cost.params import count
+from ..render import fmt
+from ..schema.precision import canonical_dtype
+
 EPILOG = """\
 examples:
   slotdiff image Qwen/Qwen3-VL-30B-A3B-Instruct --image 1024x1024
@@ -51,8 +59,6 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 def _figures(
     arch: Any, width: int, height: int, kv_per_token: int, overrides: dict[str, Any]
 ) -> dict[str, Any]:
-    from ..cost.images import vision_flops
-
     cost = vision_flops(arch, width, height, kv_bytes_per_token=kv_per_token, **overrides)
     img = cost.image
     return {
@@ -80,13 +86,6 @@ def _figures(
 
 
 def run(args: argparse.Namespace) -> int:
-    from ..analysis.analyze import load
-    from ..core.errors import SlotdiffError
-    from ..cost.kv import kv_cost
-    from ..cost.params import count
-    from ..render import fmt
-    from ..schema.precision import canonical_dtype
-
     model = load(args.model)
     arch = model.arch
     if arch.vision is None:

@@ -11,6 +11,11 @@ from __future__ import annotations
 import argparse
 import sys
 
+from ..core.errors import SlotdiffError, UsageError
+from ..lint import engine, policy, registry
+from ..lint.diffmode import changed_files
+from ..lint.reporters import REPORTER_BY_NAME
+
 EPILOG = """\
 examples:
   slotdiff lint configs/                       every *config*.json below configs/
@@ -55,9 +60,6 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 def run(args: argparse.Namespace) -> int:
     from pathlib import Path
 
-    from ..core.errors import SlotdiffError, UsageError
-    from ..lint import registry
-
     if args.list_rules:
         if args.format == "json":
             import json
@@ -74,16 +76,12 @@ def run(args: argparse.Namespace) -> int:
         sys.stdout.write(registry.explain_text(code))
         return 0
 
-    from ..lint import engine, policy
-    from ..lint.reporters import REPORTER_BY_NAME
-
     pol = policy.load(Path(args.config)) if args.config else policy.load(search=not args.no_config)
     pol = policy.with_overrides(pol, args.select, args.ignore)
     paths = args.paths
     if not paths:
         if args.diff_base is None:
             raise UsageError("name config files or folders to lint (or use --diff-base REV)")
-        from ..lint.diffmode import changed_files
 
         paths = [p for p in changed_files(args.diff_base) if "config" in Path(p).name and p.endswith(".json")]
     missing = [p for p in paths if not Path(p).exists()]

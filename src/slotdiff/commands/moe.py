@@ -9,6 +9,14 @@ import argparse
 import json
 import sys
 
+from ..analysis.analyze import load
+from ..core.errors import UsageError
+from ..deploy.moe import moe_traffic
+from ..deploy.serving import deployment
+from ..render.deploy import render_moe
+from ..schema.precision import canonical_dtype
+from .options import add_workload_arguments, workload_from
+
 EPILOG = """\
 examples:
   slotdiff moe deepseek-ai/DeepSeek-V3 --batch 32 --ep 8
@@ -17,8 +25,6 @@ examples:
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    from ..cli import add_workload_arguments
-
     parser.add_argument("model", help="config.json, a folder holding one, or a Hub repo id")
     parser.add_argument("--ep", type=int, default=8, help="expert-parallel degree (default 8)")
     parser.add_argument(
@@ -30,9 +36,6 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def _dtype(name: str, flag: str) -> str:
-    from ..core.errors import UsageError
-    from ..schema.precision import canonical_dtype
-
     value = canonical_dtype(name)
     if value is None:
         raise UsageError(f"unknown dtype {name!r} for {flag}")
@@ -40,12 +43,6 @@ def _dtype(name: str, flag: str) -> str:
 
 
 def run(args: argparse.Namespace) -> int:
-    from ..analysis.analyze import load
-    from ..cli import workload_from
-    from ..deploy.moe import moe_traffic
-    from ..deploy.serving import deployment
-    from ..render.deploy import render_moe
-
     wl = workload_from(args)
     dep = deployment(load(args.model).arch, wl)
     result = moe_traffic(

@@ -13,6 +13,14 @@ import sys
 from pathlib import Path
 from typing import Any
 
+from ..core.errors import UsageError
+from ..core.files import atomic_write_text
+from ..read.hub import RetryPolicy
+from ..scan.engine import ScanOptions, run_scan
+from ..scan.propose import write_proposals
+from ..scan.report import RENDERERS, new_fingerprints, to_dict
+from ..scan.verdict import NEW
+
 EPILOG = """\
 examples:
   slotdiff scan --since 7d --state scan-state.json --markdown > report.md
@@ -26,8 +34,6 @@ exit codes: 0 ok, 1 --fail-on-new and something new was found, 2 bad input, 130 
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    from ..scan.report import RENDERERS
-
     what = parser.add_argument_group("what to list")
     what.add_argument(
         "--since",
@@ -165,7 +171,6 @@ class _RichProgress:
             self.progress.update(self.task, total=args[0])
             return
         rec, done, total = args
-        from ..scan.verdict import NEW
 
         self.new += rec.verdict in NEW
         self.progress.update(self.task, completed=done, total=total, last=f"{self.new} new · {rec.repo_id}")
@@ -179,13 +184,6 @@ def _sigterm(signum: int, frame: Any) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from ..core.errors import UsageError
-    from ..core.files import atomic_write_text
-    from ..read.hub import RetryPolicy
-    from ..scan import ScanOptions, run_scan
-    from ..scan.propose import write_proposals
-    from ..scan.report import RENDERERS, new_fingerprints, to_dict
-
     for name in ("workers", "limit"):
         if getattr(args, name) is not None and getattr(args, name) < 1:
             raise UsageError(f"--{name} must be at least 1")

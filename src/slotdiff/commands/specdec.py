@@ -10,6 +10,13 @@ import argparse
 import json
 import sys
 
+from ..analysis.analyze import load
+from ..deploy.serving import deployment
+from ..deploy.specdec import DEFAULT_BATCHES, MTP_ACCEPTANCE, specdec_report
+from ..render.deploy import render_specdec
+from .options import add_workload_arguments, workload_from
+from .sweep import parse_points
+
 EPILOG = """\
 examples:
   slotdiff specdec meta-llama/Meta-Llama-3-8B --alpha 0.8 --gamma 4 --draft-cost 0.1
@@ -19,10 +26,6 @@ examples:
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    from ..cli import add_workload_arguments
-    from ..deploy.specdec import MTP_ACCEPTANCE
-    from .sweep import parse_points
-
     parser.add_argument("model", help="config.json, a folder holding one, or a Hub repo id")
     parser.add_argument("--alpha", type=float, default=0.8, help="per-token acceptance rate (default 0.8)")
     parser.add_argument("--gamma", type=int, default=4, help="draft tokens per step (default 4)")
@@ -48,12 +51,6 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from ..analysis.analyze import load
-    from ..cli import workload_from
-    from ..deploy.serving import deployment
-    from ..deploy.specdec import DEFAULT_BATCHES, specdec_report
-    from ..render.deploy import render_specdec
-
     dep = deployment(load(args.model).arch, workload_from(args), args.gpus)
     result = specdec_report(
         dep,

@@ -11,6 +11,14 @@ import json
 import sys
 from pathlib import Path
 
+from ..analysis.analyze import load
+from ..core.errors import UsageError
+from ..deploy.serving import deployment
+from ..deploy.sweep import sweep_batch, sweep_context
+from ..render.deploy import render_sweeps
+from ..render.plot import plot_sweeps, require_matplotlib
+from .options import add_workload_arguments, workload_from
+
 EPILOG = """\
 examples:
   slotdiff sweep meta-llama/Meta-Llama-3-8B --over batch --context 8192
@@ -24,7 +32,6 @@ PLOT_SUFFIXES = (".png", ".svg")
 
 def parse_points(text: str) -> tuple[int, ...]:
     """'1,8,64' or '8K,128K,1M' (K = 1024) → a sorted tuple of distinct positive integers."""
-    from ..core.errors import UsageError
 
     out = set()
     for part in text.split(","):
@@ -38,8 +45,6 @@ def parse_points(text: str) -> tuple[int, ...]:
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    from ..cli import add_workload_arguments
-
     parser.add_argument("model", help="config.json, a folder holding one, or a Hub repo id")
     parser.add_argument("--over", choices=("batch", "context"), required=True, help="what to sweep")
     parser.add_argument("--points", type=parse_points, help="comma-separated points (default: powers of 2)")
@@ -55,18 +60,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from ..analysis.analyze import load
-    from ..cli import workload_from
-    from ..core.errors import UsageError
-    from ..deploy.serving import deployment
-    from ..deploy.sweep import sweep_batch, sweep_context
-    from ..render.deploy import render_sweeps
-
     if args.plot and Path(args.plot).suffix.lower() not in PLOT_SUFFIXES:
         raise UsageError(f"--plot {args.plot}: the file must end in .png or .svg")
     if args.plot:
-        from ..render.plot import require_matplotlib
-
         require_matplotlib()
     wl = workload_from(args)
     sweeps = []
@@ -77,8 +73,6 @@ def run(args: argparse.Namespace) -> int:
         else:
             sweeps.append(sweep_context(dep, wl.batch, args.points))
     if args.plot:
-        from ..render.plot import plot_sweeps
-
         plot_sweeps(sweeps, Path(args.plot))
     if args.json:
         out = {"over": args.over, "plot": args.plot, "models": [s.to_dict() for s in sweeps]}

@@ -1,1 +1,2 @@
-"""Foundations every stage uses: the one error type, data-folder lookup, safe file writes, printable text."""
+"""Foundations every stage uses: the one error type, data-folder lookup, safe file writes,
+printable text."""

@@ -32,8 +32,8 @@ from typing import Any
 
 from ..schema.arch import Architecture
 from ..schema.tower_spec import ExprError, as_int, evaluate, multimodal_types
-from .params import Unsupported
-from .vision_params import VisionModel, vision_model
+from .inventory.tensor import Unsupported
+from .inventory.towers import VisionModel, vision_model
 
 
 @dataclass(frozen=True)

@@ -12,7 +12,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from ..schema.arch import Architecture, LayerSpec
-from ..schema.precision import storage_bits
+from ..schema.precision import canonical_dtype, storage_bits
 
 
 def _b(dtype: str) -> float:
@@ -89,7 +89,6 @@ def layer_state_elements(arch: Architecture, layer: LayerSpec) -> tuple[int, int
 def state_dtype(arch: Architecture) -> str:
     """dtype of recurrent (SSM / linear-attention) states: the config's own cache dtype, else
     float32, which transformers keeps them in even when the model runs in bf16."""
-    from ..schema.precision import canonical_dtype
 
     return canonical_dtype(arch.get("ssm_state_dtype")) or "float32"
 

@@ -15,8 +15,9 @@ from ..schema.arch import Architecture
 from ..slots.fills import Fills, fill_slots, slot_table
 from .counterfactual import TRANSFORMS, Change, rule_text
 from .flops import FlopsCost, flops_cost
+from .inventory.mtp import mtp_tensors
 from .kv import KVCost, kv_cost
-from .params import ParamCount, count, mtp_tensors
+from .params import ParamCount, count
 from .roofline import DecodeCost, PrefillCost, decode_cost, prefill_cost
 from .weights import WeightsCost, weights_cost
 from .workload import Workload

@@ -12,7 +12,8 @@ from dataclasses import dataclass, replace
 
 from ..schema.arch import Architecture
 from ..schema.precision import WeightFormat, dtype_bits, weight_format
-from .params import ParamCount, Tensor
+from .inventory.tensor import Tensor
+from .params import ParamCount
 
 # Never quantized by the weight-only schemes slotdiff models.
 UNQUANTIZED_SLOTS = frozenset({"router", "head", "embedding", "position", "norms"})

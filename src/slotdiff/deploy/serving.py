@@ -19,8 +19,9 @@ from typing import Any
 
 from ..core.errors import UsageError
 from ..cost.flops import FlopsCost, flops_cost
+from ..cost.inventory.mtp import mtp_tensors
 from ..cost.kv import KVCost, kv_cost, layer_kv_elements, layer_span
-from ..cost.params import ParamCount, count, mtp_tensors
+from ..cost.params import ParamCount, count
 from ..cost.roofline import StepBound, decode_bytes, experts_touched
 from ..cost.weights import WeightsCost, weights_cost
 from ..cost.workload import GPU, Workload

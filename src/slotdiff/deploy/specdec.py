@@ -17,8 +17,8 @@ from typing import Any
 
 from ..core.errors import UsageError
 from ..cost.flops import attention_flops
+from ..cost.inventory.mtp import mtp_tensors
 from ..cost.kv import layer_kv_elements, layer_span
-from ..cost.params import mtp_tensors
 from ..cost.roofline import experts_touched
 from ..cost.weights import effective_format, tensor_bytes
 from ..schema.precision import storage_bits

@@ -11,7 +11,7 @@ from typing import Any
 
 from ..core.errors import SlotdiffError
 from ..render import fmt
-from .document import KeyPath
+from .document import KeyPath, key_path
 from .registry import Hit, rule
 
 # What the cost pass raises on configs it cannot price: SlotdiffError when it refuses one,
@@ -107,7 +107,6 @@ def active_params_budget(cx: Any) -> Iterator[Hit]:
 @rule("SD305", needs="arch")
 def fill_not_allowed(cx: Any) -> Iterator[Hit]:
     """Every facet the policy constrains is filled with an allowed kind."""
-    from .document import key_path
 
     for facet, kinds in cx.policy.allowed_fills.items():
         fill = cx.doc.fills[facet]

@@ -16,6 +16,8 @@ from functools import cache
 from typing import Any
 
 from ..core.resources import data_dir, load_schema_file
+from ..read.source import TEXT_CONFIG_PATHS
+from ..schema.layers import LAYER_TYPE_KINDS
 
 SCHEMA_FILE = "config.schema.json"
 DIALECT = "https://json-schema.org/draft/2020-12/schema"
@@ -110,8 +112,6 @@ def _aliases(keymap: Mapping[str, Any]) -> Iterator[tuple[str, Mapping[str, Any]
 
 def generate() -> dict[str, Any]:
     """The config schema, from the key map, the layer kinds and the hand-kept constraints."""
-    from ..read.source import TEXT_CONFIG_PATHS
-    from ..schema.layers import LAYER_TYPE_KINDS
 
     keymap = json.loads((data_dir("schemas") / "keymap.json").read_text(encoding="utf-8"))
     constraints = json.loads((data_dir("schemas") / "config.constraints.json").read_text(encoding="utf-8"))

@@ -20,8 +20,13 @@ from pathlib import Path
 from typing import Any
 
 from ..core.errors import SlotdiffError
+from ..core.resources import catalog_dir
+from ..cost.price import _deltas as cost_deltas
+from ..read.source import catalog, read_bytes
 from ..render import fmt
-from .document import Document, KeyPath, key_path
+from ..slots.differ import diff_fills, key_changes
+from .budgets import COST_FAILURES
+from .document import Document, KeyPath, key_path, read
 from .registry import Hit, rule
 
 # ----------------------------------------------------------------------------- git
@@ -93,8 +98,6 @@ def changed_files(rev: str, cwd: Path | None = None) -> list[str]:
 
 def baseline_document(spec: str, root: Path, source: str = "policy") -> Document:
     """The policy's baseline: a path relative to the policy file, or a bundled catalog id."""
-    from ..read.source import catalog, read_bytes
-    from .document import read
 
     path = (root / spec).expanduser()
     if path.is_file():
@@ -102,7 +105,6 @@ def baseline_document(spec: str, root: Path, source: str = "policy") -> Document
     entry = catalog().get(spec.lower())
     if entry is None:
         raise SlotdiffError(source, f"baseline {spec!r} is neither a file nor a bundled catalog repo id")
-    from ..core.resources import catalog_dir
 
     file = catalog_dir() / entry.file
     return Document(entry.repo_id, read_bytes(file, spec), str(file))
@@ -148,9 +150,6 @@ def _hybrid(base: Document, new: Document, top_keys: set[str], text_path: tuple[
 
 
 def _deltas(new_doc: Document, base_doc: Document, workload: Any) -> Mapping[str, Any] | None:
-    from ..cost.price import _deltas as cost_deltas
-    from .budgets import COST_FAILURES
-
     try:
         return cost_deltas(new_doc.cost(workload), base_doc.cost(workload))
     except (*COST_FAILURES, AssertionError):
@@ -166,7 +165,6 @@ def slot_changes(cx: Any) -> list[SlotChange]:
     new, base = cx.doc, cx.base
     if base is None or base.data is None or base.arch is None or new.arch is None:
         return out
-    from ..slots.differ import diff_fills, key_changes
 
     text_path = new.text_path
     facets = [d for d in diff_fills(base.fills, new.fills) if d.status != "same"]

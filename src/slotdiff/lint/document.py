@@ -16,9 +16,14 @@ from pathlib import Path
 from typing import Any
 
 from ..core.errors import SlotdiffError
+from ..cost.price import cost_of
 from ..read.jsonpos import JSONInputError, Parsed, check_limits, decode, parse, parse_int
-from ..read.source import RawConfig
+from ..read.source import RawConfig, read_bytes
 from ..schema.arch import UNKNOWN, Architecture, Value
+from ..schema.build import build
+from ..schema.keymap import keymap
+from ..schema.resolver import Resolver
+from ..slots.fills import fill_slots
 
 KeyPath = tuple[str | int, ...]
 
@@ -125,9 +130,6 @@ class Document:
 
     @cached_property
     def _built(self) -> tuple[Architecture | None, Any, SlotdiffError | None]:
-        from ..schema.keymap import build
-        from ..slots.fills import fill_slots
-
         # Fills are part of the build: reading them refuses what the schema layer lets
         # through (an unknown dtype, a broken quantization_config), and a rule that needs
         # the architecture may rely on its fills.
@@ -154,7 +156,6 @@ class Document:
         """
         if self.arch is not None:
             return self.arch.fields
-        from ..schema.keymap import Resolver, keymap
 
         res = Resolver(self.raw)
         for name in keymap()["fields"]:
@@ -198,8 +199,6 @@ class Document:
     def cost(self, workload: Any) -> Any:
         """The cost pass under ``workload`` (cached per workload); raises SlotdiffError."""
         if workload not in self._costs:
-            from ..cost.price import cost_of
-
             assert self.arch is not None
             self._costs[workload] = cost_of(self.arch, workload)
         return self._costs[workload]
@@ -207,6 +206,5 @@ class Document:
 
 def read(path: Path, name: str) -> Document:
     """Read a file for linting; SlotdiffError when it cannot be read at all."""
-    from ..read.source import read_bytes
 
     return Document(name, read_bytes(path, name), str(path))

@@ -15,6 +15,7 @@ from typing import Any
 
 from ..core.errors import SlotdiffError
 from ..core.printable import one_line
+from ..read.jsonpos import dotted
 from . import budgets, diffmode, rules  # noqa: F401  (importing registers the rules)
 from .document import Document, KeyPath, read
 from .policy import Policy
@@ -94,8 +95,6 @@ def _stage_ok(needs: str, cx: FileContext) -> bool:
 
 
 def _dotted(where: KeyPath) -> str | None:
-    from ..read.jsonpos import dotted
-
     return dotted(where) if where else None
 
 

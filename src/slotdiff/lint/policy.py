@@ -17,6 +17,9 @@ from pathlib import Path
 from typing import Any
 
 from ..core.errors import SlotdiffError
+from ..core.resources import load_schema_file
+from ..cost.workload import Workload
+from ..slots.fills import slot_table
 from .registry import is_selected, table, valid_selector
 
 POLICY_FILE = ".slotdiff.toml"
@@ -89,8 +92,6 @@ class Policy:
         return _enabled(self.select, self.ignored_for(path))
 
     def make_workload(self) -> Any:
-        from ..cost.workload import Workload
-
         w = self.workload
         return Workload(
             gpu=w.get("gpu", "h100-sxm"),
@@ -162,8 +163,6 @@ def from_mapping(data: Mapping[str, Any], source: str, root: Path, where: str = 
     """Validate a policy table and turn it into a Policy; SlotdiffError (exit 2) when it is wrong."""
     from jsonschema import Draft202012Validator
 
-    from ..core.resources import load_schema_file
-
     label = f"{source} {where}".strip()
     errors = sorted(
         Draft202012Validator(load_schema_file("policy.schema.json")).iter_errors(data),
@@ -195,8 +194,6 @@ def from_mapping(data: Mapping[str, Any], source: str, root: Path, where: str = 
         raise SlotdiffError(label, f"budgets: cannot read {err.args[0]!r} as a quantity") from err
     facets_used = [*data.get("forbid-changes", []), *data.get("allowed-fills", {})]
     if facets_used:
-        from ..slots.fills import slot_table
-
         known = {f.id for f in slot_table()} | {"dims"}
         for facet in facets_used:
             if facet not in known:

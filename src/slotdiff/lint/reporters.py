@@ -13,6 +13,8 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+from .. import __version__
+from ..read.jsonpos import strict
 from .registry import by_code, table
 
 SARIF_LEVEL = {"error": "error", "warning": "warning", "info": "note"}
@@ -47,7 +49,6 @@ def to_json(run: Any) -> str:
         "exit_code": run.exit_code,
         "diagnostics": [_diag_dict(d) for d in run.diagnostics],
     }
-    from ..read.jsonpos import strict
 
     # A diff-mode diagnostic carries raw config values, which may be NaN or Infinity.
     return json.dumps(strict(data), indent=2, ensure_ascii=False, allow_nan=False, default=str) + "\n"
@@ -59,8 +60,6 @@ def _uri(path: str) -> str:
 
 
 def to_sarif(run: Any) -> str:
-    from .. import __version__
-
     rules = list(table())
     index = {r.code: i for i, r in enumerate(rules)}
     results = [

@@ -11,7 +11,13 @@ from collections.abc import Iterator, Mapping
 from functools import cache
 from typing import Any
 
+from ..core.resources import load_schema_file
 from ..read.jsonpos import dotted
+from ..read.source import custom_code as refs_of
+from ..read.source import custom_code_text
+from ..schema.keymap import keymap, known_keys, known_model_types, transformers_defaults
+from ..schema.resolver import Resolver
+from .configschema import validator
 from .document import KeyPath, key_path
 from .registry import Hit, Pos, params, rule
 
@@ -32,7 +38,6 @@ _SCHEMA_MESSAGE_CAP = 160
 @rule("SD102")
 def schema(cx: Any) -> Iterator[Hit]:
     """Types, ranges and enumerations from schemas/config.schema.json."""
-    from .configschema import validator
 
     errors = list(validator().iter_errors(cx.doc.data))
     if not errors:
@@ -82,8 +87,6 @@ def duplicate_key(cx: Any) -> Iterator[Hit]:
 @cache
 def _known_keys() -> frozenset[str]:
     """Keys some transformers config class or slotdiff's key map knows."""
-    from ..core.resources import load_schema_file
-    from ..schema.keymap import known_keys
 
     return frozenset(load_schema_file("config_keys.json")["keys"]) | known_keys()
 
@@ -91,7 +94,6 @@ def _known_keys() -> frozenset[str]:
 @cache
 def _read_keys() -> Mapping[int, tuple[str, ...]]:
     """Keys slotdiff reads (the key map's aliases) by length: what a misspelling is matched to."""
-    from ..schema.keymap import keymap, known_keys
 
     by_length: dict[int, list[str]] = {}
     for key in sorted(known_keys() - set(keymap()["ignored"])):
@@ -203,7 +205,6 @@ def _name(doc: Any, field: str) -> str:
     path = doc.key_of(field)
     if path:
         return str(path[-1])
-    from ..schema.keymap import keymap
 
     return keymap()["fields"][field]["aliases"][0]
 
@@ -302,8 +303,6 @@ def mla_partial(cx: Any) -> Iterator[Hit]:
 @cache
 def _model_types() -> frozenset[str]:
     """Model types transformers has (config_keys.json) or slotdiff has a key-map file for."""
-    from ..core.resources import load_schema_file
-    from ..schema.keymap import known_model_types
 
     return frozenset(load_schema_file("config_keys.json")["model_types"]) | known_model_types()
 
@@ -332,7 +331,6 @@ def _present(doc: Any, field: str) -> bool:
 @rule("SD116", needs="values")
 def model_type_mismatch(cx: Any) -> Iterator[Hit]:
     """A misspelled model_type, or fields for a feature its class does not have."""
-    from ..schema.keymap import Resolver, transformers_defaults
 
     doc = cx.doc
     for path, mt, best in _unknown_model_types(cx):
@@ -368,7 +366,6 @@ def _suggest(doc: Any, fields: list[str]) -> str:
     Best: a name sharing a stem with the current model_type (qwen3 → qwen3_moe), then one
     slotdiff has a key-map file for, then the largest overlap of keys with the file.
     """
-    from ..schema.keymap import Resolver, known_model_types, transformers_defaults
 
     res = Resolver(doc.raw)
     mine = set(doc.text_config)
@@ -400,8 +397,6 @@ def unknown_model_type(cx: Any) -> Iterator[Hit]:
 @rule("SD206")
 def custom_code(cx: Any) -> Iterator[Hit]:
     """auto_map names code transformers would import; report it, never follow it."""
-    from ..read.source import custom_code as refs_of
-    from ..read.source import custom_code_text
 
     for prefix, scope in _scopes(cx):
         refs = refs_of(scope)
@@ -414,8 +409,6 @@ def custom_code(cx: Any) -> Iterator[Hit]:
 
 
 def _transformers_version() -> str:
-    from ..core.resources import load_schema_file
-
     return str(load_schema_file("config_keys.json").get("transformers_version", ""))
 
 

@@ -22,6 +22,8 @@ from functools import cache
 from types import SimpleNamespace
 from typing import TypeVar
 
+from .jsonpos import MAX_BYTES
+
 T = TypeVar("T")
 
 # Hub repo ids: "name" (legacy) or "org/name"; letters, digits, "-", "_", ".".
@@ -170,8 +172,6 @@ def download_config(
     import huggingface_hub
     from huggingface_hub import constants
 
-    from .jsonpos import MAX_BYTES
-
     if constants.HF_HUB_OFFLINE or os.environ.get("HF_HUB_OFFLINE", "") in ("1", "true", "True"):
         cached = _cached(repo_id, revision)
         if cached:
@@ -312,7 +312,6 @@ class ConfigFile:
         """The bytes, read from ``path`` (with the size cap) when not held."""
         if self.data is not None or self.path is None:
             return self.data
-        from .jsonpos import MAX_BYTES
 
         size = os.path.getsize(self.path)
         if size > MAX_BYTES:
@@ -351,7 +350,6 @@ def _get(url: str, *, timeout: float, token: str | bool | None, size: int | None
     commit and etag come from the answer's headers (the first hop's, for an LFS redirect,
     which httpx follows without the token when it leaves the Hub's origin).
     """
-    from .jsonpos import MAX_BYTES
 
     hf = _hf()
     headers = hf.build_hf_headers(token=token)
@@ -418,8 +416,6 @@ def fetch_config(
     if not looks_like_repo_id(repo_id):
         raise HubFailure("not_found", f"{repo_id!r} is not a valid repo id")
     import huggingface_hub
-
-    from .jsonpos import MAX_BYTES
 
     retrier = retrier or Retrier()
     budget = retrier.budget()

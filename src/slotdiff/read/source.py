@@ -17,7 +17,8 @@ from typing import Any
 from ..core.errors import SlotdiffError
 from ..core.printable import one_line
 from ..core.resources import catalog_dir
-from .jsonpos import JSONInputError, Parsed, parse
+from .hub import HubFailure, download_config, looks_like_repo_id
+from .jsonpos import MAX_BYTES, JSONInputError, Parsed, parse
 
 # Keys under which multimodal / composite configs keep their language model, in the order
 # they are tried; a value is a path of keys (thinker_config nests once more).
@@ -154,8 +155,6 @@ def read_bytes(path: Path, name: str) -> bytes:
     """
     import stat
 
-    from .jsonpos import MAX_BYTES
-
     try:
         info = path.stat()
         if stat.S_ISDIR(info.st_mode):
@@ -235,7 +234,6 @@ def resolve(spec: str, revision: str | None = None) -> RawConfig:
     path = Path(spec).expanduser()
     if path.exists():
         return from_file(path, spec)
-    from .hub import HubFailure, download_config, looks_like_repo_id
 
     if not looks_like_repo_id(spec):
         raise SlotdiffError(spec, "no such file, and not a Hub repo id (org/name)")

@@ -1,33 +1,26 @@
 """Renderers: turn a Report into terminal tables, Markdown or JSON.
 
-``REPORTER_BY_NAME`` is the one table the CLI's ``--format`` choices come from.
+``REPORTER_BY_NAME`` is the one table the CLI's ``--format`` choices come from. Each
+renderer's module is imported when it is first used, so JSON output never loads rich.
 """
 
 from __future__ import annotations
 
-import json
+import importlib
 from collections.abc import Callable
 from typing import Any
 
-
-def to_json(report: Any) -> str:
-    return json.dumps(report.to_dict(), indent=2, ensure_ascii=False, allow_nan=False, default=str) + "\n"
-
-
-def to_markdown(report: Any) -> str:
-    from .markdown import render
-
-    return render(report)
+# format name → module of this package with ``render(report) -> str``
+RENDERER_MODULES: dict[str, str] = {"table": "terminal", "json": "json_report", "markdown": "markdown"}
 
 
-def to_table(report: Any) -> str:
-    from .terminal import render
+def _lazy(module: str) -> Callable[[Any], str]:
+    def render(report: Any) -> str:
+        return importlib.import_module(f"{__name__}.{module}").render(report)
 
-    return render(report)
+    return render
 
 
 REPORTER_BY_NAME: dict[str, Callable[[Any], str]] = {
-    "table": to_table,
-    "json": to_json,
-    "markdown": to_markdown,
+    name: _lazy(module) for name, module in RENDERER_MODULES.items()
 }

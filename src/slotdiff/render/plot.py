@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import Any
 
 from ..core.errors import SlotdiffError
+from ..core.files import atomic_write
 from ..schema.precision import dtype_label
 from .deploy import display_name
 
@@ -40,7 +41,6 @@ def _figure(width: float, height: float) -> Any:
 
 def save(fig: Any, path: Path) -> None:
     """Write the figure atomically (a killed run leaves the previous plot intact)."""
-    from ..core.files import atomic_write
 
     fmt = path.suffix.lower().lstrip(".") or "png"
     atomic_write(path, lambda fh: fig.savefig(fh, format=fmt))

@@ -19,19 +19,21 @@ from typing import Any
 
 from ..core.errors import SlotdiffError
 from ..read.hub import HubFailure, Retrier, RetryPolicy, fetch_config, looks_like_repo_id
+from ..read.jsonpos import JSONInputError
 from .listing import (
     NOT_LM_PIPELINES,
     Listed,
     Lister,
     Query,
     describe_listing_error,
+    from_iso,
     iso,
     list_models,
     parse_since,
 )
 from .pool import DeadlinePool, Outcome
 from .state import ScanState
-from .verdict import VERDICTS, Knowledge, NotALanguageModel, Record, analyze_config, judge, skipped
+from .verdict import NEW, VERDICTS, Knowledge, NotALanguageModel, Record, analyze_config, judge, skipped
 
 
 @dataclass(frozen=True)
@@ -89,8 +91,6 @@ class ScanResult:
 
     @property
     def new(self) -> list[Record]:
-        from .verdict import NEW
-
         return [r for r in self.records if r.verdict in NEW]
 
 
@@ -166,8 +166,6 @@ class _Examiner:
     def classify(
         self, listed: Listed, data: bytes, digest: str, facts: dict[str, Any], prev: dict[str, Any] | None
     ) -> Record:
-        from ..read.jsonpos import JSONInputError
-
         with self._lock:
             analysis = self._memo.get(digest)
         try:
@@ -273,8 +271,6 @@ def run_scan(
     cur = state.current
     assert cur is not None
     if resumed:
-        from .listing import from_iso
-
         query = replace(query, since=from_iso(cur["since"]) or since)
     result = ScanResult(
         scan_id=cur["id"],

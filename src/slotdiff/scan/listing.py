@@ -16,6 +16,7 @@ from datetime import UTC, datetime, timedelta
 from typing import Any
 
 from ..core.errors import UsageError
+from ..read.hub import _describe
 
 # Fields asked of the listing: dates to cut at --since, the commit sha (an unchanged repo
 # needs no request at all), popularity for the report, the tags that decide "not an LM".
@@ -243,7 +244,6 @@ def describe_listing_error(err: BaseException) -> str:
 
     if isinstance(err, json.JSONDecodeError):
         return f"the Hub's model list was not valid JSON ({err.msg} at line {err.lineno})"
-    from ..read.hub import _describe
 
     try:
         fail = _describe(err, "(listing)", None)

@@ -10,6 +10,7 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
+from ..read.hub import looks_like_repo_id
 from .listing import iso
 from .verdict import NEW, SKIP_REASONS, TITLES, VERDICTS, Record
 
@@ -159,8 +160,6 @@ def _code(text: Any) -> str:
 
 
 def _link(repo: str, base: str) -> str:
-    from ..read.hub import looks_like_repo_id
-
     if not looks_like_repo_id(repo):
         return _code(repo)
     return f"[{_md(repo)}]({base.rstrip('/')}/{repo})"

@@ -27,7 +27,12 @@ from functools import cache
 from pathlib import Path
 from typing import Any
 
+from ..analysis.analyze import load
 from ..core.errors import SlotdiffError
+from ..core.resources import data_dir
+from ..read.jsonpos import JSONInputError, parse
+from ..read.source import RawConfig, catalog, from_catalog
+from ..schema.keymap import known_keys, known_model_types, transformers_defaults
 from ..slots.classify import (
     Family,
     Fingerprint,
@@ -38,6 +43,7 @@ from ..slots.classify import (
 )
 from ..slots.classify import label as class_label
 from ..slots.classify import nearest as nearest_family
+from ..slots.fills import articles, slot_table
 from .listing import Listed
 
 VERDICTS = (
@@ -185,9 +191,6 @@ class NotALanguageModel(Exception):
 
 def analyze_config(data: bytes, name: str) -> Analysis:
     """Parse and classify config bytes; raises JSONInputError, NotALanguageModel or SlotdiffError."""
-    from ..analysis.analyze import load
-    from ..read.jsonpos import JSONInputError, parse
-    from ..read.source import RawConfig
 
     parsed = parse(data, with_positions=False)  # positions are for diagnostics; a scan has none
     if not isinstance(parsed.value, dict):
@@ -211,8 +214,6 @@ def analyze_config(data: bytes, name: str) -> Analysis:
 @cache
 def _exemplar(repo_id: str) -> tuple[str, dict[str, Any], tuple[str, ...]] | None:
     """(fingerprint id, sizes, unknown keys) of a bundled catalog config; None if not bundled."""
-    from ..analysis.analyze import load
-    from ..read.source import catalog, from_catalog
 
     if repo_id.lower() not in catalog():
         return None
@@ -271,8 +272,6 @@ class Knowledge:
         folder: str | Path | None,
         state: Any = None,
     ) -> Knowledge:
-        from ..schema.keymap import known_keys, known_model_types, transformers_defaults
-
         fams = families(folder)
         types = set(known_model_types()) | {k for k in transformers_defaults() if not k.startswith("_")}
         for fam in fams:
@@ -285,7 +284,6 @@ class Knowledge:
             keys.update(state.keys)
         know = cls(fams, seen, frozenset(types), frozenset(keys))
         # Sizes recorded in a family file (the proposals a scan writes carry them).
-        from ..core.resources import data_dir
 
         for path in sorted(Path(folder or data_dir("fingerprints")).glob("*.json")):
             data = json.loads(path.read_text(encoding="utf-8"))
@@ -302,14 +300,10 @@ class Knowledge:
 
 @cache
 def _facet_articles() -> dict[str, str]:
-    from ..slots.fills import slot_table
-
     return {i.id: i.article for i in slot_table()}
 
 
 def _differs(differs: Sequence[str]) -> list[dict[str, str]]:
-    from ..slots.fills import articles
-
     article = _facet_articles()
     titles = articles()
     return [

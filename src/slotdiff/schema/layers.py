@@ -9,13 +9,12 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import replace
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from ..core.errors import SlotdiffError
 from .arch import LayerSpec, evolve, numbered
-
-if TYPE_CHECKING:
-    from .keymap import Resolver
+from .keymap import MISSING, lookup
+from .resolver import Resolver
 
 Rule = Callable[["Resolver", list[LayerSpec], dict[str, Any]], list[LayerSpec]]
 RULES: dict[str, Rule] = {}
@@ -38,12 +37,10 @@ def _explicit(res: Resolver, name: str) -> bool:
 
 
 def _raw(res: Resolver, key: str) -> Any:
-    from .keymap import _MISSING, lookup
-
     value = lookup(res.text, key)
-    if value is _MISSING:
+    if value is MISSING:
         value = lookup(res.defaults, key)
-    return None if value is _MISSING else value
+    return None if value is MISSING else value
 
 
 def _window(res: Resolver) -> int | None:
@@ -108,10 +105,8 @@ def layer_type_list(res: Resolver, args: dict[str, Any]) -> tuple[list[Any] | No
     key = val.keys[0] if val.keys else res.cite("layer_types")
     pattern = args.get("pattern")
     if pattern and val.how not in ("explicit", "alias"):
-        from .keymap import _MISSING, lookup
-
         raw = lookup(res.text, pattern["key"])
-        if raw is not _MISSING and raw is not None:
+        if raw is not MISSING and raw is not None:
             key = res.cite(pattern["key"])
             if not isinstance(raw, str):
                 raise SlotdiffError(res.raw.name, "expected a string of layer codes", key=key)

@@ -30,6 +30,7 @@ from typing import Any
 from ..core.resources import data_dir, load_schema_file
 from .arch import Value
 from .expr import Dialect, compiler
+from .keymap import transformers_defaults
 
 # ------------------------------------------------------------------------- expressions
 
@@ -255,7 +256,6 @@ def spec_fields(data: Mapping[str, Any], key: str | None) -> dict[str, Value]:
     vision config sits (None when absent: transformers then builds its default vision config,
     so every tower field takes the config class's default).
     """
-    from .keymap import transformers_defaults
 
     parent_type = data.get("model_type")
     parent = multimodal_types().get(str(parent_type)) if parent_type else None

@@ -12,6 +12,7 @@ from typing import Any
 from ..core.resources import load_schema_file
 from ..read.source import AUDIO_CONFIG_KEYS, VISION_CONFIG_KEYS, RawConfig
 from .arch import Value
+from .tower_spec import spec_fields
 
 
 def vision_config_key(data: Mapping[str, Any]) -> str | None:
@@ -36,7 +37,6 @@ def read_vision(raw: RawConfig) -> dict[str, Value] | None:
     Where a multimodal data file describes the model (``vision_spec``), the fields its
     tower, connector and image rule read are added, and win over the generic aliases.
     """
-    from .tower_spec import spec_fields
 
     key = vision_config_key(raw.data)
     if key is None:

@@ -20,6 +20,7 @@ from typing import Any
 from ..core.resources import data_dir
 from ..schema.arch import Architecture
 from .fills import Fill, Fills, articles, fill_slots, slot_table
+from .fills import _num as fmt
 
 
 @cache
@@ -206,8 +207,6 @@ def nearest(
 
 
 def _num(x: Any) -> str:
-    from .fills import _num as fmt
-
     return fmt(x)
 
 

@@ -12,6 +12,7 @@ from dataclasses import dataclass
 from functools import cache
 from typing import Any
 
+from ..schema.keymap import keymap
 from .fills import Fill, Fills
 
 
@@ -56,7 +57,6 @@ class KeyChange:
 @cache
 def key_facets() -> Mapping[str, str]:
     """Top-level config key → facet, from the key map's ``facet`` entries."""
-    from ..schema.keymap import keymap
 
     out: dict[str, str] = {}
     for spec in keymap()["fields"].values():

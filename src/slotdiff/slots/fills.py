@@ -15,6 +15,7 @@ from typing import Any
 
 from ..core.resources import load_schema_file
 from ..schema.arch import Architecture
+from ..schema.precision import weight_format
 
 
 @dataclass(frozen=True)
@@ -584,8 +585,6 @@ def _decoding(arch: Architecture) -> Fill:
 
 
 def _precision(arch: Architecture) -> Fill:
-    from ..schema.precision import weight_format
-
     ev = _Ev(arch)
     ev.use("dtype")
     q = arch.get("quantization_config")

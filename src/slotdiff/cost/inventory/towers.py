@@ -23,9 +23,9 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from ..schema.arch import Architecture
-from ..schema.tower_spec import ExprError, as_int, evaluate, multimodal_types, vision_types
-from .params import Tensor, Unsupported
+from ...schema.arch import Architecture
+from ...schema.tower_spec import ExprError, as_int, evaluate, multimodal_types, vision_types
+from .tensor import Tensor, Unsupported
 
 
 @dataclass(frozen=True)

@@ -1,0 +1,46 @@
+"""Read a model's config.json and say, slot by slot, what it changed relative to GPT-2 and
+Llama-3-8B, what class of architecture it is, and what each change costs."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+
+from .. import __version__
+from ..analysis.analyze import analyze
+from ..render import REPORTER_BY_NAME
+from .options import add_output_arguments, add_workload_arguments, workload_from
+
+EPILOG = """\
+examples:
+  slotdiff Qwen/Qwen3-30B-A3B                  slots, class and cost of a Hub model
+  slotdiff ./config.json --against meta-llama/Llama-3.1-8B
+  slotdiff deepseek-ai/DeepSeek-V3 --json      machine-readable (schemas/report.schema.json)
+  slotdiff meta-llama/Llama-3.1-70B --gpu h200 --batch 32 --context 32768
+  HF_HUB_OFFLINE=1 slotdiff openai/gpt-oss-20b  served from the bundled catalog offline
+
+other commands: {commands}  (slotdiff COMMAND --help)
+exit codes: 0 ok, 1 findings (lint errors, scan --fail-on-new), 2 bad input or usage
+"""
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("model", help="config.json, a folder holding one, or a Hub repo id")
+    parser.add_argument("--revision", help="Hub branch, tag or commit")
+    parser.add_argument("--against", metavar="MODEL", help="also compare with this model")
+    parser.add_argument("--no-cost", action="store_true", help="skip the cost pass")
+    parser.add_argument("--version", action="version", version=f"slotdiff {__version__}")
+    add_output_arguments(parser)
+    add_workload_arguments(parser)
+
+
+def run(args: argparse.Namespace) -> int:
+    report = analyze(
+        args.model,
+        revision=args.revision,
+        against=args.against,
+        workload=workload_from(args),
+        cost=not args.no_cost,
+    )
+    sys.stdout.write(REPORTER_BY_NAME[args.format](report))
+    return 0

@@ -1,0 +1,161 @@
+"""Tensors of the softmax-attention mixers: grouped-query attention with its family options,
+cross-attention layers, and MLA's low-rank projections."""
+
+from __future__ import annotations
+
+from ...schema.arch import LayerSpec
+from .tensor import Builder, need_int
+
+
+def attention(b: Builder, n: int, layer: LayerSpec) -> None:
+    a = b.arch
+    d, h = need_int(a, "d_model"), need_int(a, "n_heads")
+    g = layer.n_kv_heads or need_int(a, "n_kv_heads")
+    hd = layer.head_dim or need_int(a, "head_dim")
+    hv = a.get("v_head_dim") or hd
+    mod = "model.layers.0.self_attn"
+    q_out = h * hd * (2 if a.get("attn_output_gate") else 1)
+    slot = "attention"
+    if a.get("fused_qkv"):
+        b.add(
+            "attention/qkv",
+            q_out + g * hd + g * hv,
+            d,
+            n,
+            "linear",
+            f"{mod}.qkv_proj",
+            slot,
+        )
+    elif layer.kv_shared:
+        # K/V come from an earlier layer: only the query side has weights here.
+        b.add("attention/q", q_out, d, n, "linear", f"{mod}.q_proj", slot)
+    else:
+        b.add("attention/q", q_out, d, n, "linear", f"{mod}.q_proj", slot)
+        b.add("attention/k", g * hd, d, n, "linear", f"{mod}.k_proj", slot)
+        if not a.get("k_eq_v") or layer.window is not None:
+            b.add("attention/v", g * hv, d, n, "linear", f"{mod}.v_proj", slot)
+    b.add("attention/o", d, h * hv, n, "linear", f"{mod}.o_proj", slot)
+    if a.get("qkv_bias"):
+        has_v = not a.get("k_eq_v") or layer.window is not None
+        kv_bias = 0 if layer.kv_shared else g * hd + (g * hv if has_v else 0)
+        b.add(
+            "attention/qkv.bias",
+            q_out + kv_bias,
+            1,
+            n,
+            "vector",
+            f"{mod}.q_proj",
+            slot,
+        )
+    if a.get("o_bias"):
+        b.add("attention/o.bias", d, 1, n, "vector", f"{mod}.o_proj", slot)
+    kind = a.get("qk_norm_kind")
+    if a.get("qk_norm") and kind != "l2":  # an L2 QK-norm has no weights
+        # One weight per head (each head its own, or one over all heads) or one shared.
+        q_w, k_w = (h * hd, g * hd) if kind in ("full", "head_separate") else (hd, hd)
+        for suffix in ("", ".bias") if a.get("qk_norm_bias") else ("",):
+            b.add(f"attention/q_norm{suffix}", q_w, 1, n, "vector", f"{mod}.q_norm", slot)
+            if not layer.kv_shared:  # a layer reusing another's K/V has no k norm
+                b.add(f"attention/k_norm{suffix}", k_w, 1, n, "vector", f"{mod}.k_norm", slot)
+    if a.get("sinks"):
+        b.add("attention/sinks", h, 1, n, "vector", f"{mod}.sinks", slot)
+
+
+def cross_attention(b: Builder, n: int, layer: LayerSpec) -> None:
+    """Decoder cross-attention to image states already projected to the text width (Mllama).
+
+    q reads text tokens; k and v read the image states, so they run per image state, not per
+    text token, and the layer caches no text-token KV.
+    """
+    a = b.arch
+    d, h = need_int(a, "d_model"), need_int(a, "n_heads")
+    g = layer.n_kv_heads or need_int(a, "n_kv_heads")
+    hd = layer.head_dim or need_int(a, "head_dim")
+    mod = "model.layers.0.cross_attn"
+    b.add("attention/cross.q", h * hd, d, n, "linear", f"{mod}.q_proj")
+    b.add("attention/cross.k", g * hd, d, n, "linear", f"{mod}.k_proj")
+    b.add("attention/cross.v", g * hd, d, n, "linear", f"{mod}.v_proj")
+    b.add("attention/cross.o", d, h * hd, n, "linear", f"{mod}.o_proj")
+    if a.get("cross_attn_qk_norm"):
+        b.add("attention/cross.q_norm", hd, 1, n, "vector", f"{mod}.q_norm")
+        b.add("attention/cross.k_norm", hd, 1, n, "vector", f"{mod}.k_norm")
+    gates = a.get("cross_attn_gates") or 0
+    b.add("attention/cross.gates", 1, 1, gates * n, "vector", "model.layers.0.cross_attn_attn_gate")
+
+
+def mla(b: Builder, n: int, layer: LayerSpec) -> None:
+    a = b.arch
+    d, h = need_int(a, "d_model"), need_int(a, "n_heads")
+    kv_rank, rope, nope = (
+        need_int(a, "kv_lora_rank"),
+        need_int(a, "qk_rope_head_dim"),
+        need_int(a, "qk_nope_head_dim"),
+    )
+    hv = need_int(a, "v_head_dim")
+    qk = a.get("qk_head_dim") or nope + rope
+    q_rank = a.get("q_lora_rank")
+    mod = "model.layers.0.self_attn"
+    slot = "attention"
+    bias = bool(a.get("qkv_bias"))
+    if q_rank:
+        b.add("attention/q_a", q_rank, d, n, "linear", f"{mod}.q_a_proj", slot)
+        b.add("attention/q_a_norm", q_rank, 1, n, "vector", f"{mod}.q_a_layernorm", slot)
+        b.add(
+            "attention/q_b",
+            h * qk,
+            q_rank,
+            n,
+            "linear",
+            f"{mod}.q_b_proj",
+            slot,
+        )
+        if bias:
+            b.add("attention/q_a.bias", q_rank, 1, n, "vector", f"{mod}.q_a_proj", slot)
+    else:
+        b.add("attention/q", h * qk, d, n, "linear", f"{mod}.q_proj", slot)
+    b.add("attention/kv_a", kv_rank + rope, d, n, "linear", f"{mod}.kv_a_proj_with_mqa", slot)
+    b.add("attention/kv_a_norm", kv_rank, 1, n, "vector", f"{mod}.kv_a_layernorm", slot)
+    b.add("attention/kv_b", h * (nope + hv), kv_rank, n, "linear", f"{mod}.kv_b_proj", slot)
+    b.add("attention/o", d, h * hv, n, "linear", f"{mod}.o_proj", slot)
+    if bias:
+        b.add(
+            "attention/kv_a.bias",
+            kv_rank + rope,
+            1,
+            n,
+            "vector",
+            f"{mod}.kv_a_proj_with_mqa",
+            slot,
+        )
+        b.add("attention/o.bias", d, 1, n, "vector", f"{mod}.o_proj", slot)
+    if layer.sparse:
+        ih, idim = need_int(a, "index_n_heads"), need_int(a, "index_head_dim")
+        src = q_rank or d
+        b.add(
+            "attention/indexer.wq_b",
+            ih * idim,
+            src,
+            n,
+            "linear",
+            f"{mod}.indexer.wq_b",
+            slot,
+        )
+        b.add("attention/indexer.wk", idim, d, n, "linear", f"{mod}.indexer.wk", slot)
+        b.add(
+            "attention/indexer.k_norm",
+            2 * idim,
+            1,
+            n,
+            "vector",
+            f"{mod}.indexer.k_norm",
+            slot,
+        )
+        b.add(
+            "attention/indexer.weights",
+            ih,
+            d,
+            n,
+            "linear",
+            f"{mod}.indexer.weights_proj",
+            slot,
+        )

@@ -1,0 +1,148 @@
+"""Every parameter tensor of the text decoder transformers would build from a config:
+embedding, position table, each layer's mixer and FFN by kind, shared blocks, norms and
+head."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from ...schema.arch import Architecture, LayerSpec
+from .attention import attention, cross_attention, mla
+from .ffn import dense_ffn, moe, per_layer_inputs
+from .recurrent import linear_attention, mamba, short_conv
+from .tensor import Builder, Tensor, Unsupported, group_runs, need_int
+
+
+def _mixer(b: Builder, n: int, kind: str | None, layer: LayerSpec) -> None:
+    """The tensors of ``n`` sequence mixers of ``kind`` shaped like ``layer``."""
+    if kind == "attention":
+        attention(b, n, layer)
+    elif kind == "mla":
+        mla(b, n, layer)
+    elif kind == "linear_attention":
+        linear_attention(b, n, layer)
+    elif kind in ("mamba", "mamba2"):
+        mamba(b, n, 2 if kind == "mamba2" else 1)
+    elif kind == "conv":
+        short_conv(b, n)
+    elif kind == "cross_attention":
+        cross_attention(b, n, layer)
+    elif kind is not None:
+        raise Unsupported(
+            b.arch.name,
+            f"cannot count parameters of {kind} layers yet",
+            key=b.arch.key("layer_types"),
+        )
+
+
+def _shared_blocks(b: Builder, layers: tuple[LayerSpec, ...]) -> None:
+    """Weight-shared attention+MLP blocks (Zamba2), counted once per distinct block.
+
+    Each block: softmax attention whose input is ``attn_in_width`` wide (Zamba2 feeds the
+    hidden state concatenated with the original embeddings), a gated MLP, an input norm of
+    that width and a pre-FFN norm. Every use of a block adds its own LoRA-style adapters of
+    rank ``shared_adapter_rank`` (on the MLP's gate/up projection, and on q/k/v when
+    ``shared_attn_adapters``) and a d×d linear mapping the block's output into the layer.
+    The adapters are sized by ``shared_block_users`` when the config lists it (transformers
+    keeps a config's hybrid_layer_ids over the computed one).
+    """
+    users = [s for s in layers if s.shared_block is not None]
+    if not users:
+        return
+    a = b.arch
+    d = need_int(a, "d_model")
+    din = a.get("attn_in_width") or d
+    h, g = need_int(a, "n_heads"), need_int(a, "n_kv_heads")
+    hd = users[0].head_dim or need_int(a, "head_dim")
+    ff = need_int(a, "d_ff")
+    blocks = len({s.shared_block for s in users})
+    mod = "model.layers.0.shared_transformer"
+    slot = "attention"
+    b.add("attention/shared.q", h * hd, din, blocks, "linear", f"{mod}.self_attn.q_proj", slot)
+    b.add("attention/shared.k", g * hd, din, blocks, "linear", f"{mod}.self_attn.k_proj", slot)
+    b.add("attention/shared.v", g * hd, din, blocks, "linear", f"{mod}.self_attn.v_proj", slot)
+    b.add("attention/shared.o", d, h * hd, blocks, "linear", f"{mod}.self_attn.o_proj", slot)
+    dense_ffn(b, blocks, ff, "ffn", "shared_transformer.feed_forward")
+    b.norm("norms/shared.input", din, blocks, f"{mod}.input_layernorm")
+    b.norm("norms/shared.pre_ff", d, blocks, f"{mod}.pre_ff_layernorm")
+    rank = a.get("shared_adapter_rank") or 0
+    if rank:
+        # Block k keeps adapters for the slots i of the users list with i % M == k.
+        period = a.get("n_shared_blocks") or 1
+        listed = a.get("shared_block_users")
+        slots = len(listed) if isinstance(listed, list) else len(users)
+        adapters = sum(1 for i in range(slots) if i % period < blocks)
+        up = ff * (2 if a.get("ffn_gated") else 1)
+        amod = f"{mod}.feed_forward.gate_up_proj_adapter_list.0"
+        b.add("ffn/shared.adapter_a", rank, d, adapters, "linear", f"{amod}.0", "ffn")
+        b.add("ffn/shared.adapter_b", up, rank, adapters, "linear", f"{amod}.1", "ffn")
+        if a.get("shared_attn_adapters"):
+            for x in ("q", "k", "v"):
+                amod = f"{mod}.self_attn.linear_{x}_adapter_list.0"
+                b.add(f"attention/shared.{x}_adapter_a", rank, din, adapters, "linear", f"{amod}.0")
+                b.add(f"attention/shared.{x}_adapter_b", din, rank, adapters, "linear", f"{amod}.1")
+    b.add("attention/shared.linear", d, d, len(users), "linear", "model.layers.0.linear", slot)
+
+
+def _norms(b: Builder, runs: tuple[tuple[LayerSpec, int], ...]) -> None:
+    a = b.arch
+    d = need_int(a, "d_model")
+    placement = a.get("norm_placement") or "pre"
+    per_sublayer = {"pre": 1, "post": 1, "sandwich": 2, "parallel": 0, "parallel2": 1}[placement]
+    count = 0
+    for spec, n in runs:
+        sub = (spec.mixer is not None) + (spec.ffn is not None)
+        if placement == "parallel":
+            count += n
+        else:
+            count += per_sublayer * sub * n
+        if spec.ffn2 is not None:
+            count += (a.get("ffn2_norms") or 0) * n
+    b.norm("norms/layers", d, count, "model.layers.0.input_layernorm")
+
+
+def tensors(arch: Architecture) -> tuple[Tensor, ...]:
+    """Every parameter tensor of the model transformers would build from this config."""
+    b = Builder(arch)
+    d, vocab = need_int(arch, "d_model"), need_int(arch, "vocab")
+    rows = vocab + (arch.get("embed_extra_rows") or 0)  # Mllama: vocab_size + 8
+    d_embed = arch.get("d_embed") or d
+    b.add("embedding/tokens", rows, d_embed, 1, "embedding", "model.embed_tokens")
+    if d_embed != d:
+        b.add("embedding/project_in", d, d_embed, 1, "linear", "model.project_in")
+    if arch.get("embed_norm"):
+        b.norm("norms/embedding", d, 1, "model.embed_layernorm")
+    if arch.get("position") == "learned":
+        rows = need_int(arch, "max_positions") + (arch.get("position_offset") or 0)
+        b.add("position/table", rows, d, 1, "embedding", "model.embed_positions")
+    layers, runs = arch.layers, arch.layer_runs
+
+    def shape(s: LayerSpec) -> tuple[Any, ...]:
+        return (s.mixer, s.variant, s.window, s.sparse, s.n_kv_heads, s.head_dim, s.kv_shared)
+
+    for key, n, first in group_runs(runs, shape):
+        _mixer(b, n, key[0], first)
+    for kind, n, first in group_runs(runs, lambda s: s.parallel):
+        _mixer(b, n, kind, first)
+    _shared_blocks(b, layers)
+    for (ffn, width), n, _ in group_runs(runs, lambda s: (s.ffn, s.d_ff)):
+        if ffn == "dense":
+            dense_ffn(b, n, width or need_int(arch, "d_ff"))
+        elif ffn == "moe":
+            moe(b, n)
+    for ffn2, n, _ in group_runs(runs, lambda s: s.ffn2):
+        if ffn2 == "dense":
+            dense_ffn(b, n, need_int(arch, "d_ff"), module="mlps.1")
+        elif ffn2 == "moe":
+            moe(b, n)
+    per_layer_inputs(b, len(layers))
+    _norms(b, runs)
+    if arch.get("final_norm", True):
+        b.norm("norms/final", d, 1, "model.norm")
+    if d_embed != d:
+        b.add("head/project_out", d_embed, d, 1, "linear", "model.project_out")
+    if not arch.get("tie_embeddings"):
+        b.add("head/weight", vocab, d_embed, 1, "linear", "lm_head")
+    if arch.get("head_bias"):
+        b.add("head/bias", vocab, 1, 1, "vector", "lm_head")
+    return tuple(b.out)

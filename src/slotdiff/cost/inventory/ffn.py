@@ -1,0 +1,122 @@
+"""Tensors of the feed-forward sublayers: dense (gated or 2-matrix) FFNs, MoE routers with
+routed and shared experts, and per-layer input projections."""
+
+from __future__ import annotations
+
+from .tensor import Builder, need_int
+
+
+def dense_ffn(
+    b: Builder,
+    n: int,
+    width: int,
+    part: str = "ffn",
+    module: str = "mlp",
+    routed: bool = False,
+    experts: int = 1,
+    slot: str | None = None,
+) -> None:
+    a = b.arch
+    d = need_int(a, "d_model")
+    gated = bool(a.get("ffn_gated"))
+    mod = f"model.layers.0.{module}"
+    count = n * experts
+    if gated:
+        b.add(f"{part}/gate", width, d, count, "linear", f"{mod}.gate_proj", slot, routed)
+    b.add(f"{part}/up", width, d, count, "linear", f"{mod}.up_proj", slot, routed)
+    b.add(f"{part}/down", d, width, count, "linear", f"{mod}.down_proj", slot, routed)
+    bias = a.get("expert_bias") if part == "experts" else a.get("ffn_bias")
+    if bias:
+        b.add(
+            f"{part}/up.bias",
+            width * (2 if gated else 1),
+            1,
+            count,
+            "vector",
+            f"{mod}.up_proj",
+            slot,
+            routed,
+        )
+        b.add(f"{part}/down.bias", d, 1, count, "vector", f"{mod}.down_proj", slot, routed)
+
+
+def moe(b: Builder, n: int) -> None:
+    a = b.arch
+    d = need_int(a, "d_model")
+    e = need_int(a, "n_experts")
+    width = need_int(a, "d_ff_expert")
+    zero = a.get("n_zero_experts") or 0
+    mod = "model.layers.0.mlp"
+    b.add("router/weight", e + zero, d, n, "linear", f"{mod}.gate")
+    if a.get("router_bias"):
+        b.add("router/bias", e + zero, 1, n, "vector", f"{mod}.gate")
+    if a.get("router_score_bias"):
+        b.add("router/score_bias", e, 1, n, "vector", f"{mod}.gate")
+    if a.get("router_scales"):
+        # A learned input scale before the router projection and a scale per expert.
+        b.add("router/scale", d, 1, n, "vector", f"{mod}.router.scale")
+        b.add("router/expert_scale", e, 1, n, "vector", f"{mod}.router.per_expert_scale")
+    latent = a.get("moe_latent") or 0
+    if latent:
+        # Experts run in a narrower latent space: one down/up projection around them.
+        bias = bool(a.get("ffn_bias"))
+        b.add("experts/latent_in", latent, d, n, "linear", f"{mod}.fc1_latent_proj")
+        b.add("experts/latent_out", d, latent, n, "linear", f"{mod}.fc2_latent_proj")
+        if bias:
+            b.add("experts/latent_in.bias", latent, 1, n, "vector", f"{mod}.fc1_latent_proj")
+            b.add("experts/latent_out.bias", d, 1, n, "vector", f"{mod}.fc2_latent_proj")
+    # transformers' LongCat-Flash allocates gate/up rows for the zero (identity) experts too.
+    allocated = zero if a.get("zero_experts_allocated") else 0
+    expert_bank(b, n, width, e, latent or d, extra_in=allocated)
+    shared = a.get("n_shared_experts") or 0
+    shared_width = a.get("d_ff_shared")
+    if shared_width:
+        dense_ffn(b, n, shared_width, "shared_experts", "mlp.shared_experts")
+    elif shared:
+        dense_ffn(b, n, shared * width, "shared_experts", "mlp.shared_experts")
+    if a.get("shared_expert_gate") and (shared or shared_width):
+        b.add("shared_experts/gate", 1, d, n, "linear", "model.layers.0.mlp.shared_expert_gate")
+
+
+def expert_bank(b: Builder, n: int, width: int, e: int, d_in: int, extra_in: int = 0) -> None:
+    """``e`` routed experts of hidden ``width`` reading and writing ``d_in``-wide vectors;
+    ``extra_in`` more experts' worth of gate/up rows (allocated, never computed)."""
+    a = b.arch
+    gated = bool(a.get("ffn_gated"))
+    mod = "model.layers.0.mlp.experts.0"
+    up_count = n * (e + extra_in)
+    if gated:
+        b.add("experts/gate", width, d_in, up_count, "linear", f"{mod}.gate_proj", None, True)
+    b.add("experts/up", width, d_in, up_count, "linear", f"{mod}.up_proj", None, True)
+    b.add("experts/down", d_in, width, n * e, "linear", f"{mod}.down_proj", None, True)
+    if a.get("expert_bias"):
+        rows = width * (2 if gated else 1)
+        b.add("experts/up.bias", rows, 1, up_count, "vector", f"{mod}.up_proj", None, True)
+        b.add("experts/down.bias", d_in, 1, n * e, "vector", f"{mod}.down_proj", None, True)
+
+
+def per_layer_inputs(b: Builder, n_layers: int) -> None:
+    """Per-layer input embeddings (Gemma 3n/4): a packed table of ``per_layer_input`` dims
+    per layer, a projection of the hidden state into it, and per layer a gate, a projection
+    back to d and a norm."""
+    a = b.arch
+    p = a.get("per_layer_input") or 0
+    if not p:
+        return
+    d = need_int(a, "d_model")
+    rows = a.get("per_layer_vocab") or need_int(a, "vocab")
+    total = n_layers * p
+    b.add("embedding/per_layer", rows, total, 1, "embedding", "model.embed_tokens_per_layer")
+    b.add(
+        "embedding/per_layer_proj",
+        total,
+        d,
+        1,
+        "linear",
+        "model.per_layer_model_projection",
+    )
+    b.norm("norms/per_layer_proj", p, 1, "model.per_layer_projection_norm")
+    mod = "model.layers.0"
+    b.add("ffn/per_layer.gate", p, d, n_layers, "linear", f"{mod}.per_layer_input_gate")
+    b.add("ffn/per_layer.proj", d, p, n_layers, "linear", f"{mod}.per_layer_projection")
+    b.norm("norms/per_layer_input", d, n_layers, f"{mod}.post_per_layer_input_norm")

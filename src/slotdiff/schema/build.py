@@ -1,0 +1,52 @@
+"""``build``: a RawConfig through the resolver, the layer layout and the towers into one
+frozen Architecture, the schema layer's output."""
+
+from __future__ import annotations
+
+from ..core.errors import SlotdiffError
+from ..read.source import RawConfig, custom_code, custom_code_text
+from .arch import Architecture
+from .layers import counted_layers, layout
+from .resolver import resolve_all
+from .towers import read_vision
+
+
+def build(raw: RawConfig) -> Architecture:
+    """Read ``raw`` into an Architecture (dims, per-layer specs, provenance)."""
+
+    res = resolve_all(raw)
+    for required in ("d_model", "n_layers", "vocab"):
+        if not res.values[required].known or res.values[required].value is None:
+            if res.spec.get("no_" + required):
+                continue
+            if required == "n_layers" and counted_layers(res) is not None:
+                continue
+            aliases = ", ".join(res.aliases(required)[:3])
+            raise SlotdiffError(raw.name, f"missing {required} (looked for {aliases})")
+    layers = layout(res)
+    notes = list(res.notes)
+    scopes = [("auto_map", raw.data)] + ([(res.cite("auto_map"), res.text)] if raw.text_path else [])
+    for at, node in scopes:
+        refs = custom_code(node)
+        if refs:
+            notes.append(
+                f"{at} names custom code ({custom_code_text(refs)}) that transformers imports only "
+                "with trust_remote_code=True; slotdiff read this config as data and imported none of it"
+            )
+    if not res.spec:
+        notes.append(
+            f"model_type {res.model_type or '(none)'!r} is not in slotdiff's key map: "
+            "fields were read by their common names and structure facts are assumed"
+        )
+    return Architecture(
+        name=raw.name,
+        model_type=res.model_type,
+        fields=res.values,
+        layers=layers,
+        text_path=raw.text_path,
+        vision=read_vision(raw),
+        unknown_keys=res.unknown_keys(),
+        notes=tuple(notes),
+        known_model_type=bool(res.spec),
+        origin_note=raw.note,
+    )

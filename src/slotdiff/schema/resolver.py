@@ -1,0 +1,360 @@
+"""The resolver: one config's canonical fields, each from a const, a config key,
+transformers' default, a derivation or slotdiff's assumption, with its provenance, and held
+to the field's type and bounds from the key map."""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping
+from functools import cache, lru_cache
+from typing import Any
+
+from ..core.errors import SlotdiffError
+from ..read.source import RawConfig
+from .arch import UNKNOWN, Value
+from .expr import expression_names
+from .keymap import (
+    MISSING,
+    UnsupportedExpression,
+    evaluate,
+    field_spec,
+    keymap,
+    known_keys,
+    lookup,
+    model_type_spec,
+    transformers_defaults,
+)
+
+
+class _Plan:
+    """How one canonical field resolves under one model_type: everything ``_resolve`` reads
+    from the data files, looked up once and shared by every config of that model_type
+    (with the Values that do not depend on the config, which are immutable)."""
+
+    __slots__ = ("aliases", "assumed", "const", "derive", "fixed", "plain", "scope", "spec")
+
+    def __init__(self, spec: Mapping[str, Any], name: str, model_type: str) -> None:
+        field = field_spec(name)
+        own = spec.get("aliases", {}).get(name)
+        self.spec = field
+        self.aliases: tuple[str, ...] = tuple(own if own is not None else field.get("aliases", []))
+        self.plain = not any("." in a for a in self.aliases)  # top-level keys only: dict.get
+        self.derive: str | None = spec.get("derive", {}).get(name) or field.get("derive")
+        self.scope = field.get("scope")
+        fixed = f"fixed by the {model_type} implementation"
+        self.const = spec.get("const", {}).get(name, MISSING)
+        self.fixed: Value | None = None  # a const (not a $reference) or a structure fact
+        if self.const is not MISSING:
+            if not (isinstance(self.const, str) and self.const.startswith("$")):
+                self.fixed = Value(self.const, "model_type", (), fixed)
+        elif name in spec.get("structure", {}):
+            self.fixed = Value(spec["structure"][name], "model_type", (), fixed)
+        self.assumed = (
+            Value(field["default"], "assumed", (), "absent; slotdiff's default")
+            if "default" in field
+            else None
+        )
+
+
+@cache
+def _plans(model_type: str) -> dict[str, _Plan]:
+    """Plans per field for a model_type ("" for one the key map does not know), filled lazily."""
+    return {}
+
+
+@lru_cache(maxsize=512)  # model_types come from the configs read (a scan meets many)
+def _defaults(model_type: str, defaults_from: str) -> dict[str, Any]:
+    """transformers' dataclass defaults, then the model_type file's own ``defaults``."""
+    spec = model_type_spec(model_type) or {}
+    return {**transformers_defaults().get(defaults_from, {}), **spec.get("defaults", {})}
+
+
+_TYPES: dict[str, tuple[type, ...]] = {
+    "integer": (int,),
+    "number": (int, float),
+    "boolean": (bool,),
+    "string": (str,),
+    "array": (list,),
+    "object": (dict,),
+    "null": (type(None),),
+}
+
+
+def _type_error(value: Any, types: list[str]) -> str | None:
+    """Why ``value`` does not match the JSON types ``types`` (None when it does)."""
+    for t in types:
+        allowed = _TYPES[t]
+        if isinstance(value, bool) and t in ("integer", "number"):
+            continue
+        if t == "integer" and isinstance(value, float) and value.is_integer() and math.isfinite(value):
+            return None  # 4096.0 is an integer for every config loader in use
+        if isinstance(value, allowed):
+            return None
+    shown = repr(value) if not isinstance(value, str) else f'the string "{value}"'
+    if len(shown) > 40:
+        shown = shown[:37] + "..."
+    want = " or ".join(
+        {
+            "integer": "an integer",
+            "number": "a number",
+            "boolean": "true/false",
+            "string": "a string",
+            "array": "an array",
+            "object": "an object",
+            "null": "null",
+        }[t]
+        for t in types
+    )
+    return f"expected {want}, got {shown}"
+
+
+@cache
+def _int_bounds(name: str) -> tuple[float, float, bool] | None:
+    """(low, high, low excluded) when a plain int is acceptable for ``name`` by type, else None."""
+    spec = field_spec(name)
+    types = spec.get("type")
+    types = [types] if isinstance(types, str) else list(types or ())
+    if not ({"integer", "number"} & set(types)) or "enum" in spec:
+        return None
+    low, high = spec.get("minimum"), spec.get("maximum")
+    return (
+        -math.inf if low is None else low,
+        math.inf if high is None else high,
+        bool(spec.get("exclusiveMinimum")),
+    )
+
+
+def _plain_int_ok(name: str, value: int) -> bool:
+    """True when ``value`` (an int) passes every check of field ``name``: the fast path of _check."""
+    bounds = _int_bounds(name)
+    if bounds is None:
+        return False
+    low, high, excluded = bounds
+    return (low < value or (value == low and not excluded)) and value <= high
+
+
+class Resolver:
+    """Resolve canonical fields for one config; remembers provenance and errors."""
+
+    def __init__(self, raw: RawConfig) -> None:
+        self.raw = raw
+        self.text = raw.text
+        self.prefix = ".".join(raw.text_path)
+        self.model_type = str(self.text.get("model_type") or raw.data.get("model_type") or "")
+        self.spec = model_type_spec(self.model_type) or {}
+        if not self.spec and raw.text_path:
+            # A nested text config without its own model_type: the parent's default text type.
+            parent = transformers_defaults().get(str(raw.data.get("model_type")), {})
+            sub = parent.get("_text_model_type")
+            if sub and not self.text.get("model_type"):
+                self.model_type = sub
+                self.spec = model_type_spec(sub) or {}
+        # transformers' dataclass defaults, then what the config class's __post_init__ sets
+        # when a key is absent (a model_type file's "defaults", e.g. a popped kwarg's default
+        # or a computed default layer list), which the dataclass fields cannot show.
+        # Shared by every config of this model_type: read, never written.
+        self.defaults = _defaults(self.model_type, self.spec.get("defaults_from", self.model_type))
+        self.values: dict[str, Value] = {}
+        self.notes: list[str] = []
+        self.layer_types_applied = False
+        self._plans = _plans(self.model_type if self.spec else "")
+
+    def cite(self, key: str) -> str:
+        return f"{self.prefix}.{key}" if self.prefix else key
+
+    def key_of(self, name: str) -> str:
+        """The config key to cite for canonical field ``name``."""
+        val = self.resolve(name)
+        return val.keys[0] if val.keys else self.cite(self.aliases(name)[0] if self.aliases(name) else name)
+
+    def field_spec(self, name: str) -> dict[str, Any]:
+        return field_spec(name)
+
+    def _check(self, name: str, key: str, value: Any) -> Any:
+        """``value`` held to field ``name``'s JSON type, bounds and enum (SlotdiffError citing ``key``)."""
+        spec = self.field_spec(name)
+        types = spec.get("type")
+        if types is None or value is None:
+            return value
+        if type(value) is int and _plain_int_ok(name, value):
+            return value  # the common case, decided without building the messages
+        types = [types] if isinstance(types, str) else list(types)
+        why = _type_error(value, types)
+        if why:
+            raise SlotdiffError(self.raw.name, why, key=key)
+        if isinstance(value, float) and not math.isfinite(value):
+            raise SlotdiffError(self.raw.name, f"must be finite, got {value}", key=key)
+        if "integer" in types and isinstance(value, float):
+            value = int(value)
+        if isinstance(value, list) and "items" in spec:
+            for i, item in enumerate(value):
+                why = _type_error(item, [spec["items"]])
+                if why:
+                    raise SlotdiffError(self.raw.name, why, key=f"{key}[{i}]")
+        if isinstance(value, (int, float)) and not isinstance(value, bool):
+            low = spec.get("minimum")
+            if low is not None and (value < low or (spec.get("exclusiveMinimum") and value == low)):
+                raise SlotdiffError(
+                    self.raw.name,
+                    f"must be > {low}, got {value}"
+                    if spec.get("exclusiveMinimum")
+                    else f"must be >= {low}, got {value}",
+                    key=key,
+                )
+            high = spec.get("maximum")
+            if high is not None and value > high:
+                raise SlotdiffError(self.raw.name, f"must be <= {high}, got {value}", key=key)
+        if "enum" in spec and value not in spec["enum"]:
+            raise SlotdiffError(self.raw.name, f"must be one of {spec['enum']}", key=key)
+        return value
+
+    def plan(self, name: str) -> _Plan:
+        plan = self._plans.get(name)
+        if plan is None:
+            plan = self._plans[name] = _Plan(self.spec, name, self.model_type)
+        return plan
+
+    def aliases(self, name: str) -> list[str]:
+        return list(self.plan(name).aliases)
+
+    def resolve(self, name: str) -> Value:
+        """Resolve one field: const → config key → transformers default → derive → assumed."""
+        values = self.values
+        known = values.get(name)
+        if known is not None:
+            return known
+        values[name] = UNKNOWN  # guard against derivation cycles
+        plan = self._plans.get(name) or self.plan(name)
+        val = plan.fixed if plan.fixed is not None else self._resolve(name, plan)
+        values[name] = val
+        return val
+
+    def _resolve(self, name: str, plan: _Plan) -> Value:
+        derive, aliases = plan.derive, plan.aliases
+        if plan.const is not MISSING:  # "$other": the value of another field
+            return self.resolve(plan.const[1:])
+        scopes = [self.text]
+        nested = plan.scope is not None and self.raw.text_path
+        if nested and plan.scope == "text_then_top":
+            scopes.append(self.raw.data)
+        if nested and plan.scope == "top_then_text":
+            # A composite model's own config decides (transformers ties the head of
+            # ...ForConditionalGeneration by the top-level tie_word_embeddings).
+            scopes.insert(0, self.raw.data)
+            parent = transformers_defaults().get(str(self.raw.data.get("model_type")), {})
+            for alias in aliases:
+                if (
+                    lookup(self.text, alias) is MISSING
+                    and lookup(parent, alias) is not MISSING
+                    and lookup(self.raw.data, alias) is MISSING
+                ):
+                    value = self._check(name, alias, lookup(parent, alias))
+                    return Value(
+                        value,
+                        "default",
+                        (alias,),
+                        f"absent; transformers' default for {self.raw.data.get('model_type')}",
+                    )
+        for scope in scopes:
+            plain = plan.plain and type(scope) is dict
+            for i, alias in enumerate(aliases):
+                found = scope.get(alias, MISSING) if plain else lookup(scope, alias)
+                if found is MISSING:
+                    continue
+                cited = self.cite(alias) if scope is self.text else alias
+                value = self._check(name, cited, found)
+                how = "explicit" if i == 0 else "alias"
+                if value is None and derive:
+                    derived = self._derive(name, derive)
+                    if derived is not None:
+                        return Value(derived, "derived", (cited,), f"{alias} is null; {derive}")
+                return Value(value, how, (cited,))
+        defaults = self.defaults
+        for alias in aliases:
+            found = defaults.get(alias, MISSING) if plan.plain else lookup(defaults, alias)
+            if found is not MISSING:
+                value = self._check(name, self.cite(alias), found)
+                if value is None and derive:
+                    derived = self._derive(name, derive)
+                    if derived is not None:
+                        return Value(derived, "derived", (), derive)
+                return Value(
+                    value,
+                    "default",
+                    (self.cite(alias),),
+                    f"absent; transformers' default for {self.model_type}",
+                )
+        if derive:
+            derived = self._derive(name, derive)
+            if derived is not None:
+                return Value(derived, "derived", (), derive)
+        return plan.assumed or UNKNOWN
+
+    def _derive(self, name: str, expr: str) -> Any:
+        """``expr`` evaluated, then held to ``name``'s type and bounds like a written value.
+
+        Derivations read fields the key map does not type (a family's local switches), so
+        a bad value surfaces here; the error cites the config key the expression read.
+        """
+        value = self.evaluate(expr)
+        if isinstance(value, float) and value.is_integer() and self.field_spec(name).get("type") == "integer":
+            value = int(value)
+        return self._check(name, self._expr_key(expr), value)
+
+    def _expr_key(self, expr: str) -> str:
+        """The config key an expression's value came from (its first name read from a key)."""
+        for n in sorted(expression_names(expr)):
+            val = self.values.get(n)
+            if val is not None and val.keys:
+                return val.keys[0]
+        return self.cite(sorted(expression_names(expr))[0]) if expression_names(expr) else expr
+
+    def evaluate(self, expr: str, extra: Mapping[str, Any] | None = None) -> Any:
+        """Evaluate ``expr`` over resolved canonical fields (and ``extra`` names)."""
+        extra = extra or {}
+        env = {n: extra[n] if n in extra else self.resolve(n).value for n in expression_names(expr)}
+        try:
+            return evaluate(expr, env)
+        except UnsupportedExpression:
+            raise  # the data file's mistake, not the config's
+        except (ArithmeticError, TypeError, ValueError) as err:  # values the config wrote
+            raise SlotdiffError(
+                self.raw.name, f"cannot work out {expr}: {err}", key=self._expr_key(expr)
+            ) from err
+
+    def unknown_keys(self) -> tuple[str, ...]:
+        known = known_keys()
+        return tuple(self.cite(k) for k in self.text if k not in known)
+
+
+def resolve_all(raw: RawConfig) -> Resolver:
+    """Resolve every canonical and structure field of ``raw``."""
+    res = Resolver(raw)
+    km = keymap()
+    for name in km["fields"]:
+        res.resolve(name)
+    for name in km["structure"]:
+        res.resolve(name)
+    for name in res.spec.get("const", {}):
+        res.resolve(name)
+    res.values["unsupported"] = _unsupported(res)
+    return res
+
+
+def _unsupported(res: Resolver) -> Value:
+    """A structure the config names that the model_type's implementation does not build.
+
+    A model_type file's ``unsupported`` list holds ``{"key": ..., "reason": ...}``: when the
+    key is present and truthy the config describes something (remote code, a newer variant)
+    whose tensors slotdiff cannot verify, so parameter counting refuses with that reason.
+    """
+    hits = [
+        (item["key"], item["reason"])
+        for item in res.spec.get("unsupported", [])
+        if lookup(res.text, item["key"]) not in (MISSING, None, False, 0)
+    ]
+    if not hits:
+        return Value(None, "model_type")
+    keys = tuple(res.cite(k) for k, _ in hits)
+    reasons = "; ".join(dict.fromkeys(r for _, r in hits))
+    return Value(reasons, "explicit", keys, reasons)

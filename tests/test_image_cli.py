@@ -1,4 +1,4 @@
-"""`slotdiff image`: the command around images.py (its rules are checked in test_images.py)."""
+"""`slotdiff image`: the command around cost/images.py (its rules are checked in test_images.py)."""
 
 from __future__ import annotations
 

@@ -33,7 +33,8 @@ from huggingface_hub.utils import disable_progress_bars
 from slotdiff.analysis.analyze import load
 from slotdiff.cli import main
 from slotdiff.core.errors import SlotdiffError
-from slotdiff.read.hub import HubFailure, Retrier, RetryPolicy
+from slotdiff.read.hub_errors import HubFailure
+from slotdiff.read.retry import Retrier, RetryPolicy
 from slotdiff.scan.engine import ScanOptions, run_scan
 from slotdiff.scan.pool import DeadlinePool
 from slotdiff.scan.report import render_markdown, render_terminal, to_dict
@@ -961,11 +962,11 @@ def test_retrier_cancel_ends_a_wait_at_once() -> None:
 
 def test_raw_transport_errors_become_failures() -> None:
     r = Retrier(RetryPolicy(attempts=2, backoff=0.01))
-    from slotdiff.read.hub import _describe
+    from slotdiff.read.hub_errors import describe_failure
 
     def broken() -> None:
         raise httpx2.RemoteProtocolError("peer closed connection without sending complete message body")
 
     with pytest.raises(HubFailure) as err:
-        r.call(broken, lambda e: _describe(e, "a/b", None), r.budget())
+        r.call(broken, lambda e: describe_failure(e, "a/b", None), r.budget())
     assert err.value.kind == "network" and "complete message body" in err.value.reason

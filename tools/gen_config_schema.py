@@ -1,7 +1,7 @@
 """Regenerate schemas/config.schema.json from the key map and schemas/config.constraints.json.
 
 Run after changing schemas/keymap.json, a schemas/model_types file, the layer kinds in
-src/slotdiff/layers.py, or the constraints file (tests/test_lint_data.py fails until you do):
+src/slotdiff/schema/layer_rules.py, or the constraints file (tests/test_lint_data.py fails until you do):
 
     PYTHONPATH=src python tools/gen_config_schema.py
 """

@@ -21,7 +21,8 @@ from ..schema.arch import Architecture
 from ..schema.build import build
 from ..slots.classify import classify
 from ..slots.differ import facet_status
-from ..slots.fills import Fills, fill_slots, slot_table
+from ..slots.fill import Fills, slot_table
+from ..slots.fills import fill_slots
 from .report import FacetReport, Report, SourceInfo
 
 BASELINES = {"gpt2": "openai-community/gpt2", "llama": "meta-llama/Meta-Llama-3-8B"}

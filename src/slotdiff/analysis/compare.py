@@ -12,7 +12,7 @@ from ..cost.price import _deltas, cost_of
 from ..read.jsonpos import strict
 from ..slots.classify import Classification, classify
 from ..slots.differ import FacetDiff, KeyChange, diff_fills, key_changes
-from ..slots.fills import slot_table
+from ..slots.fill import slot_table
 from .analyze import Model, load
 
 Source = str | Path | Mapping[str, Any] | Model

@@ -11,7 +11,7 @@ from typing import Any
 
 from ..read.jsonpos import strict
 from ..schema.arch import Architecture
-from ..slots.fills import FacetInfo, Fill, articles
+from ..slots.fill import FacetInfo, Fill, articles
 
 SCHEMA_VERSION = 1
 

@@ -15,7 +15,7 @@ from typing import Any
 
 from ..core.errors import UsageError
 from ..core.files import atomic_write_text
-from ..read.hub import RetryPolicy
+from ..read.retry import RetryPolicy
 from ..scan.engine import ScanOptions, run_scan
 from ..scan.propose import write_proposals
 from ..scan.report import RENDERERS, new_fingerprints, to_dict

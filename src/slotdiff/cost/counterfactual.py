@@ -15,7 +15,7 @@ from typing import Any
 
 from ..core.resources import load_schema_file
 from ..schema.arch import Architecture, LayerSpec, Value, evolve
-from ..slots.fills import Fill
+from ..slots.fill import Fill
 
 
 @cache

@@ -12,7 +12,8 @@ from typing import Any
 
 from ..core.errors import SlotdiffError
 from ..schema.arch import Architecture
-from ..slots.fills import Fills, fill_slots, slot_table
+from ..slots.fill import Fills, slot_table
+from ..slots.fills import fill_slots
 from .counterfactual import TRANSFORMS, Change, rule_text
 from .flops import FlopsCost, flops_cost
 from .inventory.mtp import mtp_tensors

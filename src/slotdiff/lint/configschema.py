@@ -17,7 +17,7 @@ from typing import Any
 
 from ..core.resources import data_dir, load_schema_file
 from ..read.source import TEXT_CONFIG_PATHS
-from ..schema.layers import LAYER_TYPE_KINDS
+from ..schema.layer_rules import LAYER_TYPE_KINDS
 
 SCHEMA_FILE = "config.schema.json"
 DIALECT = "https://json-schema.org/draft/2020-12/schema"

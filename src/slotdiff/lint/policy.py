@@ -19,7 +19,7 @@ from typing import Any
 from ..core.errors import SlotdiffError
 from ..core.resources import load_schema_file
 from ..cost.workload import Workload
-from ..slots.fills import slot_table
+from ..slots.fill import slot_table
 from .registry import is_selected, table, valid_selector
 
 POLICY_FILE = ".slotdiff.toml"

@@ -12,143 +12,15 @@ capped and counted against budgets.
 from __future__ import annotations
 
 import os
-import random
 import re
-import threading
 import time
-from collections.abc import Callable
 from dataclasses import dataclass
 from functools import cache
 from types import SimpleNamespace
-from typing import TypeVar
 
+from .hub_errors import HubFailure, describe_failure, looks_like_repo_id
 from .jsonpos import MAX_BYTES
-
-T = TypeVar("T")
-
-# Hub repo ids: "name" (legacy) or "org/name"; letters, digits, "-", "_", ".".
-REPO_ID = re.compile(r"^(?:[A-Za-z0-9][A-Za-z0-9._-]{0,95}/)?[A-Za-z0-9][A-Za-z0-9._-]{0,95}$")
-
-
-class HubFailure(Exception):
-    """Why a Hub fetch failed: ``kind`` is stable (for fallbacks and scan verdicts).
-
-    Kinds: not_found, gated, revision, no_config, offline, network, http, too_large.
-    """
-
-    def __init__(
-        self,
-        kind: str,
-        reason: str,
-        retryable: bool = False,
-        *,
-        detail: str = "",
-        status: int | None = None,
-        retry_after: float | None = None,
-    ) -> None:
-        super().__init__(reason)
-        self.kind = kind
-        self.reason = reason
-        self.retryable = retryable
-        # Finer cause for retryable failures: timeout, connection, rate_limited, server.
-        self.detail = detail
-        self.status = status
-        self.retry_after = retry_after  # seconds the server asked for (429 / 503)
-
-    def __str__(self) -> str:
-        return self.reason
-
-
-def looks_like_repo_id(text: str) -> bool:
-    """True when ``text`` has the shape of a Hub repo id (and so is no path traversal)."""
-    return bool(REPO_ID.match(text)) and ".." not in text
-
-
-def _retry_after(err: BaseException) -> float | None:
-    """The ``Retry-After`` of an HTTP error response, in seconds (delay-seconds form only)."""
-    headers = getattr(getattr(err, "response", None), "headers", None) or {}
-    value = str(headers.get("Retry-After") or headers.get("retry-after") or "").strip()
-    return float(value) if value.isdigit() else None
-
-
-# Transport-level failures of httpx/httpx2 (and requests), by class name along the MRO, so
-# that raw exceptions escaping huggingface_hub are caught whatever HTTP client it uses.
-_TRANSPORT = frozenset({"TransportError", "RequestError", "StreamError", "ConnectionError"})
-
-
-def _describe(err: BaseException, repo_id: str, revision: str | None) -> HubFailure:
-    """Map a huggingface_hub / transport exception to a HubFailure (order matters)."""
-    from huggingface_hub import errors as hf
-
-    status = getattr(getattr(err, "response", None), "status_code", None)
-    # Ordered like huggingface_hub's own CLI: gated is a subclass of not-found.
-    if isinstance(err, hf.GatedRepoError):
-        return HubFailure(
-            "gated", f"repo {repo_id} is gated: accept its terms on the Hub and set HF_TOKEN", status=status
-        )
-    if isinstance(err, hf.RevisionNotFoundError):
-        return HubFailure("revision", f"revision {revision!r} not found in {repo_id}")
-    if isinstance(err, hf.RepositoryNotFoundError):
-        if status == 401:
-            return HubFailure("gated", f"repo {repo_id} needs authentication (401): set HF_TOKEN", status=401)
-        return HubFailure("not_found", f"repo {repo_id} not found on the Hub (or private)", status=status)
-    if isinstance(err, hf.RemoteEntryNotFoundError):
-        return HubFailure("no_config", f"repo {repo_id} has no config.json", status=status)
-    if isinstance(err, hf.OfflineModeIsEnabled) or (
-        isinstance(err, hf.LocalEntryNotFoundError)
-        and (err.__cause__ is None or isinstance(err.__cause__, hf.OfflineModeIsEnabled))
-    ):
-        return HubFailure(
-            "offline", "the Hub is offline (HF_HUB_OFFLINE) and config.json is not in the HF cache"
-        )
-    if isinstance(err, hf.LocalEntryNotFoundError) and err.__cause__ is not None:
-        # huggingface_hub's retry pass gave up and nothing was cached: say why it failed.
-        return _describe(err.__cause__, repo_id, revision)
-    if isinstance(err, hf.HfHubHTTPError):
-        if status in (401, 403):
-            word = "needs authentication" if status == 401 else "refused access"
-            return HubFailure(
-                "gated", f"the Hub {word} ({status}) for {repo_id}: set HF_TOKEN", status=status
-            )
-        if status == 429:
-            wait = _retry_after(err)
-            after = f", Retry-After {wait:g} s" if wait is not None else ""
-            return HubFailure(
-                "http",
-                f"the Hub answered HTTP 429 (rate limited{after})",
-                retryable=True,
-                detail="rate_limited",
-                status=429,
-                retry_after=wait,
-            )
-        retry = status in (408, 500, 502, 503, 504)
-        return HubFailure(
-            "http",
-            f"the Hub answered HTTP {status}",
-            retryable=retry,
-            detail="server" if retry else "",
-            status=status,
-            retry_after=_retry_after(err) if retry else None,
-        )
-    if isinstance(err, hf.HFValidationError):
-        return HubFailure("not_found", f"{repo_id!r} is not a valid repo id")
-    name = type(err).__name__
-    if "Timeout" in name:
-        return HubFailure("network", "the Hub did not answer in time", retryable=True, detail="timeout")
-    mro = {c.__name__ for c in type(err).__mro__}
-    if (
-        isinstance(err, (ConnectionError, OSError))
-        or mro & _TRANSPORT
-        or any(part in name for part in ("Connect", "Network", "Protocol", "Transport"))
-    ):
-        said = " ".join(str(err).split())[:160]
-        return HubFailure(
-            "network",
-            f"the Hub could not be reached ({name}{': ' + said if said else ''})",
-            retryable=True,
-            detail="connection",
-        )
-    raise err
+from .retry import Retrier
 
 
 def _cached(repo_id: str, revision: str | None) -> str | None:
@@ -182,7 +54,7 @@ def download_config(
         # HF_HUB_ETAG_TIMEOUT (default 10 s) bounds the probe, as it bounds huggingface_hub's.
         meta = huggingface_hub.get_hf_file_metadata(url, timeout=timeout or constants.HF_HUB_ETAG_TIMEOUT)
     except Exception as err:  # every failure becomes one line
-        fail = _describe(err, repo_id, revision)
+        fail = describe_failure(err, repo_id, revision)
         if fail.retryable:
             cached = _cached(repo_id, revision)
             if cached:
@@ -193,105 +65,11 @@ def download_config(
     try:
         path = huggingface_hub.hf_hub_download(repo_id, "config.json", revision=revision)
     except Exception as err:
-        raise _describe(err, repo_id, revision) from err
+        raise describe_failure(err, repo_id, revision) from err
     return path, "hub", None
 
 
 # ---------------------------------------------------------------------------- bounded retries
-
-
-@dataclass(frozen=True)
-class RetryPolicy:
-    """How long a scan may wait on a failing Hub: per request, per model, and in total.
-
-    A ``Retry-After`` above ``retry_after_cap`` is not waited for (the model is skipped as
-    rate limited and retried by the next scan); every wait counts against ``model_budget``
-    and ``total_budget``, so no worker ever sleeps for the hour a server may ask for.
-    """
-
-    attempts: int = 4  # tries per request, the first one included
-    backoff: float = 1.0  # first wait; doubles per retry
-    max_backoff: float = 8.0
-    retry_after_cap: float = 30.0
-    model_budget: float = 30.0  # seconds of waiting for one model
-    total_budget: float = 300.0  # seconds of waiting for the whole scan
-
-
-class Retrier:
-    """Retry a retryable :class:`HubFailure` under a :class:`RetryPolicy`; shared by workers.
-
-    A 429 pauses every worker until its ``Retry-After`` has passed (one polite client, not
-    N impatient ones). ``cancel`` (set on Ctrl-C or when the scan stops) ends any wait at once.
-    """
-
-    def __init__(self, policy: RetryPolicy | None = None, cancel: threading.Event | None = None) -> None:
-        self.policy = policy or RetryPolicy()
-        self.cancel = cancel or threading.Event()
-        self._lock = threading.Lock()
-        self._resume_at = 0.0  # monotonic time before which nobody sends (after a 429)
-        self.waited = 0.0  # total seconds spent waiting, all workers together
-        self.retries = 0
-
-    def budget(self) -> list[float]:
-        """A fresh per-model wait budget (a one-element list: seconds left)."""
-        return [self.policy.model_budget]
-
-    def _take(self, seconds: float, budget: list[float]) -> bool:
-        with self._lock:
-            if seconds > budget[0] or self.waited + seconds > self.policy.total_budget:
-                return False
-            budget[0] -= seconds
-            self.waited += seconds
-            self.retries += 1
-            return True
-
-    def _sleep(self, seconds: float) -> None:
-        if seconds > 0 and self.cancel.wait(seconds):
-            raise HubFailure("network", "the scan was stopped", retryable=True, detail="cancelled")
-
-    def _pause_first(self, budget: list[float]) -> None:
-        with self._lock:
-            wait = self._resume_at - time.monotonic()
-        if wait > 0:
-            # Waiting out another worker's 429 spends this model's budget too.
-            wait = min(wait, max(budget[0], 0.0))
-            with self._lock:
-                budget[0] -= wait
-            self._sleep(wait)
-
-    def call(
-        self, fn: Callable[[], T], describe: Callable[[BaseException], HubFailure], budget: list[float]
-    ) -> T:
-        """``fn()`` with retries; any exception becomes a HubFailure through ``describe``."""
-        pol = self.policy
-        backoff = pol.backoff
-        for attempt in range(1, pol.attempts + 1):
-            if self.cancel.is_set():
-                raise HubFailure("network", "the scan was stopped", retryable=True, detail="cancelled")
-            self._pause_first(budget)
-            try:
-                return fn()
-            except HubFailure as fail:
-                failure = fail
-            except Exception as err:  # raw transport errors escape huggingface_hub
-                failure = describe(err)
-            if not failure.retryable or attempt == pol.attempts:
-                raise failure
-            if failure.retry_after is not None:
-                if failure.retry_after > pol.retry_after_cap:
-                    failure.reason += f"; not waiting over {pol.retry_after_cap:g} s"
-                    raise failure
-                wait = failure.retry_after
-                with self._lock:
-                    self._resume_at = max(self._resume_at, time.monotonic() + wait)
-            else:
-                wait = min(backoff, pol.max_backoff) * random.uniform(0.8, 1.2)
-                backoff *= 2
-            if not self._take(wait, budget):
-                failure.reason += " (retry budget spent)"
-                raise failure
-            self._sleep(wait)
-        raise AssertionError("unreachable")
 
 
 @dataclass(frozen=True)
@@ -421,7 +199,7 @@ def fetch_config(
     budget = retrier.budget()
 
     def describe(err: BaseException) -> HubFailure:
-        return _describe(err, repo_id, revision)
+        return describe_failure(err, repo_id, revision)
 
     def cached(commit: str | None) -> str | None:
         if not commit or not re.fullmatch(r"[0-9a-f]{40}", commit):

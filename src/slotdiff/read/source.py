@@ -17,7 +17,8 @@ from typing import Any
 from ..core.errors import SlotdiffError
 from ..core.printable import one_line
 from ..core.resources import catalog_dir
-from .hub import HubFailure, download_config, looks_like_repo_id
+from .hub import download_config
+from .hub_errors import HubFailure, looks_like_repo_id
 from .jsonpos import MAX_BYTES, JSONInputError, Parsed, parse
 
 # Keys under which multimodal / composite configs keep their language model, in the order

@@ -18,8 +18,10 @@ from pathlib import Path
 from typing import Any
 
 from ..core.errors import SlotdiffError
-from ..read.hub import HubFailure, Retrier, RetryPolicy, fetch_config, looks_like_repo_id
+from ..read.hub import fetch_config
+from ..read.hub_errors import HubFailure, looks_like_repo_id
 from ..read.jsonpos import JSONInputError
+from ..read.retry import Retrier, RetryPolicy
 from .listing import (
     NOT_LM_PIPELINES,
     Listed,

@@ -16,7 +16,7 @@ from datetime import UTC, datetime, timedelta
 from typing import Any
 
 from ..core.errors import UsageError
-from ..read.hub import _describe
+from ..read.hub_errors import describe_failure
 
 # Fields asked of the listing: dates to cut at --since, the commit sha (an unchanged repo
 # needs no request at all), popularity for the report, the tags that decide "not an LM".
@@ -205,7 +205,7 @@ class Lister(threading.Thread):
     ) -> None:
         super().__init__(name="slotdiff-listing", daemon=True)
         self._produce = produce
-        self._describe = describe
+        self.describe_failure = describe
         self.items: queue.Queue[Any] = queue.Queue()
         self.error: str | None = None
         self.finished = threading.Event()
@@ -219,7 +219,7 @@ class Lister(threading.Thread):
                 self.progress = time.monotonic()
                 self.items.put(item)
         except BaseException as err:  # the scan reports it; nothing escapes a daemon thread
-            self.error = self._describe(err)
+            self.error = self.describe_failure(err)
         finally:
             self.finished.set()
             self.items.put(_END)
@@ -246,7 +246,7 @@ def describe_listing_error(err: BaseException) -> str:
         return f"the Hub's model list was not valid JSON ({err.msg} at line {err.lineno})"
 
     try:
-        fail = _describe(err, "(listing)", None)
+        fail = describe_failure(err, "(listing)", None)
     except Exception:
         return f"listing failed: {type(err).__name__}: {' '.join(str(err).split())[:200]}"
     return f"listing failed: {fail.reason}"

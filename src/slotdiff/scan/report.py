@@ -10,7 +10,7 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
-from ..read.hub import looks_like_repo_id
+from ..read.hub_errors import looks_like_repo_id
 from .listing import iso
 from .verdict import NEW, SKIP_REASONS, TITLES, VERDICTS, Record
 

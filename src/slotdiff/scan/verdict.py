@@ -43,7 +43,7 @@ from ..slots.classify import (
 )
 from ..slots.classify import label as class_label
 from ..slots.classify import nearest as nearest_family
-from ..slots.fills import articles, slot_table
+from ..slots.fill import articles, slot_table
 from .listing import Listed
 
 VERDICTS = (

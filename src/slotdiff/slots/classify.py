@@ -19,8 +19,9 @@ from typing import Any
 
 from ..core.resources import data_dir
 from ..schema.arch import Architecture
-from .fills import Fill, Fills, articles, fill_slots, slot_table
-from .fills import _num as fmt
+from .fill import Fill, Fills, articles, slot_table
+from .fill import num as fmt
+from .fills import fill_slots
 
 
 @cache
@@ -206,7 +207,7 @@ def nearest(
     return found
 
 
-def _num(x: Any) -> str:
+def num(x: Any) -> str:
     return fmt(x)
 
 
@@ -250,7 +251,7 @@ def label(fills: Fills) -> str:
         parts.append("QK-norm")
     pos = fills["position.encoding"]
     if pos.kind in ("rope", "mrope"):
-        text = ("M-RoPE" if pos.kind == "mrope" else "RoPE") + f" θ={_num(pos.size('theta'))}"
+        text = ("M-RoPE" if pos.kind == "mrope" else "RoPE") + f" θ={num(pos.size('theta'))}"
         if pos.attr("nope_layers"):
             text += "+NoPE"
         parts.append(text)

@@ -13,7 +13,7 @@ from functools import cache
 from typing import Any
 
 from ..schema.keymap import keymap
-from .fills import Fill, Fills
+from .fill import Fill, Fills
 
 
 def facet_status(a: Fill, b: Fill) -> str:

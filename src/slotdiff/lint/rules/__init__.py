@@ -1,0 +1,5 @@
+"""The config rules (SD1xx errors, SD2xx warnings), one module per kind of question: keys
+(parse, schema, spelling, stale keys), values (sizes that must agree) and family (model_type,
+custom code). Importing this package registers every rule with the registry."""
+
+from . import family, keys, values  # noqa: F401  (importing registers the rules)

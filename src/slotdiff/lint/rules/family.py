@@ -1,0 +1,128 @@
+"""Rules on the model family: a model_type slotdiff or transformers does not know, fields that
+contradict the family's implementation, and custom code the config would make transformers
+import."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator, Mapping
+from functools import cache
+from typing import Any
+
+from ...core.resources import load_schema_file
+from ...read.jsonpos import dotted
+from ...read.source import custom_code as refs_of
+from ...read.source import custom_code_text
+from ...schema.keymap import known_model_types, transformers_defaults
+from ...schema.resolver import Resolver
+from ..document import KeyPath
+from ..registry import Hit, params, rule
+from .keys import _edits, _scopes
+
+
+@cache
+def _model_types() -> frozenset[str]:
+    """Model types transformers has (config_keys.json) or slotdiff has a key-map file for."""
+
+    return frozenset(load_schema_file("config_keys.json")["model_types"]) | known_model_types()
+
+
+def _unknown_model_types(cx: Any) -> list[tuple[KeyPath, str, str | None]]:
+    """(key path, model_type, closest known model_type or None) for each unknown model_type."""
+    if "auto_map" in cx.doc.data:
+        return []  # custom code names its own config class
+    out = []
+    for prefix, scope in _scopes(cx):
+        mt = scope.get("model_type")
+        if not isinstance(mt, str) or not mt or mt in _model_types():
+            continue
+        limit = 2 if len(mt) >= 6 else 1
+        near = sorted((_edits(mt, known, limit), known) for known in _model_types())
+        best = near[0][1] if near and near[0][0] <= limit else None
+        out.append(((*prefix, "model_type"), mt, best))
+    return out
+
+
+def _present(doc: Any, field: str) -> bool:
+    val = doc.fields.get(field)
+    return bool(val is not None and val.how in ("explicit", "alias") and val.value)
+
+
+@rule("SD116", needs="values")
+def model_type_mismatch(cx: Any) -> Iterator[Hit]:
+    """A misspelled model_type, or fields for a feature its class does not have."""
+
+    doc = cx.doc
+    for path, mt, best in _unknown_model_types(cx):
+        if best:
+            yield Hit(path, f"model_type {mt!r} is not a transformers model type: did you mean {best!r}?")
+    if "auto_map" in doc.data or "auto_map" in doc.text_config:
+        return
+    res = Resolver(doc.raw)
+    defaults = transformers_defaults().get(res.spec.get("defaults_from", res.model_type))
+    if not isinstance(defaults, Mapping):
+        return  # not a transformers model_type: nothing to compare with
+    for feature, fields in params("SD116")["features"].items():
+        present = [f for f in fields if _present(doc, f)]
+        if not present or _supports(defaults, res, fields):
+            continue
+        keys = [doc.key_of(f) for f in present]
+        shown = ", ".join(dotted(k) for k in keys)
+        hint = _suggest(doc, fields)
+        yield Hit(
+            keys[0],
+            f"model_type {res.model_type!r} has no {feature} ({shown} is ignored by its class)"
+            + (f"; did you mean model_type {hint}?" if hint else ""),
+        )
+
+
+def _supports(defaults: Mapping[str, Any], res: Any, fields: list[str]) -> bool:
+    return any(alias.split(".")[0] in defaults for f in fields for alias in res.aliases(f))
+
+
+def _suggest(doc: Any, fields: list[str]) -> str:
+    """Up to three transformers model_types that have the feature and fit this file best.
+
+    Best: a name sharing a stem with the current model_type (qwen3 → qwen3_moe), then one
+    slotdiff has a key-map file for, then the largest overlap of keys with the file.
+    """
+
+    res = Resolver(doc.raw)
+    mine = set(doc.text_config)
+    stem = res.model_type.split("_")[0]
+    ranked = []
+    for mt, keys in transformers_defaults().items():
+        if not isinstance(keys, Mapping) or mt.startswith("_") or not _supports(keys, res, fields):
+            continue
+        overlap = len(mine & set(keys)) / len(mine | set(keys))
+        ranked.append((not mt.startswith(stem), mt not in known_model_types(), -overlap, mt))
+    return " or ".join(repr(r[-1]) for r in sorted(ranked)[:3])
+
+
+@rule("SD205")
+def unknown_model_type(cx: Any) -> Iterator[Hit]:
+    """A model_type transformers does not know, not close to one it does (SD116 takes typos)."""
+    for path, mt, best in _unknown_model_types(cx):
+        if not best:
+            yield Hit(
+                path,
+                f"model_type {mt!r} is unknown to transformers {_transformers_version()} and the config "
+                "has no auto_map: AutoConfig cannot load it",
+            )
+
+
+@rule("SD206")
+def custom_code(cx: Any) -> Iterator[Hit]:
+    """auto_map names code transformers would import; report it, never follow it."""
+
+    for prefix, scope in _scopes(cx):
+        refs = refs_of(scope)
+        if refs:
+            yield Hit(
+                (*prefix, "auto_map"),
+                f"auto_map names custom code that loading imports (trust_remote_code=True): "
+                f"{custom_code_text(refs)}",
+            )
+
+
+def _transformers_version() -> str:
+    return str(load_schema_file("config_keys.json").get("transformers_version", ""))

@@ -1,0 +1,175 @@
+"""Layout rules for the sequence mixer of each layer: layer_types lists, sliding windows
+(everywhere, from a layer on, alternating), full-attention intervals in hybrids, character
+patterns, NoPE layers and chunked attention."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from ..core.errors import SlotdiffError
+from .arch import LayerSpec, evolve
+from .layer_rules import (
+    LAYER_TYPE_KINDS,
+    field_value,
+    layer_type_list,
+    raw_value,
+    resolve_set,
+    rule,
+    sliding_window,
+)
+from .resolver import Resolver
+
+
+@rule("layer_types")
+def _layer_types(res: Resolver, layers: list[LayerSpec], args: dict[str, Any]) -> list[LayerSpec]:
+    """Per-layer kinds from ``layer_types`` (transformers' own per-layer list).
+
+    ``kinds`` (optional) maps a family's type strings to layer attributes, on top of
+    LAYER_TYPE_KINDS (Nemotron-H's "linear_attention" is a mamba2 layer, its "moe" an
+    FFN-only layer); ``pattern`` reads a character pattern instead (see layer_type_list).
+    """
+    types, key = layer_type_list(res, args)
+    if not types:
+        return layers
+    if len(types) != len(layers):
+        raise SlotdiffError(res.raw.name, f"has {len(types)} entries for {len(layers)} layers", key=key)
+    window = (
+        sliding_window(res) if args.get("window_needs_switch", True) else field_value(res, "sliding_window")
+    )
+    attention = args.get("attention", res.spec.get("attention", "attention"))
+    kinds = {**LAYER_TYPE_KINDS, **args.get("kinds", {})}
+    out = []
+    for spec, kind in zip(layers, types, strict=True):
+        what = kinds.get(kind) if isinstance(kind, str) else None
+        if what is None:
+            raise SlotdiffError(res.raw.name, f"unknown layer type {kind!r}", key=key)
+        mixer = what["mixer"]
+        if mixer == "attention":
+            mixer = attention
+        changes: dict[str, Any] = {"mixer": mixer, "window": None, "chunk": None}
+        if what.get("window"):
+            if window is None:
+                raise SlotdiffError(res.raw.name, "sliding layers but no sliding_window", key=key)
+            changes["window"] = window
+        if what.get("chunk"):
+            changes["chunk"] = field_value(res, "attention_chunk_size")
+        if mixer == "linear_attention":
+            changes["variant"] = res.spec.get("linear_variant")
+        rest = {k: v for k, v in what.items() if k not in ("mixer", "window", "chunk")}
+        changes.update(resolve_set(res, spec, rest))
+        out.append(evolve(spec, **changes))
+    res.layer_types_applied = True
+    return out
+
+
+@rule("sliding_all")
+def _sliding_all(res: Resolver, layers: list[LayerSpec], args: dict[str, Any]) -> list[LayerSpec]:
+    """Every attention layer uses ``sliding_window`` (Mistral, Mixtral, Phi-3, Starcoder2)."""
+    if getattr(res, "layer_types_applied", False):
+        return layers
+    window = sliding_window(res)
+    if window is None:
+        return layers
+    return [evolve(s, window=window) if s.mixer == "attention" else s for s in layers]
+
+
+@rule("sliding_from")
+def _sliding_from(res: Resolver, layers: list[LayerSpec], args: dict[str, Any]) -> list[LayerSpec]:
+    """Sliding from layer ``max_window_layers`` on, when switched on (Qwen2 family)."""
+    if getattr(res, "layer_types_applied", False):
+        return layers
+    window = sliding_window(res)
+    start = field_value(res, "max_window_layers") or 0
+    if window is None:
+        return layers
+    return [evolve(s, window=window) if s.index >= start and s.mixer == "attention" else s for s in layers]
+
+
+@rule("alternate")
+def _alternate(res: Resolver, layers: list[LayerSpec], args: dict[str, Any]) -> list[LayerSpec]:
+    """Sliding on layers where ``(i + 1) % period != 0`` (Gemma 2/3, EXAONE 4 before layer_types).
+
+    ``period`` is fixed, or read from ``period_key`` with ``period`` as its fallback.
+    """
+    if getattr(res, "layer_types_applied", False):
+        return layers
+    window = field_value(res, "sliding_window")
+    period: Any = args.get("period", 2)
+    if "period_key" in args:
+        period = raw_value(res, args["period_key"]) or period
+        if not isinstance(period, int) or isinstance(period, bool) or period < 1:
+            raise SlotdiffError(
+                res.raw.name,
+                f"expected a positive layer period, got {period!r}",
+                key=res.cite(args["period_key"]),
+            )
+    if window is None:
+        return layers
+    out = []
+    for s in layers:
+        full = (s.index + 1) % period == 0
+        out.append(s if full else evolve(s, window=window))
+    return out
+
+
+@rule("interval")
+def _interval(res: Resolver, layers: list[LayerSpec], args: dict[str, Any]) -> list[LayerSpec]:
+    """Every n-th layer full attention, the rest linear (Qwen3-Next before layer_types)."""
+    if getattr(res, "layer_types_applied", False):
+        return layers
+    n = field_value(res, "full_attention_interval")
+    if not n:
+        return layers
+    other = args.get("other", "linear_attention")
+    return [
+        s if (s.index + 1) % n == 0 else evolve(s, mixer=other, variant=res.spec.get("linear_variant"))
+        for s in layers
+    ]
+
+
+@rule("char_pattern")
+def _char_pattern(res: Resolver, layers: list[LayerSpec], args: dict[str, Any]) -> list[LayerSpec]:
+    """One character per layer (Nemotron-H ``hybrid_override_pattern``: M * E -)."""
+    pattern = raw_value(res, args["key"])
+    if not isinstance(pattern, str):
+        return layers
+    if len(pattern) != len(layers):
+        raise SlotdiffError(
+            res.raw.name,
+            f"has {len(pattern)} characters for {len(layers)} layers",
+            key=res.cite(args["key"]),
+        )
+    table: dict[str, dict[str, Any]] = args["map"]
+    out = []
+    for s, ch in zip(layers, pattern, strict=True):
+        if ch not in table:
+            raise SlotdiffError(res.raw.name, f"unknown layer code {ch!r}", key=res.cite(args["key"]))
+        out.append(evolve(s, **table[ch]))
+    return out
+
+
+@rule("nope")
+def _nope(res: Resolver, layers: list[LayerSpec], args: dict[str, Any]) -> list[LayerSpec]:
+    """NoPE layers: from a per-layer 0/1 list, else every ``no_rope_layer_interval``-th layer."""
+    flags = field_value(res, "no_rope_layers")
+    interval = field_value(res, "no_rope_layer_interval") or args.get("interval")
+    if isinstance(flags, list) and flags:
+        if len(flags) != len(layers):
+            raise SlotdiffError(
+                res.raw.name,
+                f"has {len(flags)} entries for {len(layers)} layers",
+                key=res.cite("no_rope_layers"),
+            )
+        return [evolve(s, rope=bool(f)) for s, f in zip(layers, flags, strict=True)]
+    if interval:
+        return [evolve(s, rope=(s.index + 1) % interval != 0) for s in layers]
+    return layers
+
+
+@rule("chunked")
+def _chunked(res: Resolver, layers: list[LayerSpec], args: dict[str, Any]) -> list[LayerSpec]:
+    """Chunked attention on RoPE layers; NoPE layers stay global (Llama 4)."""
+    chunk = field_value(res, "attention_chunk_size")
+    if not chunk:
+        return layers
+    return [evolve(s, chunk=chunk) if s.rope and s.mixer == "attention" else s for s in layers]

@@ -1,0 +1,191 @@
+"""The attention slot's facets: KV sharing (MHA, GQA, MQA, MLA), range (full, sliding, chunked,
+sparse, sinks), mixer (softmax or recurrent, hybrid ratio), q/k norms and biases."""
+
+from __future__ import annotations
+
+from collections import Counter
+from typing import Any
+
+from ..schema.arch import Architecture
+from .fill import Collector, Fill, attention_layers
+
+
+def attention_kv(arch: Architecture) -> Fill:
+    ev = Collector(arch)
+    attn = attention_layers(arch)
+    if not attn:
+        return ev.fill("attention.kv", "none", "no attention layers: no KV cache")
+    if attn[0].mixer == "mla":
+        kv_rank, rope = ev.use("kv_lora_rank"), ev.use("qk_rope_head_dim")
+        q_rank, h = ev.use("q_lora_rank"), ev.use("n_heads")
+        detail = f"MLA: latent {kv_rank} + RoPE key {rope} per token, {h} heads"
+        detail += f", q rank {q_rank}" if q_rank else ", full q projection"
+        return ev.fill(
+            "attention.kv",
+            "mla",
+            detail,
+            {},
+            {
+                "kv_lora_rank": kv_rank,
+                "qk_rope_head_dim": rope,
+                "q_lora_rank": q_rank,
+                "n_heads": h,
+            },
+        )
+    h, g, hd = ev.use("n_heads"), ev.use("n_kv_heads"), ev.use("head_dim")
+    kind = "mha" if g == h else ("mqa" if g == 1 else "gqa")
+    detail = f"{kind.upper()} {h}/{g}, head_dim {hd}"
+    layer_g = {s.n_kv_heads for s in attn if s.n_kv_heads}
+    if layer_g:
+        detail += f" (some layers {'/'.join(str(x) for x in sorted(layer_g))} KV heads)"
+    return ev.fill("attention.kv", kind, detail, {}, {"n_heads": h, "n_kv_heads": g, "head_dim": hd})
+
+
+def attention_range(arch: Architecture) -> Fill:
+    ev = Collector(arch)
+    attn = attention_layers(arch)
+    sinks = bool(ev.use("sinks"))
+    attrs: dict[str, Any] = {"sinks": sinks}
+    if not attn:
+        return ev.fill("attention.range", "none", "no attention layers", attrs)
+    windows = [s.window for s in attn if s.window]
+    chunks = [s.chunk for s in attn if s.chunk]
+    sparse = any(s.sparse for s in attn)
+    if windows:
+        ev.use("sliding_window")
+        ev.use("layer_types")
+    suffix = ", attention sinks" if sinks else ""
+    if sparse:
+        topk = ev.use("index_topk")
+        return ev.fill(
+            "attention.range",
+            "sparse",
+            f"sparse: indexer selects top-{topk} tokens{suffix}",
+            attrs,
+            {"index_topk": topk},
+        )
+    if chunks:
+        ev.use("attention_chunk_size")
+        n = len(chunks)
+        return ev.fill(
+            "attention.range",
+            "chunked",
+            f"chunked {chunks[0]:,} on {n} of {len(attn)} attention layers, rest global{suffix}",
+            attrs,
+            {"chunk": chunks[0], "chunked_layers": n},
+        )
+    if windows:
+        n = len(windows)
+        w = max(windows)
+        if n == len(attn):
+            return ev.fill(
+                "attention.range",
+                "sliding",
+                f"sliding window {w:,} on every layer{suffix}",
+                attrs,
+                {"window": w},
+            )
+        ratio = f"{n}:{len(attn) - n}"
+        return ev.fill(
+            "attention.range",
+            "interleave",
+            f"local {w:,} / global interleave, {ratio} local:global{suffix}",
+            attrs,
+            {"window": w, "local_layers": n, "global_layers": len(attn) - n},
+        )
+    return ev.fill("attention.range", "full", f"full causal{suffix}", attrs)
+
+
+def attention_mixer(arch: Architecture) -> Fill:
+    ev = Collector(arch)
+    counts = Counter(s.mixer for s in arch.layers if s.mixer)
+    recurrent = [s for s in arch.layers if s.mixer not in ("attention", "mla", "cross_attention", None)]
+    variants = sorted(
+        {s.variant or s.mixer for s in recurrent} | {s.parallel for s in arch.layers if s.parallel}
+    )
+    n_attn = len(attention_layers(arch))
+    other = len(recurrent)
+    parallel = [s for s in arch.layers if s.parallel]
+    shared = [s for s in arch.layers if s.shared_block is not None]
+    if counts.get("cross_attention"):
+        ev.use("cross_attention_layers")
+    if not variants:
+        extra = (
+            f", {counts['cross_attention']} cross-attention layers" if counts.get("cross_attention") else ""
+        )
+        return ev.fill("attention.mixer", "softmax", f"softmax attention in every layer{extra}")
+    ev.use("layer_types")
+    names = ", ".join(v.replace("_", " ") for v in variants)
+    linear = any(v not in ("mamba", "mamba2") for v in variants)
+    if n_attn == 0:
+        kind = "ssm" if not linear else "recurrent"
+        return ev.fill(
+            "attention.mixer",
+            kind,
+            f"{names} in every layer, no attention",
+            {"mixers": tuple(variants)},
+            {"recurrent_layers": other},
+        )
+    kind = "linear-hybrid" if linear else "ssm-hybrid"
+    if parallel:
+        detail = f"hybrid: attention and {names} side by side in {len(parallel)} layers"
+        if len(parallel) < n_attn:
+            detail += f", attention alone in {n_attn - len(parallel)}"
+        other = len(parallel)
+    elif shared:
+        blocks = len({s.shared_block for s in shared})
+        detail = (
+            f"hybrid: {other} {names} layers, {len(shared)} of them after a weight-shared "
+            f"attention block ({blocks} distinct)"
+        )
+    else:
+        detail = f"hybrid: {other} {names} + {n_attn} attention layers ({other}:{n_attn})"
+    return ev.fill(
+        "attention.mixer",
+        kind,
+        detail,
+        {"mixers": tuple(variants), "parallel": bool(parallel), "shared_blocks": bool(shared)},
+        {"recurrent_layers": other, "attention_layers": n_attn},
+    )
+
+
+QK_NORM_KINDS = {
+    "head": "QK-norm per head",
+    "head_separate": "QK-norm per head, each head its own weight",
+    "full": "QK-norm over all heads",
+    "l2": "QK L2-norm, no weights",
+}
+
+
+def attention_qk_norm(arch: Architecture) -> Fill:
+    ev = Collector(arch)
+    if not attention_layers(arch):
+        return ev.fill("attention.qk_norm", "none", "no attention layers")
+    if ev.use("qk_norm"):
+        kind = ev.use("qk_norm_kind")
+        detail = QK_NORM_KINDS.get(kind, f"QK-norm ({kind})")
+        if kind != "l2" and ev.use("qk_norm_bias"):
+            detail += ", with bias"
+        return ev.fill("attention.qk_norm", "qk-norm", detail, {"scope": kind})
+    return ev.fill("attention.qk_norm", "none", "none")
+
+
+def attention_bias(arch: Architecture) -> Fill:
+    ev = Collector(arch)
+    if not attention_layers(arch):
+        return ev.fill("attention.bias", "none", "no attention layers")
+    qkv, out = bool(ev.use("qkv_bias")), bool(ev.use("o_bias"))
+    kind = {
+        (True, True): "qkv+out",
+        (True, False): "qkv",
+        (False, True): "out",
+        (False, False): "none",
+    }
+    text = {
+        "qkv+out": "bias on q/k/v and output",
+        "qkv": "bias on q/k/v only",
+        "out": "bias on the output projection only",
+        "none": "no bias",
+    }
+    k = kind[(qkv, out)]
+    return ev.fill("attention.bias", k, text[k])

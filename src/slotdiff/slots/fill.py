@@ -1,0 +1,152 @@
+"""What a slot holds: a Fill (kind, design attrs, sizes, evidence) per facet, the slot table
+from schemas/slots.json, and the evidence collector every facet rule uses."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from functools import cache, cached_property
+from typing import Any
+
+from ..core.resources import load_schema_file
+from ..schema.arch import Architecture
+
+
+@dataclass(frozen=True)
+class Fill:
+    """What one model puts in one slot facet."""
+
+    slot: str
+    facet: str
+    kind: str
+    attrs: tuple[tuple[str, Any], ...] = ()
+    sizes: tuple[tuple[str, Any], ...] = ()
+    detail: str = ""
+    evidence: tuple[tuple[str, Any], ...] = ()
+    notes: tuple[str, ...] = ()
+
+    @property
+    def id(self) -> str:
+        return f"{self.slot}.{self.facet}"
+
+    @property
+    def design(self) -> tuple[str, tuple[tuple[str, Any], ...]]:
+        """The categorical part that fingerprints and diffs compare."""
+        return (self.kind, self.attrs)
+
+    def attr(self, name: str, default: Any = None) -> Any:
+        return dict(self.attrs).get(name, default)
+
+    def size(self, name: str, default: Any = None) -> Any:
+        return dict(self.sizes).get(name, default)
+
+
+@dataclass(frozen=True)
+class FacetInfo:
+    slot: str
+    facet: str
+    gpt2: str
+    today: str
+    article: str
+    fingerprint: str = "kind+attrs"  # what enters the fingerprint: kind+attrs | attrs | none
+
+    @property
+    def id(self) -> str:
+        return f"{self.slot}.{self.facet}"
+
+
+@cache
+def slot_table() -> tuple[FacetInfo, ...]:
+    """Every facet in report order, from schemas/slots.json."""
+    data = load_schema_file("slots.json")
+    return tuple(
+        FacetInfo(
+            s["slot"], f["facet"], f["gpt2"], f["today"], f["article"], f.get("fingerprint", "kind+attrs")
+        )
+        for s in data["slots"]
+        for f in s["facets"]
+    )
+
+
+@cache
+def articles() -> Mapping[str, Mapping[str, str]]:
+    return load_schema_file("slots.json")["articles"]
+
+
+class Collector:
+    """Collects evidence (config key → value) for one fill."""
+
+    def __init__(self, arch: Architecture) -> None:
+        self.arch = arch
+        self.items: dict[str, Any] = {}
+        self.notes: list[str] = []
+
+    def use(self, name: str) -> Any:
+        val = self.arch.v(name)
+        if val.keys and val.how in ("explicit", "alias"):
+            for key in val.keys:
+                self.items[key] = val.value
+        elif val.how == "default":
+            self.items[val.keys[0] if val.keys else name] = val.value
+            self.notes.append(f"{name}: {val.note}")
+        elif val.how == "model_type":
+            self.notes.append(f"{name}={val.value!r}: {val.note}")
+        elif val.how == "derived":
+            self.notes.append(f"{name}={val.value!r}: derived as {val.note}")
+        return val.value
+
+    def fill(
+        self,
+        facet: str,
+        kind: str,
+        detail: str,
+        attrs: dict[str, Any] | None = None,
+        sizes: dict[str, Any] | None = None,
+    ) -> Fill:
+        slot, _, name = facet.partition(".")
+        return Fill(
+            slot=slot,
+            facet=name,
+            kind=kind,
+            attrs=tuple(sorted((attrs or {}).items())),
+            sizes=tuple(sorted((sizes or {}).items())),
+            detail=detail,
+            evidence=tuple(self.items.items()),
+            notes=tuple(dict.fromkeys(self.notes)),
+        )
+
+
+def num(x: float | int | None) -> str:
+    """Compact numbers for labels: 500000 → 5e5, 150000 → 1.5e5, 4096 → 4096."""
+    if x is None:
+        return "?"
+    if isinstance(x, float) and not x.is_integer():
+        return f"{x:g}"
+    n = int(x)
+    mantissa, exp = f"{n:e}".split("e")
+    mantissa = mantissa.rstrip("0").rstrip(".")
+    if n >= 10_000 and len(mantissa.replace(".", "")) <= 3:
+        return f"{mantissa}e{int(exp)}"
+    return str(n)
+
+
+def attention_layers(arch: Architecture) -> list[Any]:
+    """Layers that run softmax attention (their own, or a weight-shared block's)."""
+    return [s for s in arch.layers if s.mixer in ("attention", "mla") or s.shared_block is not None]
+
+
+@dataclass(frozen=True)
+class Fills:
+    """All fills of one architecture, in slot-table order."""
+
+    items: tuple[Fill, ...] = field(default_factory=tuple)
+
+    @cached_property
+    def _by_id(self) -> dict[str, Fill]:
+        return {f.id: f for f in self.items}
+
+    def __getitem__(self, facet_id: str) -> Fill:
+        return self._by_id[facet_id]
+
+    def __iter__(self):  # type: ignore[no-untyped-def]
+        return iter(self.items)

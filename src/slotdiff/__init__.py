@@ -11,13 +11,10 @@ Python API (the CLI uses the same functions)::
 
 from __future__ import annotations
 
-__version__ = "0.1.0"
-
-# The functions share their names with the modules that define them; binding them here,
-# after the import, makes ``slotdiff.analyze`` the function (the import system sets a
-# submodule attribute only when the submodule is first loaded).
 from .analysis.analyze import analyze
 from .analysis.compare import diff
+from .analysis.report import Report
+from .core.version import __version__
 from .slots.classify import classify
 
-__all__ = ["__version__", "analyze", "classify", "diff"]
+__all__ = ["Report", "__version__", "analyze", "classify", "diff"]

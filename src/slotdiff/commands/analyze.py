@@ -6,8 +6,8 @@ from __future__ import annotations
 import argparse
 import sys
 
-from .. import __version__
 from ..analysis.analyze import analyze
+from ..core.version import __version__
 from ..render import REPORTER_BY_NAME
 from .options import add_output_arguments, add_workload_arguments, workload_from
 

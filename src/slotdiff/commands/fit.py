@@ -13,8 +13,8 @@ import json
 import sys
 
 from ..analysis.analyze import load
-from ..deploy.serving import RESERVE_FRACTION
 from ..deploy.fit import fit
+from ..deploy.serving import RESERVE_FRACTION
 from ..render.deploy import render_fit
 from .options import add_workload_arguments, workload_from
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import json
 import sys
 
 from ..core.resources import load_schema_file
@@ -14,7 +15,6 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    import json
 
     if args.json:
         sys.stdout.write(json.dumps(load_schema_file("gpus.json")["gpus"], indent=2) + "\n")

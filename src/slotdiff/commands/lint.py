@@ -9,7 +9,9 @@ also compared with its version at REV and every slot change is reported with its
 from __future__ import annotations
 
 import argparse
+import json
 import sys
+from pathlib import Path
 
 from ..core.errors import SlotdiffError, UsageError
 from ..lint import engine, policy, registry
@@ -58,12 +60,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from pathlib import Path
 
     if args.list_rules:
         if args.format == "json":
-            import json
-
             rows = [vars(r) | {"params": dict(r.params)} for r in registry.table()]
             sys.stdout.write(json.dumps(rows, indent=2) + "\n")
         else:

@@ -7,6 +7,8 @@ run's exit status follows from their severities alone.
 
 from __future__ import annotations
 
+import os
+import re
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from functools import cached_property
@@ -202,8 +204,6 @@ NOT_MODEL_CONFIGS = (
 
 def iter_config_files(paths: Iterable[str]) -> list[str]:
     """Files as given; folders expand to the model configs beneath them (hidden folders skipped)."""
-    import os
-    import re
 
     wanted, unwanted = re.compile(CONFIG_FILES), re.compile(NOT_MODEL_CONFIGS)
     out: list[str] = []

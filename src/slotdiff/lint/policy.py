@@ -10,8 +10,9 @@ from __future__ import annotations
 
 import fnmatch
 import re
+import tomllib
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from functools import cache
 from pathlib import Path
 from typing import Any
@@ -145,7 +146,6 @@ def load(path: Path | None = None, table: str | None = None, *, search: bool = T
         path, table = found
     if table is None:
         table = "tool.slotdiff" if path.name == "pyproject.toml" else ""
-    import tomllib
 
     try:
         doc = tomllib.loads(path.read_text(encoding="utf-8"))
@@ -231,7 +231,6 @@ def with_overrides(
     policy: Policy, select: Sequence[str] | None = None, ignore: Sequence[str] | None = None
 ) -> Policy:
     """Command-line --select / --ignore replace the policy's lists."""
-    from dataclasses import replace
 
     for code in [*(select or []), *(ignore or [])]:
         if not valid_selector(code):

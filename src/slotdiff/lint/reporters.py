@@ -13,7 +13,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from .. import __version__
+from ..core.version import __version__
 from ..read.jsonpos import strict
 from .registry import by_code, table
 

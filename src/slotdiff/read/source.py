@@ -8,6 +8,7 @@ nested part is located here so later stages read one text config.
 from __future__ import annotations
 
 import csv
+import stat
 from collections.abc import Mapping
 from dataclasses import dataclass
 from functools import cache, cached_property
@@ -154,7 +155,6 @@ def read_bytes(path: Path, name: str) -> bytes:
     Only regular files are read (a FIFO blocks on open, /dev/zero never ends), and never
     more than the cap plus one byte, whatever the size the file system reported.
     """
-    import stat
 
     try:
         info = path.stat()

@@ -6,6 +6,7 @@ daemon thread (:class:`Lister`) that the scan watches from outside and can give 
 
 from __future__ import annotations
 
+import json
 import queue
 import re
 import threading
@@ -240,7 +241,6 @@ class Lister(threading.Thread):
 
 def describe_listing_error(err: BaseException) -> str:
     """One line for a failed listing."""
-    import json
 
     if isinstance(err, json.JSONDecodeError):
         return f"the Hub's model list was not valid JSON ({err.msg} at line {err.lineno})"

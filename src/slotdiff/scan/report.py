@@ -7,6 +7,8 @@ differ with their article pointers. Unchanged models are only counted.
 
 from __future__ import annotations
 
+import io
+import json
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
@@ -296,14 +298,12 @@ def _table(verdict: str, models: Sequence[Mapping[str, Any]], base: str) -> list
 
 
 def render_json(data: Mapping[str, Any]) -> str:
-    import json
 
     return json.dumps(data, indent=2, ensure_ascii=False, allow_nan=False, default=str) + "\n"
 
 
 def render_terminal(data: Mapping[str, Any], width: int | None = None) -> str:
     """A short summary for a terminal: counts, then one line per reported model."""
-    import io
 
     from rich.console import Console
     from rich.table import Table

@@ -23,6 +23,7 @@ from ..slots.classify import classify
 from ..slots.differ import facet_status
 from ..slots.fill import Fills, slot_table
 from ..slots.fills import fill_slots
+from .coverage import coverage
 from .report import FacetReport, Report, SourceInfo
 
 BASELINES = {"gpt2": "openai-community/gpt2", "llama": "meta-llama/Meta-Llama-3-8B"}
@@ -122,6 +123,8 @@ def analyze(
             baseline_arch=(other or baseline("gpt2")).arch,
             baseline_fills=(other or baseline("gpt2")).fills,
         )
+    refused = next((c.note for c in changes if c.facet == "*"), None) if cost_report is None else None
+    trust = coverage(model.arch, cost_report.params if cost_report else None, refused if cost else None)
     return Report(
         model=model.raw.name,
         source=source_info(model.raw),
@@ -131,4 +134,5 @@ def analyze(
         classification=classify(model.arch, model.fills),
         cost=cost_report,
         changes=changes,
+        coverage=trust,
     )

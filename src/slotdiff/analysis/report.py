@@ -12,6 +12,7 @@ from typing import Any
 from ..read.jsonpos import strict
 from ..schema.arch import Architecture
 from ..slots.fill import FacetInfo, Fill, articles
+from .coverage import Coverage
 
 SCHEMA_VERSION = 1
 
@@ -78,6 +79,7 @@ class Report:
     cost: Any = None  # cost.CostReport
     changes: tuple[Any, ...] = ()  # cost.counterfactual.Change
     notes: tuple[str, ...] = field(default_factory=tuple)
+    coverage: Coverage | None = None  # how sure the answer is (None: not judged)
 
     @property
     def model_type(self) -> str:
@@ -108,8 +110,11 @@ class Report:
             "slots": slots,
             "layers": _layer_summary(self.arch),
             "unknown_keys": list(self.arch.unknown_keys),
+            "unread_keys": list(self.arch.unread_keys),
             "notes": list(self.arch.notes) + list(self.notes),
         }
+        if self.coverage is not None:
+            out["coverage"] = self.coverage.to_dict()
         if self.classification is not None:
             out["class"] = self.classification.to_dict()
         if self.cost is not None:

@@ -31,6 +31,9 @@ class ParamCount:
 
     tensors: tuple[Tensor, ...]
     embedding_lookup: int = 0  # embedding-table params a token only gathers (0 when tied to the head)
+    # Parts of the model left out of every figure, each with why (a tower slotdiff has no
+    # data for): the figures are the rest of the model's, and say so.
+    excluded: tuple[str, ...] = ()
 
     @property
     def active_without_embedding(self) -> int:
@@ -63,7 +66,16 @@ def count(arch: Architecture, mtp_of: tuple[Tensor, ...] | None = None) -> Param
         raise SlotdiffError(
             arch.name, f"routes each token to {k} experts but there are only {e}", key=arch.key("top_k")
         )
-    ts = tensors(arch) + vision_tensors(arch)
+    excluded: list[str] = []
+    try:
+        tower = vision_tensors(arch)
+    except Unsupported as err:  # the text decoder's figures still stand
+        tower = ()
+        excluded.append(f"the vision tower ({_tower_name(arch)}): {err.reason}")
+    if arch.audio is not None:
+        key, audio_type = arch.audio
+        excluded.append(f"the audio tower ({audio_type or key}): slotdiff has no data for audio encoders")
+    ts = tensors(arch) + tower
     by: dict[str, int] = {p: 0 for p in PARTS}
     for t in ts:
         by[t.slot] = by.get(t.slot, 0) + t.params
@@ -74,4 +86,12 @@ def count(arch: Architecture, mtp_of: tuple[Tensor, ...] | None = None) -> Param
     if (arch.get("mtp_layers") or 0) and arch.get("mtp_style") != "deepseek":
         mtp = None  # the config names MTP modules but not their tensors
     lookup = 0 if arch.get("tie_embeddings") else sum(t.params for t in ts if t.part == "embedding/tokens")
-    return ParamCount(total, active, tuple((p, v) for p, v in by.items() if v), mtp, ts, lookup)
+    return ParamCount(
+        total, active, tuple((p, v) for p, v in by.items() if v), mtp, ts, lookup, tuple(excluded)
+    )
+
+
+def _tower_name(arch: Architecture) -> str:
+    vis = arch.vision or {}
+    value = vis.get("model_type")
+    return str(value.value) if value is not None and value.value else "vision_config"

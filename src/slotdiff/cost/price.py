@@ -49,6 +49,7 @@ class CostReport:
                 "active_without_embedding": p.active_without_embedding,
                 "mtp": p.mtp,
                 "by_part": dict(p.by_part),
+                "excluded": list(p.excluded),
             },
             "weights": self.weights.to_dict(),
             "kv": self.kv.to_dict(),

@@ -50,6 +50,7 @@ def render(report: Any) -> str:
             + (f", active {fmt.count(p.active)}" if p.active != p.total else "")
             + (f", MTP {fmt.count(p.mtp)} apart" if p.mtp else "")
             + (", MTP modules not counted" if p.mtp is None else ""),
+            *([f"- trust: {report.coverage.line()}"] if getattr(report, "coverage", None) else []),
             f"- weights {weights} ({c.weights.detail})",
             f"- KV cache {fmt.bin_bytes(kv.bytes_per_token)}/token, {fmt.bin_bytes(kv.bytes_at_context)} "
             f"at {kv.context:,} tokens"

@@ -50,7 +50,11 @@ def cost_lines(report: Any) -> Text:
     c = report.cost
     if c is None:
         note = next((ch.note for ch in report.changes if ch.facet == "*"), "not supported")
-        return Text(f"cost: not computed: {note}", style="yellow")
+        text = Text(f"cost: not computed: {note}", style="yellow")
+        trust = getattr(report, "coverage", None)
+        if trust is not None and not trust.verified:
+            text.append("\n" + trust.line(), style="yellow")
+        return text
     wl = c.workload
     t = Text()
     p = c.params
@@ -62,6 +66,9 @@ def cost_lines(report: Any) -> Text:
     elif p.mtp is None:
         line += ", MTP modules not counted (the config does not describe their tensors)"
     t.append(line + "\n")
+    trust = getattr(report, "coverage", None)
+    if trust is not None:
+        t.append(trust.line() + "\n", style=None if trust.verified else "yellow")
     w = c.weights
     t.append(f"weights {fmt.si_bytes(w.bytes) if w.supported else 'not given'} ({w.detail})\n")
     kv = c.kv

@@ -133,6 +133,13 @@ class Architecture:
     notes: tuple[str, ...] = ()
     known_model_type: bool = True
     origin_note: str | None = None
+    # Keys of the text config that nothing read and that are not known to be structure-free:
+    # each may change the structure without slotdiff knowing (the coverage check names them).
+    unread_keys: tuple[str, ...] = ()
+    # The file's own model_type when the text model is nested (llava for a llama text_config).
+    config_model_type: str | None = None
+    # The audio encoder's config key and model_type, when the config has one.
+    audio: tuple[str, str | None] | None = None
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "fields", MappingProxyType(dict(self.fields)))

@@ -4,11 +4,32 @@ frozen Architecture, the schema layer's output."""
 from __future__ import annotations
 
 from ..core.errors import SlotdiffError
-from ..read.source import RawConfig, custom_code, custom_code_text
+from ..read.source import (
+    AUDIO_CONFIG_KEYS,
+    TEXT_CONFIG_PATHS,
+    VISION_CONFIG_KEYS,
+    RawConfig,
+    custom_code,
+    custom_code_text,
+)
 from .arch import Architecture
 from .layers import counted_layers, layout
 from .resolver import resolve_all
-from .towers import read_vision
+from .towers import audio_config_key, read_vision
+
+# Keys holding a sub-model's own config (read by the towers, or the nested text config).
+_SUBCONFIG_KEYS = frozenset(
+    (*VISION_CONFIG_KEYS, *AUDIO_CONFIG_KEYS, *(path[0] for path in TEXT_CONFIG_PATHS))
+)
+
+
+def _audio(raw: RawConfig) -> tuple[str, str | None] | None:
+    """(config key, model_type) of the audio encoder, when the file has one."""
+    key = audio_config_key(raw.data)
+    if key is None:
+        return None
+    mt = raw.data[key].get("model_type")
+    return key, str(mt) if mt else None
 
 
 def build(raw: RawConfig) -> Architecture:
@@ -46,6 +67,9 @@ def build(raw: RawConfig) -> Architecture:
         text_path=raw.text_path,
         vision=read_vision(raw),
         unknown_keys=res.unknown_keys(),
+        unread_keys=res.unread_keys(_SUBCONFIG_KEYS),
+        config_model_type=str(raw.data.get("model_type") or "") or None,
+        audio=_audio(raw),
         notes=tuple(notes),
         known_model_type=bool(res.spec),
         origin_note=raw.note,

@@ -72,8 +72,11 @@ def transformers_defaults() -> dict[str, Any]:
 
 
 @cache
-def known_keys() -> frozenset[str]:
-    """Top-level config keys slotdiff reads or knowingly ignores (for unknown-key reports)."""
+def known_keys(family_ignored: bool = True) -> frozenset[str]:
+    """Top-level config keys slotdiff reads or knowingly ignores (for unknown-key reports).
+
+    ``family_ignored=False`` leaves out the keys only a family's ``ignored`` names: keys its
+    implementation reads nothing from (a stale ``use_mrope``), which lint still reports."""
     km = keymap()
     keys = set(km["ignored"])
     for spec in km["fields"].values():
@@ -84,8 +87,17 @@ def known_keys() -> frozenset[str]:
         for aliases in mt.get("aliases", {}).values():
             keys.update(a.split(".")[0] for a in aliases)
         keys.update(mt.get("reads", []))
-        keys.update(mt.get("ignored", []))
+        if family_ignored:
+            keys.update(mt.get("ignored", []))
     return frozenset(keys)
+
+
+@cache
+def structure_free_keys(model_type: str) -> frozenset[str]:
+    """Keys that carry no structure: the key map's ``ignored`` (token ids, dropout, cache and
+    generation flags ...), the family's own ``ignored``, and the model_type key itself."""
+    spec = model_type_spec(model_type) or {}
+    return frozenset(keymap()["ignored"]) | frozenset(spec.get("ignored", [])) | {"model_type"}
 
 
 @cache

@@ -35,6 +35,7 @@ def is_explicit(res: Resolver, name: str) -> bool:
 
 
 def raw_value(res: Resolver, key: str) -> Any:
+    res.note_read(key)
     value = lookup(res.text, key)
     if value is MISSING:
         value = lookup(res.defaults, key)
@@ -103,6 +104,7 @@ def layer_type_list(res: Resolver, args: dict[str, Any]) -> tuple[list[Any] | No
     key = val.keys[0] if val.keys else res.cite("layer_types")
     pattern = args.get("pattern")
     if pattern and val.how not in ("explicit", "alias"):
+        res.note_read(pattern["key"])
         raw = lookup(res.text, pattern["key"])
         if raw is not MISSING and raw is not None:
             key = res.cite(pattern["key"])

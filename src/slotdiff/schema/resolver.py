@@ -22,6 +22,7 @@ from .keymap import (
     known_keys,
     lookup,
     model_type_spec,
+    structure_free_keys,
     transformers_defaults,
 )
 
@@ -155,6 +156,10 @@ class Resolver:
         # Shared by every config of this model_type: read, never written.
         self.defaults = _defaults(self.model_type, self.spec.get("defaults_from", self.model_type))
         self.values: dict[str, Value] = {}
+        # Top-level keys of the text config (and of the file, for a nested text config) that
+        # some resolution found: what the coverage check holds every key against.
+        self.read: set[str] = set()
+        self.read_top: set[str] = set()
         self.notes: list[str] = []
         self.layer_types_applied = False
         self._plans = _plans(self.model_type if self.spec else "")
@@ -241,6 +246,8 @@ class Resolver:
             # A composite model's own config decides (transformers ties the head of
             # ...ForConditionalGeneration by the top-level tie_word_embeddings).
             scopes.insert(0, self.raw.data)
+            # The text config's own copy is consulted too (and so counts as read).
+            self.read.update(a.partition(".")[0] for a in aliases if lookup(self.text, a) is not MISSING)
             parent = transformers_defaults().get(str(self.raw.data.get("model_type")), {})
             for alias in aliases:
                 if (
@@ -261,7 +268,12 @@ class Resolver:
                 found = scope.get(alias, MISSING) if plain else lookup(scope, alias)
                 if found is MISSING:
                     continue
-                cited = self.cite(alias) if scope is self.text else alias
+                if scope is self.text:
+                    cited = self.cite(alias)
+                    self.read.add(alias.partition(".")[0])
+                else:
+                    cited = alias
+                    self.read_top.add(alias.partition(".")[0])
                 value = self._check(name, cited, found)
                 how = "explicit" if i == 0 else "alias"
                 if value is None and derive:
@@ -326,6 +338,18 @@ class Resolver:
         known = known_keys()
         return tuple(self.cite(k) for k in self.text if k not in known)
 
+    def note_read(self, key: str) -> None:
+        """Record that a layout rule or check read text-config ``key`` (a dotted path)."""
+        self.read.add(key.partition(".")[0])
+
+    def unread_keys(self, nested: frozenset[str] = frozenset()) -> tuple[str, ...]:
+        """Text-config keys no resolution read and neither the key map nor this family marks
+        as structure-free (token ids, dropout, cache flags ...): keys that may change the
+        structure without slotdiff knowing. ``nested`` are sub-config keys read elsewhere."""
+        free = structure_free_keys(self.model_type if self.spec else "")
+        skip = self.read | free | nested | set(self.spec.get("reads", ()))
+        return tuple(self.cite(k) for k in self.text if k not in skip)
+
 
 def resolve_all(raw: RawConfig) -> Resolver:
     """Resolve every canonical and structure field of ``raw``."""
@@ -348,6 +372,8 @@ def _unsupported(res: Resolver) -> Value:
     key is present and truthy the config describes something (remote code, a newer variant)
     whose tensors slotdiff cannot verify, so parameter counting refuses with that reason.
     """
+    for item in res.spec.get("unsupported", []):
+        res.note_read(item["key"])
     hits = [
         (item["key"], item["reason"])
         for item in res.spec.get("unsupported", [])

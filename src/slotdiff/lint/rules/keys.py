@@ -86,7 +86,7 @@ def duplicate_key(cx: Any) -> Iterator[Hit]:
 def _known_keys() -> frozenset[str]:
     """Keys some transformers config class or slotdiff's key map knows."""
 
-    return frozenset(load_schema_file("config_keys.json")["keys"]) | known_keys()
+    return frozenset(load_schema_file("config_keys.json")["keys"]) | known_keys(family_ignored=False)
 
 
 @cache

@@ -1,0 +1,99 @@
+"""How sure an answer is: ``verified`` only when transformers' own classes agree with slotdiff
+on this model_type and its towers (the conformance table, ``schemas/coverage.json``), and every
+config key was read or is known to carry no structure; ``unverified`` with the reasons otherwise.
+
+The conformance table is written by ``tools/conformance.py report`` from transformers'
+registry (docs/COVERAGE.md is its readable form); this module only looks rows up.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from functools import cache
+from typing import Any
+
+from ..core.resources import load_schema_file
+from ..cost.inventory.tensor import Unsupported
+from ..cost.inventory.towers import vision_model
+from ..cost.params import ParamCount
+from ..schema.arch import Architecture
+
+VERIFIED, UNVERIFIED = "verified", "unverified"
+MAX_KEYS_NAMED = 8  # a reason names this many unread keys, then says how many more
+
+
+@dataclass(frozen=True)
+class Coverage:
+    """The trust level of one answer and why."""
+
+    status: str  # VERIFIED or UNVERIFIED
+    reasons: tuple[str, ...] = ()
+
+    @property
+    def verified(self) -> bool:
+        return self.status == VERIFIED
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"status": self.status, "reasons": list(self.reasons)}
+
+    def line(self) -> str:
+        """One line for a terminal: ``verified`` or ``unverified: reason; reason``."""
+        return self.status if self.verified else f"{self.status}: " + "; ".join(self.reasons)
+
+
+@cache
+def _table() -> dict[str, Any]:
+    return load_schema_file("coverage.json")
+
+
+@cache
+def _transformers_types() -> frozenset[str]:
+    return frozenset(load_schema_file("config_keys.json")["model_types"])
+
+
+def model_type_reason(model_type: str) -> str | None:
+    """Why the conformance table does not vouch for ``model_type`` (None when it is exact)."""
+    table = _table()
+    version = table.get("transformers_version", "")
+    row = table.get("model_types", {}).get(model_type)
+    if row is None:
+        if model_type not in _transformers_types():
+            return (
+                f"model_type {model_type or '(none)'!r} is not in transformers {version} (remote code): "
+                "its structure is read by common key names and is not checked"
+            )
+        return f"model_type {model_type!r} is not in the conformance table (not checked against transformers)"
+    if row.get("status") != "exact":
+        why = row.get("why") or row.get("status", "")
+        return (
+            f"model_type {model_type!r} differs from transformers {version} in the conformance table: {why}"
+        )
+    return None
+
+
+def _keys_reason(keys: tuple[str, ...]) -> str:
+    shown = ", ".join(keys[:MAX_KEYS_NAMED])
+    more = f" and {len(keys) - MAX_KEYS_NAMED} more" if len(keys) > MAX_KEYS_NAMED else ""
+    return f"keys slotdiff did not read, which may change the structure: {shown}{more}"
+
+
+def coverage(arch: Architecture, params: ParamCount | None = None, refused: str | None = None) -> Coverage:
+    """The trust level of what slotdiff says about ``arch`` (with its parameter count, if any)."""
+    reasons: list[str] = []
+    why = model_type_reason(arch.config_model_type or arch.model_type)
+    if why:
+        reasons.append(why)
+    if refused:
+        reasons.append(f"no cost figures: {refused}")
+    if params is not None:
+        reasons.extend(f"figures exclude {part}" for part in params.excluded)
+        if arch.vision and not any("vision tower" in part for part in params.excluded):
+            try:
+                tower = vision_model(arch)
+            except Unsupported:
+                tower = None
+            if tower is not None and not tower.verified:
+                reasons.append(f"the vision tower ({tower.tower}) is not checked against transformers")
+    if arch.unread_keys:
+        reasons.append(_keys_reason(arch.unread_keys))
+    return Coverage(UNVERIFIED if reasons else VERIFIED, tuple(reasons))

@@ -490,10 +490,35 @@ def _text_parts(cfg: Mapping[str, Any]) -> tuple[PreTrainedConfig, type]:
         text_cls = _class_by_name(name)
         if text_cls is not None and isinstance(text, text_cls.config_class):
             return text, text_cls
+    text_cls = _text_module_class(cfg, config, text)
+    if text_cls is not None:
+        return text, text_cls
     raise OracleUnsupported(
         f"no causal-LM or base class for the text model_type {text.model_type!r} in "
         f"transformers {TRANSFORMERS_VERSION}"
     )
+
+
+def _text_module_class(
+    cfg: Mapping[str, Any], config: PreTrainedConfig, text: PreTrainedConfig
+) -> type | None:
+    """The class of the outermost module of the full model that carries the text config's type.
+
+    Fallback for text configs no mapping serves with their own config class: a type mapped to
+    another family's class (InternLM3 and EXAONE to ``LlamaForCausalLM``, Sarvam to DeepSeek-V3's)
+    and multimodal text models reachable only inside their model (Kosmos-2 ``text_model``,
+    Qwen2.5-Omni thinker ``language_model``).  The full model is built on ``meta`` to find it.
+    """
+    try:
+        cls, _why = _model_class(cfg, config)
+        with torch.device("meta"):
+            model = _instantiate(cls, config)
+    except OracleUnsupported:
+        return None
+    for _name, module in model.named_modules():
+        if isinstance(module, PreTrainedModel) and type(module.config) is type(text):
+            return type(module)
+    return None
 
 
 def _is_derived(text: PreTrainedConfig, d: Mapping[str, Any], key: str) -> bool:

@@ -200,7 +200,8 @@ def exclusion(model_type: str, model: PreTrainedModel | None = None) -> tuple[st
             short = mapping.removesuffix("_NAMES")
             extra = ""
             if words.startswith("encoder") and config is not None:
-                extra = f"; its causal-LM class is the decoder mode (is_decoder={config.is_decoder})"
+                is_decoder = getattr(config, "is_decoder", None)
+                extra = f"; its causal-LM class is the decoder mode (is_decoder={is_decoder})"
             return words, f"listed in {short} as {cls}{extra}"
     if model is None:
         return None
@@ -924,6 +925,10 @@ def reference_for_type(model_type: str, kv: bool = True, only: set[str] | None =
                 row["kv_unsupported"] = exc.reason
             except Exception as exc:  # forward failures of every kind
                 row["kv_unsupported"] = f"{type(exc).__name__}: {str(exc)[:300]}"
+            if variant is not None and "kv_unsupported" in row and "kv" in rows.get("default", {}):
+                # the default runs, this variant does not: transformers builds an inconsistent model
+                rejected[name] = f"builds on meta, but the tiny copy does not run: {row['kv_unsupported']}"
+                continue
         rows[name] = row
     out["rows"] = rows
     if rejected:

@@ -860,10 +860,11 @@ def _build_default(model_type: str) -> tuple[dict[str, Any], PreTrainedConfig, d
 def reference_for_type(model_type: str, kv: bool = True, only: set[str] | None = None) -> dict[str, Any]:
     """Everything the harness stores for one ``model_type``: exclusion, or default + variants.
 
-    Row names are ``default`` and the variant names; each row holds ``config`` (its dict),
-    ``params`` (:func:`measure_params`) and, when ``kv`` and the row is the default or a KV
-    variant, ``kv`` (:func:`measure_kv`) or ``kv_unsupported``; ``rejected`` lists the
-    candidate variants transformers refused, with the reason.  ``only`` restricts the rows.
+    Row names are ``default`` and the variant names (which say what they set); each row holds
+    ``config`` (its dict), ``params`` (:func:`measure_params`) and, when ``kv`` and the row is
+    the default or a KV variant, ``kv`` (:func:`measure_kv`) and ``kv_config`` (the tiny config
+    it ran), or ``kv_unsupported``; ``rejected`` lists the candidate variants transformers
+    refused, with the reason.  ``only`` restricts the rows.
     """
     out: dict[str, Any] = {"model_type": model_type, "classes": model_class_names(model_type)}
     early = exclusion(model_type)
@@ -907,7 +908,6 @@ def reference_for_type(model_type: str, kv: bool = True, only: set[str] | None =
             continue
         row: dict[str, Any] = {"config": cfg}
         if variant is not None:
-            row["overrides"] = {**variant.overrides, **{f"<top>.{k}": v for k, v in variant.top.items()}}
             try:
                 row["params"] = measure_params(cfg)
             except hf_oracle.OracleUnsupported as exc:

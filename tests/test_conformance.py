@@ -74,7 +74,10 @@ def diff(results: list[Any]) -> dict[str, list[str]]:
 
 # (a) ----------------------------------------------------------------------------------------
 
-HOW = "run `python tools/conformance.py report` and commit docs/COVERAGE.md and expected.json"
+HOW = (
+    "run `python tools/conformance.py report` and commit docs/COVERAGE.md, expected.json "
+    "and schemas/coverage.json"
+)
 
 
 def test_exact_rows_stay_exact(diff: dict[str, list[str]]) -> None:
@@ -105,6 +108,12 @@ def test_expected_numbers_are_transformers() -> None:
 
 
 # (c) ----------------------------------------------------------------------------------------
+
+
+def test_the_run_time_coverage_table_is_current(reference: dict[str, Any], results: list[Any]) -> None:
+    """schemas/coverage.json, which every report's trust level reads, is what `report` writes."""
+    want = conformance.coverage_table(reference, results)
+    assert conformance.read_json(conformance.COVERAGE_JSON) == want, HOW
 
 
 def test_coverage_md_is_current(reference: dict[str, Any], results: list[Any]) -> None:

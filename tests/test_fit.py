@@ -15,8 +15,8 @@ from slotdiff.analysis.analyze import load
 from slotdiff.core.errors import UsageError
 from slotdiff.cost.price import cost_of
 from slotdiff.cost.workload import Workload
-from slotdiff.deploy.serving import RESERVE_FRACTION, decode_step, deployment, kv_bytes_per_gpu
 from slotdiff.deploy.fit import fit
+from slotdiff.deploy.serving import RESERVE_FRACTION, decode_step, deployment, kv_bytes_per_gpu
 
 from conftest import raw
 

@@ -44,6 +44,7 @@ REFERENCE = FIXTURES / "reference.json"
 EXCLUDED = FIXTURES / "excluded.json"
 EXPECTED = FIXTURES / "expected.json"
 COVERAGE = ROOT / "docs" / "COVERAGE.md"
+COVERAGE_JSON = ROOT / "schemas" / "coverage.json"
 #: Types finished by a refresh still running (``refresh --resume`` continues from it).
 PARTIAL = Path(tempfile.gettempdir()) / "slotdiff-conformance.partial.json"
 
@@ -350,7 +351,7 @@ def coverage_table(reference: Mapping[str, Any], results: Iterable[Result]) -> d
 
     ``status`` is ``exact`` when the default and every variant are exact, else the default's
     status (``wrong`` when only a variant differs); ``why`` is the first non-exact row's summary.
-    Written only on request (``report --coverage-json PATH``): schemas/ belongs to slotdiff.
+    ``report`` writes it with COVERAGE.md and expected.json, so the three cannot disagree.
     """
     by_type: dict[str, list[Result]] = defaultdict(list)
     for r in results:
@@ -737,10 +738,8 @@ def refresh(types: list[str] | None, kv: bool = True, workers: int = 2, resume: 
 
 
 def report(accept_regressions: bool = False, coverage_json: Path | None = None) -> int:
-    """Compare slotdiff with the stored reference; write COVERAGE.md and expected.json.
-
-    ``coverage_json``: also write :func:`coverage_table` there (slotdiff's schemas/coverage.json).
-    """
+    """Compare slotdiff with the stored reference; write COVERAGE.md, expected.json and the
+    table slotdiff reads at run time (schemas/coverage.json, or ``coverage_json``)."""
     start = time.perf_counter()
     reference, excluded = read_json(REFERENCE), read_json(EXCLUDED)
     results = evaluate(reference)
@@ -754,10 +753,9 @@ def report(accept_regressions: bool = False, coverage_json: Path | None = None) 
         return 1
     COVERAGE.write_text(render(reference, excluded, results), encoding="utf-8")
     write_json(EXPECTED, expectations(results))
-    if coverage_json is not None:
-        coverage_json.write_text(
-            json.dumps(coverage_table(reference, results), indent=2) + "\n", encoding="utf-8"
-        )
+    (coverage_json or COVERAGE_JSON).write_text(
+        json.dumps(coverage_table(reference, results), indent=2) + "\n", encoding="utf-8"
+    )
     counts = Counter(r.status for r in results)
     print(
         f"report: {len(results)} rows, "
@@ -793,7 +791,7 @@ def main(argv: list[str] | None = None) -> int:
     p = sub.add_parser("report", help="compare slotdiff with the reference; write docs/COVERAGE.md")
     p.add_argument("--accept-regressions", action="store_true", help="write even if exact rows regressed")
     p.add_argument(
-        "--coverage-json", type=Path, help="also write the per-type table there (schemas/coverage.json)"
+        "--coverage-json", type=Path, help="write the per-type table there instead of schemas/coverage.json"
     )
     p = sub.add_parser("show", help="print a row's exact config dict")
     p.add_argument("row", help="model_type or model_type:variant")

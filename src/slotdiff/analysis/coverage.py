@@ -19,6 +19,7 @@ from ..cost.params import ParamCount
 from ..schema.arch import Architecture
 
 VERIFIED, UNVERIFIED = "verified", "unverified"
+UNREAD_REASON = "keys slotdiff did not read, which may change the structure"
 MAX_KEYS_NAMED = 8  # a reason names this many unread keys, then says how many more
 
 
@@ -28,6 +29,7 @@ class Coverage:
 
     status: str  # VERIFIED or UNVERIFIED
     reasons: tuple[str, ...] = ()
+    basis: str = ""  # what a verified answer rests on, for people reading it
 
     @property
     def verified(self) -> bool:
@@ -38,7 +40,9 @@ class Coverage:
 
     def line(self) -> str:
         """One line for a terminal: ``verified`` or ``unverified: reason; reason``."""
-        return self.status if self.verified else f"{self.status}: " + "; ".join(self.reasons)
+        if self.verified:
+            return f"{self.status}: {self.basis}" if self.basis else self.status
+        return f"{self.status}: " + "; ".join(self.reasons)
 
 
 @cache
@@ -74,13 +78,14 @@ def model_type_reason(model_type: str) -> str | None:
 def _keys_reason(keys: tuple[str, ...]) -> str:
     shown = ", ".join(keys[:MAX_KEYS_NAMED])
     more = f" and {len(keys) - MAX_KEYS_NAMED} more" if len(keys) > MAX_KEYS_NAMED else ""
-    return f"keys slotdiff did not read, which may change the structure: {shown}{more}"
+    return f"{UNREAD_REASON}: {shown}{more}"
 
 
 def coverage(arch: Architecture, params: ParamCount | None = None, refused: str | None = None) -> Coverage:
     """The trust level of what slotdiff says about ``arch`` (with its parameter count, if any)."""
     reasons: list[str] = []
-    why = model_type_reason(arch.config_model_type or arch.model_type)
+    model_type = arch.config_model_type or arch.model_type
+    why = model_type_reason(model_type)
     if why:
         reasons.append(why)
     if refused:
@@ -96,4 +101,10 @@ def coverage(arch: Architecture, params: ParamCount | None = None, refused: str 
                 reasons.append(f"the vision tower ({tower.tower}) is not checked against transformers")
     if arch.unread_keys:
         reasons.append(_keys_reason(arch.unread_keys))
-    return Coverage(UNVERIFIED if reasons else VERIFIED, tuple(reasons))
+    if reasons:
+        return Coverage(UNVERIFIED, tuple(reasons))
+    version = _table().get("transformers_version", "")
+    return Coverage(
+        VERIFIED,
+        basis=f"{model_type} matches transformers {version} (docs/COVERAGE.md) and every config key was read",
+    )

@@ -8,15 +8,19 @@ from collections.abc import Iterator, Mapping
 from functools import cache
 from typing import Any
 
+from ...analysis.coverage import UNREAD_REASON, coverage
+from ...core.errors import SlotdiffError
 from ...core.resources import load_schema_file
+from ...cost.inventory.tensor import Unsupported
+from ...cost.params import count
 from ...read.jsonpos import dotted
 from ...read.source import custom_code as refs_of
 from ...read.source import custom_code_text
 from ...schema.keymap import known_model_types, transformers_defaults
 from ...schema.resolver import Resolver
-from ..document import KeyPath
+from ..document import KeyPath, key_path
 from ..registry import Hit, params, rule
-from .keys import _edits, _scopes
+from .keys import _edits, _known_keys, _scopes
 
 
 @cache
@@ -126,3 +130,27 @@ def custom_code(cx: Any) -> Iterator[Hit]:
 
 def _transformers_version() -> str:
     return str(load_schema_file("config_keys.json").get("transformers_version", ""))
+
+
+@rule("SD207", needs="arch")
+def unverified(cx: Any) -> Iterator[Hit]:
+    """Figures transformers' classes do not back: each unread key where it stands, and the
+    coverage check's other reasons at model_type."""
+    doc = cx.doc
+    try:
+        params = count(doc.arch)
+    except Unsupported as err:  # a structure slotdiff cannot count: a coverage reason
+        params, refused = None, err.reason
+    except SlotdiffError:  # a config no model can have: the SD1xx errors say why
+        return
+    else:
+        refused = None
+    trust = coverage(doc.arch, params, refused)
+    known = _known_keys()  # a key nothing knows is SD201's (or SD105's, when misspelled)
+    for key in doc.arch.unread_keys:
+        if key.rpartition(".")[2] in known:
+            yield Hit(key_path(key), f"{key} is read by nothing slotdiff knows and may change the structure")
+    # an unknown model_type is SD205's (or SD116's): here only what transformers does know
+    others = [r for r in trust.reasons if not r.startswith(UNREAD_REASON) and "(remote code)" not in r]
+    if others:
+        yield Hit(("model_type",), "figures unverified: " + "; ".join(others))

@@ -40,7 +40,7 @@ class Row:
             "elements_per_token_per_key": s.per_key,
             "per_sequence": s.batched,
             "layers": self.layers,
-            "kept_for": sorted(s.needs) or "backward",
+            "only_for_weights": sorted(s.needs),
             "bytes": self.bytes,
         }
 
@@ -173,7 +173,9 @@ def _priced(entries: list[Saved], layers: int, setup: TrainSetup) -> list[Row]:
 
 
 def _label(spec: LayerSpec) -> str:
-    return " + ".join(p for p in (spec.mixer, spec.ffn and f"{spec.ffn} FFN") if p) or "empty"
+    mixer = {"attention": "attention", "mla": "MLA"}.get(spec.mixer or "", spec.mixer)
+    ffn = {"dense": "dense FFN", "moe": "MoE FFN"}.get(spec.ffn or "", spec.ffn)
+    return " + ".join(p for p in (mixer, ffn) if p) or "empty"
 
 
 def activations(arch: Architecture, setup: TrainSetup, dropout: Dropout) -> Activations:

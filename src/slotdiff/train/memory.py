@@ -42,6 +42,7 @@ class TrainMemory:
     def to_dict(self) -> dict[str, Any]:
         s, a = self.states, self.activations
         return {
+            "schema_version": 1,
             "model": self.model,
             "model_type": self.model_type,
             "setup": self.setup.to_dict(),

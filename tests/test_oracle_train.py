@@ -167,6 +167,9 @@ def test_activations_match_what_torch_saves(case: str) -> None:
 
 def test_cpu_sdpa_is_a_flash_kernel_and_eager_keeps_the_scores() -> None:
     """SDPA on CPU keeps no s × s tensor (q, k, v at KV heads, out, logsumexp); eager keeps it."""
+    q, k = torch.randn(1, 4, 8, 16, requires_grad=True), torch.randn(1, 2, 8, 16, requires_grad=True)
+    out = torch.nn.functional.scaled_dot_product_attention(q, k, k, is_causal=True, enable_gqa=True)
+    assert type(out.grad_fn).__name__ == "ScaledDotProductFlashAttentionForCpuBackward0"
     flash = measured("llama flash transformers")["saved"].tensors
     eager = measured("llama eager")["saved"].tensors
     assert not [t for t in flash if t[1][-2:] == (SEQ, SEQ)]

@@ -31,11 +31,11 @@ OPTIMIZER_LABELS = {
 
 
 def gib(n: float) -> str:
-    """GiB to two decimals, MiB / KiB below one GiB (a tensor group can be that small)."""
-    for div, unit in ((2**30, "GiB"), (2**20, "MiB"), (2**10, "KiB")):
-        if abs(n) >= div or unit == "KiB":
-            return f"{n / div:,.2f} {unit}" if n else "0"
-    return f"{n:,.0f} B"
+    """GiB to two decimals; MiB or KiB below one GiB (a tensor group can be that small)."""
+    if not n:
+        return "0"
+    div, unit = next(((d, u) for d, u in ((2**30, "GiB"), (2**20, "MiB")) if abs(n) >= d), (2**10, "KiB"))
+    return f"{n / div:,.2f} {unit}"
 
 
 def _both(n: float) -> str:

@@ -312,7 +312,7 @@ def measure_training(
     applies), ``standin`` (:func:`flash_attention`) or ``selective`` (eager, its core recomputed).
     ``kernels``: ``transformers`` (modules as written; dropout as on CUDA) or ``fused``
     (:func:`fused_kernels`). ``checkpointing``: ``none`` or ``full`` (transformers'
-    gradient checkpointing of every decoder layer, re-entrant so the kept inputs are seen).
+    activation checkpointing of every decoder layer, re-entrant so the kept inputs are seen).
     ``lora``: (rank, target module names) to freeze the base and add adapters. ``tiny``: the
     result of ``tiny_text_config(cfg, num_layers, overrides)`` when the caller has it already.
     ``backward``: also run the backward (that the saved tensors are all it needs).
@@ -333,7 +333,8 @@ def measure_training(
     model = cls._from_config(copy.deepcopy(tiny_config), dtype=_DTYPES[dtype], attn_implementation=impl)
     model.train()
     if checkpointing == "full":
-        model.gradient_checkpointing_enable(gradient_checkpointing_kwargs={"use_reentrant": True})
+        # transformers 5.24 renamed gradient_checkpointing_enable (now a deprecated alias)
+        model.activation_checkpointing_enable(activation_checkpointing_kwargs={"use_reentrant": True})
     if lora:
         add_lora(model, *lora)
     gen = torch.Generator().manual_seed(1234)

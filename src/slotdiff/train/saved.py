@@ -282,6 +282,8 @@ def moe_ffn(arch: Architecture, spec: LayerSpec, c: Conventions) -> list[Saved]:
     d = arch.get("d_model")
     e, k = arch.get("n_experts"), arch.get("top_k")
     fe = arch.get("d_ff_expert") or arch.get("d_ff")
+    if not all(isinstance(x, int) and x > 0 for x in (e, k, fe)):
+        raise Unsupported(arch.name, "MoE activations need the expert count, top-k and expert width")
     n_shared = arch.get("n_shared_experts") or 0
     f_shared = arch.get("d_ff_shared") or n_shared * fe
     needs = {"router"} | ({"gate", "up"} if f_shared else set())
@@ -310,11 +312,19 @@ def moe_ffn(arch: Architecture, spec: LayerSpec, c: Conventions) -> list[Saved]:
 
 def layer(arch: Architecture, spec: LayerSpec, c: Conventions) -> list[Saved]:
     """Everything one decoder layer keeps for backward (no recomputation of the layer)."""
-    if spec.mixer not in SUPPORTED_MIXERS or spec.parallel or spec.shared_block is not None or spec.ffn2:
-        what = spec.mixer if spec.mixer not in SUPPORTED_MIXERS else "a parallel or shared block"
-        raise Unsupported(
-            arch.name, f"training activations of {what} layers are not modeled (layer {spec.index})"
-        )
+    what = (
+        f"{spec.mixer} layers"
+        if spec.mixer not in SUPPORTED_MIXERS
+        else f"a {spec.parallel} mixer beside the attention"
+        if spec.parallel
+        else "a weight-shared block"
+        if spec.shared_block is not None
+        else f"a second ({spec.ffn2}) FFN"
+        if spec.ffn2
+        else None
+    )
+    if what:
+        raise Unsupported(arch.name, f"training activations of {what} are not modeled (layer {spec.index})")
     placement = arch.get("norm_placement")
     d = arch.get("d_model")
     out: list[Saved] = []

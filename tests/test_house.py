@@ -27,6 +27,7 @@ RANKS: dict[str, int] = {
     "cost": 4,
     "deploy": 5,
     "analysis": 5,
+    "train": 5,  # training memory: prices parameters with cost/, beside deploy/
     "lint": 6,
     "scan": 6,
     "commands": 7,

@@ -31,6 +31,7 @@ COMMANDS: dict[str, str] = {
     "gpus": "slotdiff.commands.gpus",
     "lint": "slotdiff.commands.lint",
     "fit": "slotdiff.commands.fit",
+    "train": "slotdiff.commands.train",
     "sweep": "slotdiff.commands.sweep",
     "moe": "slotdiff.commands.moe",
     "specdec": "slotdiff.commands.specdec",

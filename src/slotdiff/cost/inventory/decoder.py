@@ -141,8 +141,9 @@ def tensors(arch: Architecture) -> tuple[Tensor, ...]:
         b.norm("norms/final", d, 1, "model.norm")
     if d_embed != d:
         b.add("head/project_out", d_embed, d, 1, "linear", "model.project_out")
+    head_rows = arch.get("head_vocab") or vocab  # Apertus 1.5: a pruned output vocabulary
     if not arch.get("tie_embeddings"):
-        b.add("head/weight", vocab, d_embed, 1, "linear", "lm_head")
+        b.add("head/weight", head_rows, d_embed, 1, "linear", "lm_head")
     if arch.get("head_bias"):
-        b.add("head/bias", vocab, 1, 1, "vector", "lm_head")
+        b.add("head/bias", head_rows, 1, 1, "vector", "lm_head")
     return tuple(b.out)

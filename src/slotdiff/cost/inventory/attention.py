@@ -59,6 +59,9 @@ def attention(b: Builder, n: int, layer: LayerSpec) -> None:
                 b.add(f"attention/k_norm{suffix}", k_w, 1, n, "vector", f"{mod}.k_norm", slot)
     if a.get("sinks"):
         b.add("attention/sinks", h, 1, n, "vector", f"{mod}.sinks", slot)
+    vectors = a.get("attn_head_vectors") or 0
+    if vectors:  # DiffLlama's differential-attention lambdas (q1, k1, q2, k2), head_dim each
+        b.add("attention/head_vectors", hd, 1, vectors * n, "vector", f"{mod}.lambda_q1", slot)
 
 
 def cross_attention(b: Builder, n: int, layer: LayerSpec) -> None:

@@ -49,6 +49,8 @@ def attention(b: Builder, n: int, layer: LayerSpec) -> None:
         )
     if a.get("o_bias"):
         b.add("attention/o.bias", d, 1, n, "vector", f"{mod}.o_proj", slot)
+    if a.get("attn_out_norm"):  # normed attention output before o_proj (BitNet attn_sub_norm)
+        b.norm("attention/out_norm", d, n, f"{mod}.attn_sub_norm", slot)
     kind = a.get("qk_norm_kind")
     if a.get("qk_norm") and kind != "l2":  # an L2 QK-norm has no weights
         # One weight per head (each head its own, or one over all heads) or one shared.

@@ -25,6 +25,8 @@ def dense_ffn(
         b.add(f"{part}/gate", width, d, count, "linear", f"{mod}.gate_proj", slot, routed)
     b.add(f"{part}/up", width, d, count, "linear", f"{mod}.up_proj", slot, routed)
     b.add(f"{part}/down", d, width, count, "linear", f"{mod}.down_proj", slot, routed)
+    if a.get("ffn_inner_norm"):  # normed hidden activations before down (BitNet ffn_sub_norm)
+        b.norm(f"{part}/inner_norm", width, count, f"{mod}.ffn_sub_norm", slot or part)
     act = a.get("ffn_act_params") or 0
     if act:  # learned scalars of the activation itself (xIELU's alpha_p, alpha_n: Apertus)
         b.add(f"{part}/act", act, 1, count, "vector", f"{mod}.act_fn", slot, routed)

@@ -96,7 +96,8 @@ def layer_type_list(res: Resolver, args: dict[str, Any]) -> tuple[list[Any] | No
     """The per-layer type list a ``layer_types`` step reads, and the key to cite.
 
     ``layer_types`` (through the family's aliases) when the config gives it; else, when the
-    step names a ``pattern`` (``{"key": ..., "map": {char: type}}``, Nemotron-H's
+    step names ``runs`` (``{"key": ..., "default": ...}``), that key's run-length groups
+    expanded (see _expand_runs); else, when the step names a ``pattern`` (``{"key": ..., "map": {char: type}}``, Nemotron-H's
     ``hybrid_override_pattern``) and the config has that string, one type per character;
     else the layer_types default (transformers' or the model_type file's).
     """
@@ -114,10 +115,37 @@ def layer_type_list(res: Resolver, args: dict[str, Any]) -> tuple[list[Any] | No
             if bad:
                 raise SlotdiffError(res.raw.name, f"unknown layer code {bad[0]!r}", key=key)
             return [pattern["map"][ch] for ch in raw], key
+    runs = args.get("runs")
+    if runs and val.how not in ("explicit", "alias"):
+        return _expand_runs(res, runs)
     types = val.value
     if types is not None and not isinstance(types, list):
         raise SlotdiffError(res.raw.name, "expected a list of layer types", key=key)
     return types, key
+
+
+def _expand_runs(res: Resolver, runs: dict[str, Any]) -> tuple[list[Any], str]:
+    """A run-length list of layer-type groups, ``[[[type, ...], repeat], ...]``, expanded as
+    the config class does (GPT-Neo ``attention_types``: ``[[["global", "local"], 12]]`` is 24
+    layers alternating global and local); ``runs["default"]`` when the key is absent or null."""
+    key = res.cite(runs["key"])
+    raw = raw_value(res, runs["key"])
+    if raw is None:
+        raw = runs.get("default")
+    bad = SlotdiffError(res.raw.name, "expected [[layer types], repeat] groups", key=key)
+    if not isinstance(raw, list):
+        raise bad
+    total, cap = 0, res.field_spec("n_layers")["maximum"]
+    for group in raw:
+        if not (isinstance(group, list) and len(group) == 2 and isinstance(group[0], list)):
+            raise bad
+        repeat = group[1]
+        if not isinstance(repeat, int) or isinstance(repeat, bool) or repeat < 0:
+            raise bad
+        total += len(group[0]) * repeat
+        if total > cap:  # checked before expanding: a hostile repeat must not allocate
+            raise SlotdiffError(res.raw.name, f"expands to more than {cap:,} layers", key=key)
+    return [kind for kinds, repeat in raw for _ in range(repeat) for kind in kinds], key
 
 
 @rule("index_list")

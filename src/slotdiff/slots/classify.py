@@ -256,7 +256,11 @@ def label(fills: Fills) -> str:
             text += "+NoPE"
         parts.append(text)
     elif not (pos.kind == "none" and kv.kind == "none"):  # pure SSMs have no position scheme
-        parts.append({"learned": "learned pos", "alibi": "ALiBi", "none": "NoPE"}.get(pos.kind, pos.kind))
+        parts.append(
+            {"learned": "learned pos", "alibi": "ALiBi", "none": "NoPE", "sinusoidal": "sinusoidal pos"}.get(
+                pos.kind, pos.kind
+            )
+        )
     act = fills["ffn.activation"]
     if act.kind != "none":
         parts.append(act.detail.split(",")[0])

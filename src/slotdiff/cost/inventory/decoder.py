@@ -125,6 +125,8 @@ def tensors(arch: Architecture) -> tuple[Tensor, ...]:
     for kind, n, first in group_runs(runs, lambda s: s.parallel):
         _mixer(b, n, kind, first)
     _shared_blocks(b, layers)
+    if arch.get("last_o_bias"):  # GPT-NeoX-Japanese: dense_bias on the last layer only
+        b.add("attention/o.bias", d, 1, 1, "vector", "model.layers.0.attention.dense_bias", "attention")
     for (ffn, width), n, _ in group_runs(runs, lambda s: (s.ffn, s.d_ff)):
         if ffn == "dense":
             dense_ffn(b, n, width or need_int(arch, "d_ff"))

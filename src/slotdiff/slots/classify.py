@@ -257,9 +257,13 @@ def label(fills: Fills) -> str:
         parts.append(text)
     elif not (pos.kind == "none" and kv.kind == "none"):  # pure SSMs have no position scheme
         parts.append(
-            {"learned": "learned pos", "alibi": "ALiBi", "none": "NoPE", "sinusoidal": "sinusoidal pos"}.get(
-                pos.kind, pos.kind
-            )
+            {
+                "learned": "learned pos",
+                "alibi": "ALiBi",
+                "none": "NoPE",
+                "sinusoidal": "sinusoidal pos",
+                "relative": "relative pos bias",
+            }.get(pos.kind, pos.kind)
         )
     act = fills["ffn.activation"]
     if act.kind != "none":

@@ -110,11 +110,17 @@ def tensors(arch: Architecture) -> tuple[Tensor, ...]:
     b.add("embedding/tokens", rows, d_embed, 1, "embedding", "model.embed_tokens")
     if d_embed != d:
         b.add("embedding/project_in", d, d_embed, 1, "linear", "model.project_in")
+    types = arch.get("type_vocab") or 0
+    if types:  # a token-type (segment) table added to the token embeddings (CPM-Ant)
+        b.add("embedding/types", types, d, 1, "embedding", "model.segment_embedding")
     if arch.get("embed_norm"):
         b.norm("norms/embedding", d, 1, "model.embed_layernorm")
     if arch.get("position") == "learned":
         rows = need_int(arch, "max_positions") + (arch.get("position_offset") or 0)
         b.add("position/table", rows, d, 1, "embedding", "model.embed_positions")
+    rel = arch.get("rel_bias_rows") or 0
+    if rel:  # a learned bias per head and relative-position bucket, shared by every layer
+        b.add("position/rel_bias", rel, need_int(arch, "n_heads"), 1, "embedding", "model.position_bias")
     layers, runs = arch.layers, arch.layer_runs
 
     def shape(s: LayerSpec) -> tuple[Any, ...]:

@@ -98,6 +98,8 @@ def _norms(b: Builder, runs: tuple[tuple[LayerSpec, int], ...]) -> None:
             count += per_sublayer * sub * n
         if spec.ffn2 is not None:
             count += (a.get("ffn2_norms") or 0) * n
+    if a.get("first_attn_norm") is False and placement != "parallel" and runs and runs[0][0].mixer:
+        count -= 1  # ModernBERT-decoder: layer 0's attention norm is an identity
     b.norm("norms/layers", d, count, "model.layers.0.input_layernorm")
 
 
@@ -149,6 +151,11 @@ def tensors(arch: Architecture) -> tuple[Tensor, ...]:
         b.norm("norms/final", d, 1, "model.norm")
     if d_embed != d:
         b.add("head/project_out", d_embed, d, 1, "linear", "model.project_out")
+    if arch.get("head_transform"):  # BERT-style prediction head: dense, activation, norm
+        b.add("head/transform", d, d, 1, "linear", "lm_head.dense")
+        if arch.get("head_transform_bias"):
+            b.add("head/transform.bias", d, 1, 1, "vector", "lm_head.dense")
+        b.norm("norms/head_transform", d, 1, "lm_head.norm")
     head_rows = arch.get("head_vocab") or vocab  # Apertus 1.5: a pruned output vocabulary
     if not arch.get("tie_embeddings"):
         b.add("head/weight", head_rows, d_embed, 1, "linear", "lm_head")

@@ -264,3 +264,40 @@ def _cycle(res: Resolver, layers: list[LayerSpec], args: dict[str, Any]) -> list
         out.append(evolve(s, **{attr: k % period}))
         k += 1
     return out
+
+
+# transformers' per-layer override keys and the LayerSpec attribute each sets.
+PER_LAYER_ATTRS = {"head_dim": "head_dim", "num_key_value_heads": "n_kv_heads", "intermediate_size": "d_ff"}
+
+
+@rule("per_layer_config")
+def _per_layer_config(res: Resolver, layers: list[LayerSpec], args: dict[str, Any]) -> list[LayerSpec]:
+    """transformers' heterogeneous configs (HeterogeneousConfigMixin): ``per_layer_config``
+    maps a layer index (an int, or a zero-padded string as to_dict writes it) to the config
+    attributes that differ on that layer; head_dim, num_key_value_heads and intermediate_size
+    set the layer's own sizes (Gemma 4 Unified's global layers). ``ignore`` lists override
+    keys that change no tensor; any other key refuses, since it may change the structure."""
+    key = args.get("key", "per_layer_config")
+    table = raw_value(res, key)
+    if table is None:
+        return layers
+    cited = res.cite(key)
+    if not isinstance(table, dict):
+        raise SlotdiffError(res.raw.name, "expected an object of layer index → overrides", key=cited)
+    ignore = set(args.get("ignore", ()))
+    changes: dict[int, dict[str, Any]] = {}
+    for index, overrides in table.items():
+        at = f"{cited}.{index}"
+        i = int(index) if isinstance(index, str) and index.isdigit() and len(index) < 7 else None
+        if i is None or not 0 <= i < len(layers) or not isinstance(overrides, dict):
+            raise SlotdiffError(res.raw.name, f"expected a layer index below {len(layers)} and its overrides", key=at)
+        for name, value in overrides.items():
+            if name in ignore:
+                continue
+            attr = PER_LAYER_ATTRS.get(name)
+            if attr is None:
+                raise SlotdiffError(res.raw.name, f"a per-layer {name} is not modelled", key=f"{at}.{name}")
+            if not isinstance(value, int) or isinstance(value, bool) or not 0 < value <= 2**40:
+                raise SlotdiffError(res.raw.name, f"expected a positive size, got {value!r}", key=f"{at}.{name}")
+            changes.setdefault(i, {})[attr] = value
+    return [evolve(s, **changes[s.index]) if s.index in changes else s for s in layers]

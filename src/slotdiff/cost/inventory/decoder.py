@@ -156,6 +156,12 @@ def tensors(arch: Architecture) -> tuple[Tensor, ...]:
         if arch.get("head_transform_bias"):
             b.add("head/transform.bias", d, 1, 1, "vector", "lm_head.dense")
         b.norm("norms/head_transform", d, 1, "lm_head.norm")
+    backbone = arch.get("backbone_width") or 0
+    if backbone:  # a draft model reading two target-model states and writing one back
+        b.add("embedding/backbone_in", d, 2 * backbone, 1, "linear", "pre_projection")
+        b.add("head/backbone_out", backbone, d, 1, "linear", "post_projection")
+    if arch.get("ordered_embeddings") and arch.get("head_centroids"):
+        b.add("head/centroids", need_int(arch, "head_centroids"), d, 1, "linear", "masked_embedding.centroids")
     head_rows = arch.get("head_vocab") or vocab  # Apertus 1.5: a pruned output vocabulary
     if not arch.get("tie_embeddings"):
         b.add("head/weight", head_rows, d_embed, 1, "linear", "lm_head")

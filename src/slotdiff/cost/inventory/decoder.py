@@ -8,7 +8,7 @@ from typing import Any
 
 from ...schema.arch import Architecture, LayerSpec
 from .attention import attention, cross_attention, mla
-from .ffn import dense_ffn, moe, per_layer_inputs
+from .ffn import altup_laurel, dense_ffn, moe, per_layer_inputs
 from .recurrent import linear_attention, mamba, short_conv
 from .tensor import Builder, Tensor, Unsupported, group_runs, need_int
 
@@ -146,6 +146,7 @@ def tensors(arch: Architecture) -> tuple[Tensor, ...]:
         elif ffn2 == "moe":
             moe(b, n)
     per_layer_inputs(b, len(layers))
+    altup_laurel(b, len(layers))
     _norms(b, runs)
     if arch.get("final_norm", True):
         b.norm("norms/final", d, 1, "model.norm")

@@ -97,8 +97,9 @@ def layer_type_list(res: Resolver, args: dict[str, Any]) -> tuple[list[Any] | No
 
     ``layer_types`` (through the family's aliases) when the config gives it; else, when the
     step names ``runs`` (``{"key": ..., "default": ...}``), that key's run-length groups
-    expanded (see _expand_runs); else, when the step names a ``pattern`` (``{"key": ..., "map": {char: type}}``, Nemotron-H's
-    ``hybrid_override_pattern``) and the config has that string, one type per character;
+    expanded (see _expand_runs); else, when the step names a ``pattern`` (``{"key": ...,
+    "map": {char: type}}``, Nemotron-H's ``hybrid_override_pattern``) and the config has that
+    string, one type per character;
     else the layer_types default (transformers' or the model_type file's).
     """
     val = res.resolve("layer_types")
@@ -288,9 +289,11 @@ def _per_layer_config(res: Resolver, layers: list[LayerSpec], args: dict[str, An
     changes: dict[int, dict[str, Any]] = {}
     for index, overrides in table.items():
         at = f"{cited}.{index}"
-        i = int(index) if isinstance(index, str) and index.isdigit() and len(index) < 7 else None
-        if i is None or not 0 <= i < len(layers) or not isinstance(overrides, dict):
-            raise SlotdiffError(res.raw.name, f"expected a layer index below {len(layers)} and its overrides", key=at)
+        i = int(index) if isinstance(index, str) and index.isdigit() and len(index) < 7 else index
+        if not isinstance(i, int) or isinstance(i, bool) or not 0 <= i < len(layers):
+            raise SlotdiffError(res.raw.name, f"expected a layer index below {len(layers)}", key=at)
+        if not isinstance(overrides, dict):
+            raise SlotdiffError(res.raw.name, "expected an object of overrides", key=at)
         for name, value in overrides.items():
             if name in ignore:
                 continue
@@ -298,6 +301,7 @@ def _per_layer_config(res: Resolver, layers: list[LayerSpec], args: dict[str, An
             if attr is None:
                 raise SlotdiffError(res.raw.name, f"a per-layer {name} is not modelled", key=f"{at}.{name}")
             if not isinstance(value, int) or isinstance(value, bool) or not 0 < value <= 2**40:
-                raise SlotdiffError(res.raw.name, f"expected a positive size, got {value!r}", key=f"{at}.{name}")
+                why = f"expected a positive size, got {value!r}"
+                raise SlotdiffError(res.raw.name, why, key=f"{at}.{name}")
             changes.setdefault(i, {})[attr] = value
     return [evolve(s, **changes[s.index]) if s.index in changes else s for s in layers]

@@ -278,7 +278,8 @@ def label(fills: Fills) -> str:
         parts.append(f"MTP×{fills['objective.target'].size('mtp_modules')}")
     mod = fills["modality.input"]
     if mod.kind != "text":
-        parts.append("vision " + ("x-attn" if "cross" in mod.kind else "tokens"))
+        source = mod.kind.split("-")[0]  # vision, or the input a multimodal file names (protein)
+        parts.append(source + " " + ("x-attn" if "cross" in mod.kind else "tokens"))
     return " · ".join(parts)
 
 

@@ -152,10 +152,13 @@ def _position(arch: Architecture, base: Fill) -> Architecture | None:
             arch,
             position="learned",
             position_offset=0,
+            rel_bias_rows=0,  # the scheme replaced: no relative-position bias table either
             max_positions=arch.get("max_positions") or 2048,
         )
     if base.kind in ("rope", "mrope"):
-        return with_fields(arch, position="rope", layers=tuple(evolve(s, rope=True) for s in arch.layers))
+        return with_fields(
+            arch, position="rope", rel_bias_rows=0, layers=tuple(evolve(s, rope=True) for s in arch.layers)
+        )
     return None
 
 

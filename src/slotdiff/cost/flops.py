@@ -25,7 +25,7 @@ def weight_flops_per_token(arch: Architecture, params: ParamCount) -> int:
     """2 × active matmul params (head included even if tied; embedding gather excluded)."""
     e, k = arch.get("n_experts") or 0, arch.get("top_k") or 0
     total = 0
-    for t in params.tensors:
+    for t in params.tensors + params.reused:  # reused: weight-tied layers compute again
         if not t.matmul or t.slot in ("vision", "connector"):
             continue
         n = t.params

@@ -34,6 +34,8 @@ class ParamCount:
     # Parts of the model left out of every figure, each with why (a tower slotdiff has no
     # data for): the figures are the rest of the model's, and say so.
     excluded: tuple[str, ...] = ()
+    # Weights that weight-tied layers run again: in the FLOPs, not in any count above.
+    reused: tuple[Tensor, ...] = ()
 
     @property
     def active_without_embedding(self) -> int:
@@ -75,7 +77,9 @@ def count(arch: Architecture, mtp_of: tuple[Tensor, ...] | None = None) -> Param
     if arch.audio is not None:
         key, audio_type = arch.audio
         excluded.append(f"the audio tower ({audio_type or key}): slotdiff has no data for audio encoders")
-    ts = tensors(arch) + tower
+    built = tensors(arch)
+    reused = tuple(t for t in built if t.reused)
+    ts = (tuple(t for t in built if not t.reused) if reused else built) + tower
     by: dict[str, int] = {p: 0 for p in PARTS}
     for t in ts:
         by[t.slot] = by.get(t.slot, 0) + t.params
@@ -87,7 +91,7 @@ def count(arch: Architecture, mtp_of: tuple[Tensor, ...] | None = None) -> Param
         mtp = None  # the config names MTP modules but not their tensors
     lookup = 0 if arch.get("tie_embeddings") else sum(t.params for t in ts if t.part == "embedding/tokens")
     return ParamCount(
-        total, active, tuple((p, v) for p, v in by.items() if v), mtp, ts, lookup, tuple(excluded)
+        total, active, tuple((p, v) for p, v in by.items() if v), mtp, ts, lookup, tuple(excluded), reused
     )
 
 

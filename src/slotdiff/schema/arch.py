@@ -76,6 +76,10 @@ class LayerSpec:
     # The attention reuses K/V computed by an earlier layer (Gemma 4 KV sharing): no k/v
     # projections and no KV cache of its own.
     kv_shared: bool = False
+    # The layer runs the weights of an earlier layer (a weight-shared recurrence: HRM runs its
+    # two stacks H_cycles × (L_cycles + 1) times): no parameters of its own, but its own KV
+    # cache and its own compute.
+    tied: bool = False
 
 
 _LAYER_FIELDS = frozenset(f.name for f in fields(LayerSpec))

@@ -27,6 +27,9 @@ def _layer_types(res: Resolver, layers: list[LayerSpec], args: dict[str, Any]) -
     ``kinds`` (optional) maps a family's type strings to layer attributes, on top of
     LAYER_TYPE_KINDS (Nemotron-H's "linear_attention" is a mamba2 layer, its "moe" an
     FFN-only layer); ``pattern`` reads a character pattern instead (see layer_type_list).
+    ``unwindowed_full``: a sliding layer whose window is switched off or absent attends over
+    the full context (SmolLM3 windows a layer only when use_sliding_window), instead of
+    refusing the config.
     """
     types, key = layer_type_list(res, args)
     if not types:
@@ -48,9 +51,10 @@ def _layer_types(res: Resolver, layers: list[LayerSpec], args: dict[str, Any]) -
             mixer = attention
         changes: dict[str, Any] = {"mixer": mixer, "window": None, "chunk": None}
         if what.get("window"):
-            if window is None:
+            if window is not None:
+                changes["window"] = window
+            elif not args.get("unwindowed_full"):
                 raise SlotdiffError(res.raw.name, "sliding layers but no sliding_window", key=key)
-            changes["window"] = window
         if what.get("chunk"):
             changes["chunk"] = field_value(res, "attention_chunk_size")
         if mixer == "linear_attention":

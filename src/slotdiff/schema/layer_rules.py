@@ -96,8 +96,10 @@ def layer_type_list(res: Resolver, args: dict[str, Any]) -> tuple[list[Any] | No
     """The per-layer type list a ``layer_types`` step reads, and the key to cite.
 
     ``layer_types`` (through the family's aliases) when the config gives it; else, when the
-    step names a ``pattern`` (``{"key": ..., "map": {char: type}}``, Nemotron-H's
-    ``hybrid_override_pattern``) and the config has that string, one type per character;
+    step names ``runs`` (``{"key": ..., "default": ...}``), that key's run-length groups
+    expanded (see _expand_runs); else, when the step names a ``pattern`` (``{"key": ...,
+    "map": {char: type}}``, Nemotron-H's ``hybrid_override_pattern``) and the config has that
+    string, one type per character;
     else the layer_types default (transformers' or the model_type file's).
     """
     val = res.resolve("layer_types")
@@ -114,10 +116,37 @@ def layer_type_list(res: Resolver, args: dict[str, Any]) -> tuple[list[Any] | No
             if bad:
                 raise SlotdiffError(res.raw.name, f"unknown layer code {bad[0]!r}", key=key)
             return [pattern["map"][ch] for ch in raw], key
+    runs = args.get("runs")
+    if runs and val.how not in ("explicit", "alias"):
+        return _expand_runs(res, runs)
     types = val.value
     if types is not None and not isinstance(types, list):
         raise SlotdiffError(res.raw.name, "expected a list of layer types", key=key)
     return types, key
+
+
+def _expand_runs(res: Resolver, runs: dict[str, Any]) -> tuple[list[Any], str]:
+    """A run-length list of layer-type groups, ``[[[type, ...], repeat], ...]``, expanded as
+    the config class does (GPT-Neo ``attention_types``: ``[[["global", "local"], 12]]`` is 24
+    layers alternating global and local); ``runs["default"]`` when the key is absent or null."""
+    key = res.cite(runs["key"])
+    raw = raw_value(res, runs["key"])
+    if raw is None:
+        raw = runs.get("default")
+    bad = SlotdiffError(res.raw.name, "expected [[layer types], repeat] groups", key=key)
+    if not isinstance(raw, list):
+        raise bad
+    total, cap = 0, res.field_spec("n_layers")["maximum"]
+    for group in raw:
+        if not (isinstance(group, list) and len(group) == 2 and isinstance(group[0], list)):
+            raise bad
+        repeat = group[1]
+        if not isinstance(repeat, int) or isinstance(repeat, bool) or repeat < 0:
+            raise bad
+        total += len(group[0]) * repeat
+        if total > cap:  # checked before expanding: a hostile repeat must not allocate
+            raise SlotdiffError(res.raw.name, f"expands to more than {cap:,} layers", key=key)
+    return [kind for kinds, repeat in raw for _ in range(repeat) for kind in kinds], key
 
 
 @rule("index_list")
@@ -236,3 +265,43 @@ def _cycle(res: Resolver, layers: list[LayerSpec], args: dict[str, Any]) -> list
         out.append(evolve(s, **{attr: k % period}))
         k += 1
     return out
+
+
+# transformers' per-layer override keys and the LayerSpec attribute each sets.
+PER_LAYER_ATTRS = {"head_dim": "head_dim", "num_key_value_heads": "n_kv_heads", "intermediate_size": "d_ff"}
+
+
+@rule("per_layer_config")
+def _per_layer_config(res: Resolver, layers: list[LayerSpec], args: dict[str, Any]) -> list[LayerSpec]:
+    """transformers' heterogeneous configs (HeterogeneousConfigMixin): ``per_layer_config``
+    maps a layer index (an int, or a zero-padded string as to_dict writes it) to the config
+    attributes that differ on that layer; head_dim, num_key_value_heads and intermediate_size
+    set the layer's own sizes (Gemma 4 Unified's global layers). ``ignore`` lists override
+    keys that change no tensor; any other key refuses, since it may change the structure."""
+    key = args.get("key", "per_layer_config")
+    table = raw_value(res, key)
+    if table is None:
+        return layers
+    cited = res.cite(key)
+    if not isinstance(table, dict):
+        raise SlotdiffError(res.raw.name, "expected an object of layer index → overrides", key=cited)
+    ignore = set(args.get("ignore", ()))
+    changes: dict[int, dict[str, Any]] = {}
+    for index, overrides in table.items():
+        at = f"{cited}.{index}"
+        i = int(index) if isinstance(index, str) and index.isdigit() and len(index) < 7 else index
+        if not isinstance(i, int) or isinstance(i, bool) or not 0 <= i < len(layers):
+            raise SlotdiffError(res.raw.name, f"expected a layer index below {len(layers)}", key=at)
+        if not isinstance(overrides, dict):
+            raise SlotdiffError(res.raw.name, "expected an object of overrides", key=at)
+        for name, value in overrides.items():
+            if name in ignore:
+                continue
+            attr = PER_LAYER_ATTRS.get(name)
+            if attr is None:
+                raise SlotdiffError(res.raw.name, f"a per-layer {name} is not modelled", key=f"{at}.{name}")
+            if not isinstance(value, int) or isinstance(value, bool) or not 0 < value <= 2**40:
+                why = f"expected a positive size, got {value!r}"
+                raise SlotdiffError(res.raw.name, why, key=f"{at}.{name}")
+            changes.setdefault(i, {})[attr] = value
+    return [evolve(s, **changes[s.index]) if s.index in changes else s for s in layers]

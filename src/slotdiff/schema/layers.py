@@ -13,7 +13,7 @@ from typing import Any
 from ..core.errors import SlotdiffError
 from . import layer_ffn, layer_mixers  # noqa: F401  (importing them registers their rules)
 from .arch import LayerSpec, numbered
-from .layer_rules import RULES, holds, layer_type_list
+from .layer_rules import RULES, holds, layer_type_list, raw_value
 from .resolver import Resolver
 
 DEFAULT_STEPS: list[dict[str, Any]] = [
@@ -42,7 +42,8 @@ def layout(res: Resolver) -> tuple[LayerSpec, ...]:
 
     Any step may carry ``when`` (an expression over canonical fields: the step runs only when
     it holds) and ``unless_layer_types`` (skip the step when a layer_types step already laid
-    the layers out: a default pattern that an explicit list overrides).
+    the layers out: a default pattern that an explicit list overrides) and ``unless_key``
+    (skip the step when the config has that key).
     """
     n = res.resolve("n_layers").value
     counted = counted_layers(res)
@@ -77,5 +78,7 @@ def layout(res: Resolver) -> tuple[LayerSpec, ...]:
             continue
         if step.get("unless_layer_types") and res.layer_types_applied:
             continue
+        if step.get("unless_key") and raw_value(res, step["unless_key"]) is not None:
+            continue  # a default the config's own key replaces (per_layer_config)
         layers = RULES[name](res, layers, step)
     return tuple(layers)

@@ -256,7 +256,15 @@ def label(fills: Fills) -> str:
             text += "+NoPE"
         parts.append(text)
     elif not (pos.kind == "none" and kv.kind == "none"):  # pure SSMs have no position scheme
-        parts.append({"learned": "learned pos", "alibi": "ALiBi", "none": "NoPE"}.get(pos.kind, pos.kind))
+        parts.append(
+            {
+                "learned": "learned pos",
+                "alibi": "ALiBi",
+                "none": "NoPE",
+                "sinusoidal": "sinusoidal pos",
+                "relative": "relative pos bias",
+            }.get(pos.kind, pos.kind)
+        )
     act = fills["ffn.activation"]
     if act.kind != "none":
         parts.append(act.detail.split(",")[0])
@@ -270,7 +278,8 @@ def label(fills: Fills) -> str:
         parts.append(f"MTP×{fills['objective.target'].size('mtp_modules')}")
     mod = fills["modality.input"]
     if mod.kind != "text":
-        parts.append("vision " + ("x-attn" if "cross" in mod.kind else "tokens"))
+        source = mod.kind.split("-")[0]  # vision, or the input a multimodal file names (protein)
+        parts.append(source + " " + ("x-attn" if "cross" in mod.kind else "tokens"))
     return " · ".join(parts)
 
 

@@ -63,6 +63,11 @@ def modality_input(arch: Architecture) -> Fill:
     enc = vis["model_type"].value or "vision encoder"
     layers, hidden = vis.get("layers"), vis.get("hidden")
     dims = f" ({layers.value} layers × {hidden.value})" if layers and hidden else ""
+    own = vis.get("modality")
+    if own is not None and own.value:  # a multimodal file naming its own input (Evolla: protein)
+        detail = vis.get("modality_detail")
+        text = str(detail.value) if detail is not None and detail.value else enc
+        return ev.fill("modality.input", str(own.value), f"{text}{dims}", {"audio": bool(audio)})
     if cross:
         ev.use("cross_attention_layers")
         return ev.fill(

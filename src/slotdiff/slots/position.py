@@ -34,6 +34,10 @@ def position_encoding(arch: Architecture) -> Fill:
         return ev.fill("position.encoding", "learned", f"learned table, {shown}", {}, {"rows": rows})
     if pos == "alibi":
         return ev.fill("position.encoding", "alibi", "ALiBi: linear distance bias, no table")
+    if pos == "relative":
+        return ev.fill("position.encoding", "relative", "learned relative-position bias per head")
+    if pos == "sinusoidal":
+        return ev.fill("position.encoding", "sinusoidal", "fixed sinusoidal table added to the embeddings")
     if pos == "none" or not attention_layers(arch):
         detail = "none: recurrent layers carry order" if not attention_layers(arch) else "none (NoPE)"
         return ev.fill("position.encoding", "none", detail)

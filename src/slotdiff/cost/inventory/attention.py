@@ -49,6 +49,8 @@ def attention(b: Builder, n: int, layer: LayerSpec) -> None:
         )
     if a.get("o_bias"):
         b.add("attention/o.bias", d, 1, n, "vector", f"{mod}.o_proj", slot)
+    if a.get("attn_out_norm"):  # normed attention output before o_proj (BitNet attn_sub_norm)
+        b.norm("attention/out_norm", d, n, f"{mod}.attn_sub_norm", slot)
     kind = a.get("qk_norm_kind")
     if a.get("qk_norm") and kind != "l2":  # an L2 QK-norm has no weights
         # One weight per head (each head its own, or one over all heads) or one shared.
@@ -59,6 +61,9 @@ def attention(b: Builder, n: int, layer: LayerSpec) -> None:
                 b.add(f"attention/k_norm{suffix}", k_w, 1, n, "vector", f"{mod}.k_norm", slot)
     if a.get("sinks"):
         b.add("attention/sinks", h, 1, n, "vector", f"{mod}.sinks", slot)
+    vectors = a.get("attn_head_vectors") or 0
+    if vectors:  # DiffLlama's differential-attention lambdas (q1, k1, q2, k2), head_dim each
+        b.add("attention/head_vectors", hd, 1, vectors * n, "vector", f"{mod}.lambda_q1", slot)
 
 
 def cross_attention(b: Builder, n: int, layer: LayerSpec) -> None:

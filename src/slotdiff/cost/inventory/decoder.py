@@ -4,11 +4,12 @@ head."""
 
 from __future__ import annotations
 
+from dataclasses import replace
 from typing import Any
 
 from ...schema.arch import Architecture, LayerSpec
 from .attention import attention, cross_attention, mla
-from .ffn import dense_ffn, moe, per_layer_inputs
+from .ffn import altup_laurel, dense_ffn, moe, per_layer_inputs
 from .recurrent import linear_attention, mamba, short_conv
 from .tensor import Builder, Tensor, Unsupported, group_runs, need_int
 
@@ -84,6 +85,29 @@ def _shared_blocks(b: Builder, layers: tuple[LayerSpec, ...]) -> None:
     b.add("attention/shared.linear", d, d, len(users), "linear", "model.layers.0.linear", slot)
 
 
+def _layer_tensors(b: Builder, runs: tuple[tuple[LayerSpec, int], ...]) -> None:
+    """The mixers, FFNs and norms of the layers in ``runs``."""
+
+    def shape(s: LayerSpec) -> tuple[Any, ...]:
+        return (s.mixer, s.variant, s.window, s.sparse, s.n_kv_heads, s.head_dim, s.kv_shared)
+
+    for key, n, first in group_runs(runs, shape):
+        _mixer(b, n, key[0], first)
+    for kind, n, first in group_runs(runs, lambda s: s.parallel):
+        _mixer(b, n, kind, first)
+    for (ffn, width), n, _ in group_runs(runs, lambda s: (s.ffn, s.d_ff)):
+        if ffn == "dense":
+            dense_ffn(b, n, width or need_int(b.arch, "d_ff"))
+        elif ffn == "moe":
+            moe(b, n)
+    for ffn2, n, _ in group_runs(runs, lambda s: s.ffn2):
+        if ffn2 == "dense":
+            dense_ffn(b, n, need_int(b.arch, "d_ff"), module="mlps.1")
+        elif ffn2 == "moe":
+            moe(b, n)
+    _norms(b, runs)
+
+
 def _norms(b: Builder, runs: tuple[tuple[LayerSpec, int], ...]) -> None:
     a = b.arch
     d = need_int(a, "d_model")
@@ -98,6 +122,9 @@ def _norms(b: Builder, runs: tuple[tuple[LayerSpec, int], ...]) -> None:
             count += per_sublayer * sub * n
         if spec.ffn2 is not None:
             count += (a.get("ffn2_norms") or 0) * n
+    first = runs[0][0] if runs else None
+    if a.get("first_attn_norm") is False and placement != "parallel" and first and first.index == 0:
+        count -= 1 if first.mixer else 0  # ModernBERT-decoder: layer 0's attention norm is an identity
     b.norm("norms/layers", d, count, "model.layers.0.input_layernorm")
 
 
@@ -110,39 +137,53 @@ def tensors(arch: Architecture) -> tuple[Tensor, ...]:
     b.add("embedding/tokens", rows, d_embed, 1, "embedding", "model.embed_tokens")
     if d_embed != d:
         b.add("embedding/project_in", d, d_embed, 1, "linear", "model.project_in")
+    types = arch.get("type_vocab") or 0
+    if types:  # a token-type (segment) table added to the token embeddings (CPM-Ant)
+        b.add("embedding/types", types, d, 1, "embedding", "model.segment_embedding")
     if arch.get("embed_norm"):
         b.norm("norms/embedding", d, 1, "model.embed_layernorm")
     if arch.get("position") == "learned":
         rows = need_int(arch, "max_positions") + (arch.get("position_offset") or 0)
         b.add("position/table", rows, d, 1, "embedding", "model.embed_positions")
-    layers, runs = arch.layers, arch.layer_runs
-
-    def shape(s: LayerSpec) -> tuple[Any, ...]:
-        return (s.mixer, s.variant, s.window, s.sparse, s.n_kv_heads, s.head_dim, s.kv_shared)
-
-    for key, n, first in group_runs(runs, shape):
-        _mixer(b, n, key[0], first)
-    for kind, n, first in group_runs(runs, lambda s: s.parallel):
-        _mixer(b, n, kind, first)
+    rel = arch.get("rel_bias_rows") or 0
+    if rel:  # a learned bias per head and relative-position bucket, shared by every layer
+        b.add("position/rel_bias", rel, need_int(arch, "n_heads"), 1, "embedding", "model.position_bias")
+    vectors = arch.get("model_vectors") or 0
+    if vectors:  # d-wide learned vectors outside the layers (HRM z_L_init, XLNet mask_emb)
+        b.add("embedding/vectors", d, 1, vectors, "vector", "model.z_L_init")
+    layers = arch.layers
+    runs = tuple(r for r in arch.layer_runs if not r[0].tied)
+    _layer_tensors(b, runs)
+    tied = tuple(r for r in arch.layer_runs if r[0].tied)
+    if tied:  # layers running weights held by earlier ones: computed, not stored
+        reused = Builder(arch)
+        _layer_tensors(reused, tied)
+        b.out.extend(replace(t, reused=True) for t in reused.out)
     _shared_blocks(b, layers)
-    for (ffn, width), n, _ in group_runs(runs, lambda s: (s.ffn, s.d_ff)):
-        if ffn == "dense":
-            dense_ffn(b, n, width or need_int(arch, "d_ff"))
-        elif ffn == "moe":
-            moe(b, n)
-    for ffn2, n, _ in group_runs(runs, lambda s: s.ffn2):
-        if ffn2 == "dense":
-            dense_ffn(b, n, need_int(arch, "d_ff"), module="mlps.1")
-        elif ffn2 == "moe":
-            moe(b, n)
-    per_layer_inputs(b, len(layers))
-    _norms(b, runs)
+    if arch.get("last_o_bias"):  # GPT-NeoX-Japanese: dense_bias on the last layer only
+        b.add("attention/o.bias", d, 1, 1, "vector", "model.layers.0.attention.dense_bias", "attention")
+    own = sum(n for _, n in runs)
+    per_layer_inputs(b, own)
+    altup_laurel(b, own)
     if arch.get("final_norm", True):
         b.norm("norms/final", d, 1, "model.norm")
     if d_embed != d:
         b.add("head/project_out", d_embed, d, 1, "linear", "model.project_out")
+    if arch.get("head_transform"):  # BERT-style prediction head: dense, activation, norm
+        b.add("head/transform", d, d, 1, "linear", "lm_head.dense")
+        if arch.get("head_transform_bias"):
+            b.add("head/transform.bias", d, 1, 1, "vector", "lm_head.dense")
+        b.norm("norms/head_transform", d, 1, "lm_head.norm")
+    backbone = arch.get("backbone_width") or 0
+    if backbone:  # a draft model reading two target-model states and writing one back
+        b.add("embedding/backbone_in", d, 2 * backbone, 1, "linear", "pre_projection")
+        b.add("head/backbone_out", backbone, d, 1, "linear", "post_projection")
+    if arch.get("ordered_embeddings") and arch.get("head_centroids"):
+        centroids = need_int(arch, "head_centroids")
+        b.add("head/centroids", centroids, d, 1, "linear", "masked_embedding.centroids")
+    head_rows = arch.get("head_vocab") or vocab  # Apertus 1.5: a pruned output vocabulary
     if not arch.get("tie_embeddings"):
-        b.add("head/weight", vocab, d_embed, 1, "linear", "lm_head")
+        b.add("head/weight", head_rows, d_embed, 1, "linear", "lm_head")
     if arch.get("head_bias"):
-        b.add("head/bias", vocab, 1, 1, "vector", "lm_head")
+        b.add("head/bias", head_rows, 1, 1, "vector", "lm_head")
     return tuple(b.out)

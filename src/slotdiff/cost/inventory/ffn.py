@@ -25,6 +25,11 @@ def dense_ffn(
         b.add(f"{part}/gate", width, d, count, "linear", f"{mod}.gate_proj", slot, routed)
     b.add(f"{part}/up", width, d, count, "linear", f"{mod}.up_proj", slot, routed)
     b.add(f"{part}/down", d, width, count, "linear", f"{mod}.down_proj", slot, routed)
+    if a.get("ffn_inner_norm"):  # normed hidden activations before down (BitNet ffn_sub_norm)
+        b.norm(f"{part}/inner_norm", width, count, f"{mod}.ffn_sub_norm", slot or part)
+    act = a.get("ffn_act_params") or 0
+    if act:  # learned scalars of the activation itself (xIELU's alpha_p, alpha_n: Apertus)
+        b.add(f"{part}/act", act, 1, count, "vector", f"{mod}.act_fn", slot, routed)
     bias = a.get("expert_bias") if part == "experts" else a.get("ffn_bias")
     if bias:
         b.add(
@@ -120,3 +125,27 @@ def per_layer_inputs(b: Builder, n_layers: int) -> None:
     b.add("ffn/per_layer.gate", p, d, n_layers, "linear", f"{mod}.per_layer_input_gate")
     b.add("ffn/per_layer.proj", d, p, n_layers, "linear", f"{mod}.per_layer_projection")
     b.norm("norms/per_layer_input", d, n_layers, f"{mod}.post_per_layer_input_norm")
+
+
+def altup_laurel(b: Builder, n_layers: int) -> None:
+    """AltUp streams and LAuReL residuals (Gemma 3n): ``altup_inputs`` k d-wide streams made
+    from the embedding by k - 1 d×d projections and merged back by k - 1 more, and per layer
+    an output scale, a k×k correction and k×k² prediction mix, a d→k router with its norm;
+    ``laurel_rank`` r: per layer a d→r→d low-rank branch and its norm."""
+    a = b.arch
+    d = need_int(a, "d_model")
+    k = a.get("altup_inputs") or 0
+    mod = "model.layers.0"
+    if k:
+        b.add("embedding/altup_proj", d, d, k - 1, "linear", "model.altup_projections.0")
+        b.add("head/altup_unembed", d, d, k - 1, "linear", "model.altup_unembed_projections.0")
+        b.add("ffn/altup.scale", d, 1, n_layers, "vector", f"{mod}.altup.correct_output_scale")
+        b.add("ffn/altup.correct", k, k, n_layers, "linear", f"{mod}.altup.correction_coefs")
+        b.add("ffn/altup.predict", k * k, k, n_layers, "linear", f"{mod}.altup.prediction_coefs")
+        b.add("ffn/altup.router", k, d, n_layers, "linear", f"{mod}.altup.modality_router")
+        b.norm("norms/altup.router", d, n_layers, f"{mod}.altup.router_norm")
+    r = a.get("laurel_rank") or 0
+    if r:
+        b.add("ffn/laurel.left", r, d, n_layers, "linear", f"{mod}.laurel.linear_left")
+        b.add("ffn/laurel.right", d, r, n_layers, "linear", f"{mod}.laurel.linear_right")
+        b.norm("norms/laurel", d, n_layers, f"{mod}.laurel.post_laurel_norm")

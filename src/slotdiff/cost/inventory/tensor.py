@@ -39,6 +39,9 @@ class Tensor:
     kind: str  # linear | embedding | vector | conv
     module: str  # HF-style name of one instance, for quantization exclusion patterns
     routed: bool = False  # a routed expert: active for top_k of n_experts per token
+    # Weights a weight-tied layer runs again (HRM's recurrent stacks): per-token compute
+    # and no parameters of their own; the parameter count leaves them out, FLOPs keep them.
+    reused: bool = False
 
     @property
     def params(self) -> int:

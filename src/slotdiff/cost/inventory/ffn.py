@@ -74,7 +74,9 @@ def moe(b: Builder, n: int) -> None:
         dense_ffn(b, n, shared_width, "shared_experts", "mlp.shared_experts")
     elif shared:
         dense_ffn(b, n, shared * width, "shared_experts", "mlp.shared_experts")
-    if a.get("shared_expert_gate") and (shared or shared_width):
+    # The gate is built whenever the family builds its shared expert, even one of width 0
+    # (Qwen2-MoE with shared_expert_intermediate_size 0 keeps the [1, d] gate).
+    if a.get("shared_expert_gate") and (shared or shared_width is not None):
         b.add("shared_experts/gate", 1, d, n, "linear", "model.layers.0.mlp.shared_expert_gate")
 
 

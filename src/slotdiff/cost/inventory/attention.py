@@ -59,6 +59,11 @@ def attention(b: Builder, n: int, layer: LayerSpec) -> None:
                 b.add(f"attention/k_norm{suffix}", k_w, 1, n, "vector", f"{mod}.k_norm", slot)
     if a.get("sinks"):
         b.add("attention/sinks", h, 1, n, "vector", f"{mod}.sinks", slot)
+    gate = a.get("attn_gate")
+    if gate in ("channel", "head"):
+        # A separate output-gate projection without bias (AFMoE, Laguna).
+        rows = h * hd if gate == "channel" else h
+        b.add("attention/gate", rows, d, n, "linear", f"{mod}.gate_proj", slot)
 
 
 def cross_attention(b: Builder, n: int, layer: LayerSpec) -> None:

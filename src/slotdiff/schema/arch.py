@@ -62,6 +62,7 @@ class LayerSpec:
     ffn: str | None = "dense"
     d_ff: int | None = None  # dense FFN width of this layer (None = the model's d_ff)
     n_kv_heads: int | None = None  # per-layer override (Gemma 4 global layers)
+    n_heads: int | None = None  # per-layer query heads (Laguna num_attention_heads_per_layer)
     head_dim: int | None = None  # per-layer override
     sparse: bool = False  # DeepSeek sparse attention (DSA) indexer on this layer
     # A second sequence mixer fed the same normed input as ``mixer``, its output summed

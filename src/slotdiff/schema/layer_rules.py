@@ -236,3 +236,19 @@ def _cycle(res: Resolver, layers: list[LayerSpec], args: dict[str, Any]) -> list
         out.append(evolve(s, **{attr: k % period}))
         k += 1
     return out
+
+
+@rule("layer_values")
+def _layer_values(res: Resolver, layers: list[LayerSpec], args: dict[str, Any]) -> list[LayerSpec]:
+    """Per-layer integer ``attr`` from the list under config key ``key``, one entry per layer
+    (Laguna ``num_attention_heads_per_layer`` → ``n_heads``). Absent or null: unchanged."""
+    values = raw_value(res, args["key"])
+    if values is None:
+        return layers
+    key = res.cite(args["key"])
+    if not isinstance(values, list) or len(values) != len(layers):
+        raise SlotdiffError(res.raw.name, f"expected a list of {len(layers)} per-layer values", key=key)
+    for v in values:
+        if not isinstance(v, int) or isinstance(v, bool) or not 1 <= v <= 1099511627776:
+            raise SlotdiffError(res.raw.name, f"expected positive integers, got {v!r}", key=key)
+    return [evolve(s, **{args["attr"]: v}) for s, v in zip(layers, values, strict=True)]

@@ -9,7 +9,7 @@ from .tensor import Builder, need_int
 
 def attention(b: Builder, n: int, layer: LayerSpec) -> None:
     a = b.arch
-    d, h = need_int(a, "d_model"), need_int(a, "n_heads")
+    d, h = need_int(a, "d_model"), layer.n_heads or need_int(a, "n_heads")
     g = layer.n_kv_heads or need_int(a, "n_kv_heads")
     hd = layer.head_dim or need_int(a, "head_dim")
     hv = a.get("v_head_dim") or hd

@@ -118,7 +118,7 @@ def tensors(arch: Architecture) -> tuple[Tensor, ...]:
     layers, runs = arch.layers, arch.layer_runs
 
     def shape(s: LayerSpec) -> tuple[Any, ...]:
-        return (s.mixer, s.variant, s.window, s.sparse, s.n_kv_heads, s.head_dim, s.kv_shared)
+        return (s.mixer, s.variant, s.window, s.sparse, s.n_kv_heads, s.head_dim, s.kv_shared, s.n_heads)
 
     for key, n, first in group_runs(runs, shape):
         _mixer(b, n, key[0], first)

@@ -64,6 +64,8 @@ def attention(b: Builder, n: int, layer: LayerSpec) -> None:
         # A separate output-gate projection without bias (AFMoE, Laguna).
         rows = h * hd if gate == "channel" else h
         b.add("attention/gate", rows, d, n, "linear", f"{mod}.gate_proj", slot)
+        if a.get("attn_gate_head_bias"):
+            b.add("attention/gate.head_bias", h, 1, n, "vector", f"{mod}.gate_bias", slot)
 
 
 def cross_attention(b: Builder, n: int, layer: LayerSpec) -> None:

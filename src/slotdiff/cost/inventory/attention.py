@@ -59,6 +59,12 @@ def attention(b: Builder, n: int, layer: LayerSpec) -> None:
                 b.add(f"attention/k_norm{suffix}", k_w, 1, n, "vector", f"{mod}.k_norm", slot)
     if a.get("sinks"):
         b.add("attention/sinks", h, 1, n, "vector", f"{mod}.sinks", slot)
+    if a.get("attn_dynamic_mask"):
+        # Doge: A per KV head and dt_proj from the values to one mask logit per KV head.
+        b.add("attention/dyn_mask.A", g, 1, n, "vector", f"{mod}.A", slot)
+        b.add("attention/dyn_mask.dt", g, g * hv, n, "linear", f"{mod}.dt_proj", slot)
+        if a.get("qkv_bias"):
+            b.add("attention/dyn_mask.dt.bias", g, 1, n, "vector", f"{mod}.dt_proj", slot)
     gate = a.get("attn_gate")
     if gate in ("channel", "head"):
         # A separate output-gate projection without bias (AFMoE, Laguna).

@@ -99,6 +99,11 @@ def _norms(b: Builder, runs: tuple[tuple[LayerSpec, int], ...]) -> None:
         if spec.ffn2 is not None:
             count += (a.get("ffn2_norms") or 0) * n
     b.norm("norms/layers", d, count, "model.layers.0.input_layernorm")
+    scales = a.get("layer_scales") or 0
+    if scales:
+        # Learned residual scales outside the norms (Doge), kept whatever norm_affine says.
+        count = scales * sum(n for _, n in runs)
+        b.add("norms/layer_scales", d, 1, count, "vector", "model.layers.0.input_residual")
 
 
 def tensors(arch: Architecture) -> tuple[Tensor, ...]:

@@ -47,9 +47,10 @@ def moe(b: Builder, n: int) -> None:
     width = need_int(a, "d_ff_expert")
     zero = a.get("n_zero_experts") or 0
     mod = "model.layers.0.mlp"
-    b.add("router/weight", e + zero, d, n, "linear", f"{mod}.gate")
+    rows = a.get("router_width") or e + zero
+    b.add("router/weight", rows, d, n, "linear", f"{mod}.gate")
     if a.get("router_bias"):
-        b.add("router/bias", e + zero, 1, n, "vector", f"{mod}.gate")
+        b.add("router/bias", rows, 1, n, "vector", f"{mod}.gate")
     if a.get("router_score_bias"):
         b.add("router/score_bias", e, 1, n, "vector", f"{mod}.gate")
     if a.get("router_scales"):
@@ -84,7 +85,7 @@ def expert_bank(b: Builder, n: int, width: int, e: int, d_in: int, extra_in: int
     """``e`` routed experts of hidden ``width`` reading and writing ``d_in``-wide vectors;
     ``extra_in`` more experts' worth of gate/up rows (allocated, never computed)."""
     a = b.arch
-    gated = bool(a.get("ffn_gated"))
+    gated = bool(a.get("experts_gated", a.get("ffn_gated")))
     mod = "model.layers.0.mlp.experts.0"
     up_count = n * (e + extra_in)
     if gated:

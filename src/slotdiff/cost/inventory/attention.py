@@ -16,6 +16,9 @@ def attention(b: Builder, n: int, layer: LayerSpec) -> None:
     mod = "model.layers.0.self_attn"
     q_out = h * hd * (2 if a.get("attn_output_gate") else 1)
     slot = "attention"
+    if a.get("attn_experts"):
+        attention_experts(b, n, d, g, hd)
+        return
     if a.get("fused_qkv"):
         b.add(
             "attention/qkv",
@@ -172,3 +175,17 @@ def mla(b: Builder, n: int, layer: LayerSpec) -> None:
             f"{mod}.indexer.weights_proj",
             slot,
         )
+
+
+def attention_experts(b: Builder, n: int, d: int, g: int, hd: int) -> None:
+    """Mixture of attention heads (JetMoE MoA): per expert a query projection to g heads and
+    an output projection back (routed: top_k of n_experts per token), one fused k/v projection
+    shared by the experts, a router and a d-wide output bias."""
+    e = need_int(b.arch, "n_experts")
+    mod = "model.layers.0.self_attention"
+    slot = "attention"
+    b.add("attention/kv", 2 * g * hd, d, n, "linear", f"{mod}.kv_proj", slot)
+    b.add("attention/moa.q", g * hd, d, n * e, "linear", f"{mod}.experts.input_linear", slot, True)
+    b.add("attention/moa.o", d, g * hd, n * e, "linear", f"{mod}.experts.output_linear", slot, True)
+    b.add("attention/moa.router", e, d, n, "linear", f"{mod}.experts.router.layer", "router")
+    b.add("attention/moa.bias", d, 1, n, "vector", f"{mod}.experts.bias", slot)

@@ -57,6 +57,8 @@ def moe(b: Builder, n: int) -> None:
         # A learned input scale before the router projection and a scale per expert.
         b.add("router/scale", d, 1, n, "vector", f"{mod}.router.scale")
         b.add("router/expert_scale", e, 1, n, "vector", f"{mod}.router.per_expert_scale")
+    if a.get("moe_output_bias"):
+        b.add("experts/out_bias", d, 1, n, "vector", f"{mod}.bias", "ffn")
     latent = a.get("moe_latent") or 0
     if latent:
         # Experts run in a narrower latent space: one down/up projection around them.

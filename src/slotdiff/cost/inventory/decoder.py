@@ -98,6 +98,8 @@ def _norms(b: Builder, runs: tuple[tuple[LayerSpec, int], ...]) -> None:
             count += per_sublayer * sub * n
         if spec.ffn2 is not None:
             count += (a.get("ffn2_norms") or 0) * n
+        if spec.ffn == "moe":
+            count += (a.get("moe_norms") or 0) * n
     b.norm("norms/layers", d, count, "model.layers.0.input_layernorm")
     scales = a.get("layer_scales") or 0
     if scales:

@@ -60,7 +60,7 @@ def attention(b: Builder, n: int, layer: LayerSpec) -> None:
             b.add(f"attention/q_norm{suffix}", q_w, 1, n, "vector", f"{mod}.q_norm", slot)
             if not layer.kv_shared:  # a layer reusing another's K/V has no k norm
                 b.add(f"attention/k_norm{suffix}", k_w, 1, n, "vector", f"{mod}.k_norm", slot)
-    if a.get("sinks"):
+    if a.get("sinks") and (layer.window is not None or not a.get("sinks_sliding_only")):
         b.add("attention/sinks", h, 1, n, "vector", f"{mod}.sinks", slot)
     if a.get("attn_dynamic_mask"):
         # Doge: A per KV head and dt_proj from the values to one mask logit per KV head.

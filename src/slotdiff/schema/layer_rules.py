@@ -252,3 +252,25 @@ def _layer_values(res: Resolver, layers: list[LayerSpec], args: dict[str, Any]) 
         if not isinstance(v, int) or isinstance(v, bool) or not 1 <= v <= 1099511627776:
             raise SlotdiffError(res.raw.name, f"expected positive integers, got {v!r}", key=key)
     return [evolve(s, **{args["attr"]: v}) for s, v in zip(layers, values, strict=True)]
+
+
+@rule("layer_map")
+def _layer_map(res: Resolver, layers: list[LayerSpec], args: dict[str, Any]) -> list[LayerSpec]:
+    """A per-layer list under config key ``key`` mapped through ``map`` (each entry, written
+    as a string, to the attributes to ``set``): per-layer 0/1 switches transformers accepts
+    in place of an interval (MiniMax-M3's ``moe_layer_freq`` and
+    ``sparse_attention_config.sparse_attention_freq``). Absent or null: unchanged."""
+    values = raw_value(res, args["key"])
+    if values is None:
+        return layers
+    key = res.cite(args["key"])
+    if not isinstance(values, list) or len(values) != len(layers):
+        raise SlotdiffError(res.raw.name, f"expected a list of {len(layers)} per-layer entries", key=key)
+    table: dict[str, dict[str, Any]] = args["map"]
+    out = []
+    for s, v in zip(layers, values, strict=True):
+        name = str(v).lower() if isinstance(v, (bool, int, str)) else None
+        if name not in table:
+            raise SlotdiffError(res.raw.name, f"unknown per-layer entry {v!r}", key=key)
+        out.append(set_attrs(res, s, table[name]))
+    return out

@@ -36,6 +36,8 @@ def layer_kv_elements(arch: Architecture, layer: LayerSpec) -> int:
     elems = 0
     if layer.mixer == "attention":
         elems += _attention_elements(arch, layer)
+        if layer.sparse:  # a lightning indexer's key per token (MiniMax-M3)
+            elems += arch.get("index_head_dim") or 0
     elif layer.mixer == "mla":
         extra = (arch.get("index_head_dim") or 0) if layer.sparse else 0
         elems += (arch.get("kv_lora_rank") or 0) + (arch.get("qk_rope_head_dim") or 0) + extra

@@ -68,6 +68,14 @@ def attention(b: Builder, n: int, layer: LayerSpec) -> None:
         b.add("attention/dyn_mask.dt", g, g * hv, n, "linear", f"{mod}.dt_proj", slot)
         if a.get("qkv_bias"):
             b.add("attention/dyn_mask.dt.bias", g, 1, n, "vector", f"{mod}.dt_proj", slot)
+    if layer.sparse:
+        # A lightning indexer on a softmax-attention layer (MiniMax-M3): index-head queries
+        # and one index key per token, each RMS-normed.
+        ih, idim = need_int(a, "index_n_heads"), need_int(a, "index_head_dim")
+        b.add("attention/indexer.q", ih * idim, d, n, "linear", f"{mod}.indexer.q_proj", slot)
+        b.add("attention/indexer.k", idim, d, n, "linear", f"{mod}.indexer.k_proj", slot)
+        b.add("attention/indexer.q_norm", idim, 1, n, "vector", f"{mod}.indexer.q_norm", slot)
+        b.add("attention/indexer.k_norm", idim, 1, n, "vector", f"{mod}.indexer.k_norm", slot)
     gate = a.get("attn_gate")
     if gate in ("channel", "head"):
         # A separate output-gate projection without bias (AFMoE, Laguna).

@@ -26,11 +26,15 @@ def _layer_types(res: Resolver, layers: list[LayerSpec], args: dict[str, Any]) -
 
     ``kinds`` (optional) maps a family's type strings to layer attributes, on top of
     LAYER_TYPE_KINDS (Nemotron-H's "linear_attention" is a mamba2 layer, its "moe" an
-    FFN-only layer); ``pattern`` reads a character pattern instead (see layer_type_list).
+    FFN-only layer); ``pattern`` reads a character pattern instead (see layer_type_list);
+    ``truncate`` cuts a longer list to the layer count, as a config class that keeps the
+    first n entries does.
     """
     types, key = layer_type_list(res, args)
     if not types:
         return layers
+    if args.get("truncate"):
+        types = types[: len(layers)]  # the config class keeps the first n entries (DeepSeek-V4)
     if len(types) != len(layers):
         raise SlotdiffError(res.raw.name, f"has {len(types)} entries for {len(layers)} layers", key=key)
     window = (

@@ -259,11 +259,15 @@ def _layer_map(res: Resolver, layers: list[LayerSpec], args: dict[str, Any]) -> 
     """A per-layer list under config key ``key`` mapped through ``map`` (each entry, written
     as a string, to the attributes to ``set``): per-layer 0/1 switches transformers accepts
     in place of an interval (MiniMax-M3's ``moe_layer_freq`` and
-    ``sparse_attention_config.sparse_attention_freq``). Absent or null: unchanged."""
+    ``sparse_attention_config.sparse_attention_freq``; DeepSeek-V4's legacy ``compress_ratios``).
+    ``truncate``: a longer list is cut to the layer count, as the config class does (a list
+    that also covers MTP layers). Absent or null: unchanged."""
     values = raw_value(res, args["key"])
     if values is None:
         return layers
     key = res.cite(args["key"])
+    if args.get("truncate") and isinstance(values, list):
+        values = values[: len(layers)]  # the config class keeps the first n entries
     if not isinstance(values, list) or len(values) != len(layers):
         raise SlotdiffError(res.raw.name, f"expected a list of {len(layers)} per-layer entries", key=key)
     table: dict[str, dict[str, Any]] = args["map"]

@@ -77,6 +77,9 @@ class LayerSpec:
     # The attention reuses K/V computed by an earlier layer (Gemma 4 KV sharing): no k/v
     # projections and no KV cache of its own.
     kv_shared: bool = False
+    # Compressed KV beside the sliding window: one pooled KV entry every ``compress`` tokens
+    # (DeepSeek-V4 HCA/CSA layers; with ``sparse`` an indexer over the compressed keys).
+    compress: int | None = None
 
 
 _LAYER_FIELDS = frozenset(f.name for f in fields(LayerSpec))

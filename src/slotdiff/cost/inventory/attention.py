@@ -4,6 +4,7 @@ cross-attention layers, and MLA's low-rank projections."""
 from __future__ import annotations
 
 from ...schema.arch import LayerSpec
+from .compressed import shared_kv_attention
 from .tensor import Builder, need_int
 
 
@@ -18,6 +19,9 @@ def attention(b: Builder, n: int, layer: LayerSpec) -> None:
     slot = "attention"
     if a.get("attn_experts"):
         attention_experts(b, n, d, g, hd)
+        return
+    if a.get("attn_shared_kv"):
+        shared_kv_attention(b, n, layer)
         return
     if a.get("fused_qkv"):
         b.add(

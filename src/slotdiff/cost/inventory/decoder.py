@@ -8,6 +8,7 @@ from typing import Any
 
 from ...schema.arch import Architecture, LayerSpec
 from .attention import attention, cross_attention, mla
+from .compressed import hyper_connections
 from .ffn import dense_ffn, moe, per_layer_inputs
 from .recurrent import linear_attention, mamba, short_conv
 from .tensor import Builder, Tensor, Unsupported, group_runs, need_int
@@ -125,7 +126,17 @@ def tensors(arch: Architecture) -> tuple[Tensor, ...]:
     layers, runs = arch.layers, arch.layer_runs
 
     def shape(s: LayerSpec) -> tuple[Any, ...]:
-        return (s.mixer, s.variant, s.window, s.sparse, s.n_kv_heads, s.head_dim, s.kv_shared, s.n_heads)
+        return (
+            s.mixer,
+            s.variant,
+            s.window,
+            s.sparse,
+            s.n_kv_heads,
+            s.head_dim,
+            s.kv_shared,
+            s.n_heads,
+            s.compress,
+        )
 
     for key, n, first in group_runs(runs, shape):
         _mixer(b, n, key[0], first)
@@ -143,6 +154,7 @@ def tensors(arch: Architecture) -> tuple[Tensor, ...]:
         elif ffn2 == "moe":
             moe(b, n)
     per_layer_inputs(b, len(layers))
+    hyper_connections(b, len(layers))
     _norms(b, runs)
     if arch.get("final_norm", True):
         b.norm("norms/final", d, 1, "model.norm")

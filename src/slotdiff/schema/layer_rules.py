@@ -62,8 +62,29 @@ def resolve_set(res: Resolver, spec: LayerSpec, changes: dict[str, Any]) -> dict
             value = res.evaluate(value[1:], {"i": spec.index})
             if value is None:
                 continue
+            if attr in _SIZE_ATTRS:
+                value = _size(res, changes[attr][1:], value, attr)
         out[attr] = value
     return out
+
+
+# Layer attributes that are sizes: a value an expression computed from config keys (which
+# may be anything) is held to a non-negative integer within the key map's bounds.
+_SIZE_ATTRS = frozenset({"window", "chunk", "d_ff", "n_kv_heads", "head_dim", "n_heads", "compress"})
+_SIZE_CAP = 1099511627776
+
+
+def _size(res: Resolver, expr: str, value: Any, attr: str) -> int:
+    if isinstance(value, float) and value.is_integer():
+        value = int(value)
+    low = 0 if attr == "d_ff" else 1
+    if not isinstance(value, int) or isinstance(value, bool) or not low <= value <= _SIZE_CAP:
+        raise SlotdiffError(
+            res.raw.name,
+            f"{attr} must be an integer {low}..{_SIZE_CAP:,}, got {value!r}",
+            key=res._expr_key(expr),
+        )
+    return value
 
 
 def set_attrs(res: Resolver, spec: LayerSpec, changes: dict[str, Any] | None) -> LayerSpec:

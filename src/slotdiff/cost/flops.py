@@ -39,7 +39,7 @@ def weight_flops_per_token(arch: Architecture, params: ParamCount) -> int:
 
 def _qk_v_dims(arch: Architecture, layer: LayerSpec, absorbed: bool = False) -> tuple[int, int, int]:
     """(heads, q·k width, v width) of an attention layer's score and mix products."""
-    h = arch.get("n_heads") or 0
+    h = layer.n_heads or arch.get("n_heads") or 0
     if layer.mixer == "mla":
         rope, nope = arch.get("qk_rope_head_dim") or 0, arch.get("qk_nope_head_dim") or 0
         rank = arch.get("kv_lora_rank") or 0

@@ -34,14 +34,29 @@ def layer_kv_elements(arch: Architecture, layer: LayerSpec) -> int:
     if layer.kv_shared:
         return 0
     elems = 0
-    if layer.mixer == "attention":
+    if layer.mixer == "attention" and arch.get("attn_shared_kv"):
+        # One head read as both key and value, cached once (its compressed entries are
+        # counted by compressed_kv_elements, per compress tokens).
+        elems += layer.head_dim or arch.get("head_dim") or 0
+    elif layer.mixer == "attention":
         elems += _attention_elements(arch, layer)
+        if layer.sparse:  # a lightning indexer's key per token (MiniMax-M3)
+            elems += arch.get("index_head_dim") or 0
     elif layer.mixer == "mla":
         extra = (arch.get("index_head_dim") or 0) if layer.sparse else 0
         elems += (arch.get("kv_lora_rank") or 0) + (arch.get("qk_rope_head_dim") or 0) + extra
     if layer.shared_block is not None:  # a weight-shared attention block run on this layer
         elems += _attention_elements(arch, layer)
     return elems
+
+
+def compressed_kv_elements(arch: Architecture, layer: LayerSpec) -> int:
+    """Elements of one compressed KV entry (held once per ``layer.compress`` tokens, beyond
+    any window): the pooled K=V head, and with an indexer its compressed key."""
+    if not layer.compress:
+        return 0
+    hd = layer.head_dim or arch.get("head_dim") or 0
+    return hd + ((arch.get("index_head_dim") or 0) if layer.sparse else 0)
 
 
 def layer_span(layer: LayerSpec, context: int) -> int:
@@ -143,6 +158,9 @@ def kv_cost(arch: Architecture, context: int, dtype: str = "bfloat16") -> KVCost
             by_kind[kind] = by_kind.get(kind, 0) + elems * b * n
             per_token += elems * b * n
             at_context += elems * b * layer_span(layer, context) * n
+            at_context += (
+                compressed_kv_elements(arch, layer) * b * (context // (layer.compress or context)) * n
+            )
         rec, conv = layer_state_elements(arch, layer)
         if rec or conv:
             n_rec += n

@@ -62,6 +62,7 @@ class LayerSpec:
     ffn: str | None = "dense"
     d_ff: int | None = None  # dense FFN width of this layer (None = the model's d_ff)
     n_kv_heads: int | None = None  # per-layer override (Gemma 4 global layers)
+    n_heads: int | None = None  # per-layer query heads (Laguna num_attention_heads_per_layer)
     head_dim: int | None = None  # per-layer override
     sparse: bool = False  # DeepSeek sparse attention (DSA) indexer on this layer
     # A second sequence mixer fed the same normed input as ``mixer``, its output summed
@@ -80,6 +81,9 @@ class LayerSpec:
     # two stacks H_cycles × (L_cycles + 1) times): no parameters of its own, but its own KV
     # cache and its own compute.
     tied: bool = False
+    # Compressed KV beside the sliding window: one pooled KV entry every ``compress`` tokens
+    # (DeepSeek-V4 HCA/CSA layers; with ``sparse`` an indexer over the compressed keys).
+    compress: int | None = None
 
 
 _LAYER_FIELDS = frozenset(f.name for f in fields(LayerSpec))

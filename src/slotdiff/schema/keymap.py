@@ -129,7 +129,13 @@ def _uniform(value: Any) -> Any:
 
 
 # Functions a derivation may call; each maps None to None like the operators do.
-FUNCTIONS: dict[str, Any] = {"int": int, "len": len, "ceil": math.ceil, "uniform": _uniform}
+FUNCTIONS: dict[str, Any] = {
+    "int": int,
+    "len": len,
+    "ceil": math.ceil,
+    "uniform": _uniform,
+    "isqrt": math.isqrt,  # Doge's product-key router: 2 * isqrt(num_experts) keys
+}
 
 
 class UnsupportedExpression(ValueError):
@@ -150,7 +156,7 @@ def evaluate(expr: str, env: Mapping[str, Any]) -> Any:
     Allowed: names, numbers, strings, True/False/None; ``+ - * / // %``; comparisons
     (chained), ``is None`` / ``is not None``; ``and``/``or``/``not`` and ``a if cond else b``
     with Python's truthiness; the calls in FUNCTIONS (``int``, ``len``, ``ceil``,
-    ``uniform``). Enough to restate a config class's ``__post_init__`` arithmetic and facts
+    ``uniform``, ``isqrt``). Enough to restate a config class's ``__post_init__`` arithmetic and facts
     that depend on a switch, e.g. ``'parallel' if use_parallel_residual else 'pre'``. An
     unknown name is None and arithmetic or ordering on None gives None (the value is then
     unknown); only equality, ``is`` tests and conditionals look at None.

@@ -29,11 +29,14 @@ def _layer_types(res: Resolver, layers: list[LayerSpec], args: dict[str, Any]) -
     FFN-only layer); ``pattern`` reads a character pattern instead (see layer_type_list).
     ``unwindowed_full``: a sliding layer whose window is switched off or absent attends over
     the full context (SmolLM3 windows a layer only when use_sliding_window), instead of
-    refusing the config.
+    refusing the config. ``truncate`` cuts a longer list to the layer count, as a config
+    class that keeps the first n entries does.
     """
     types, key = layer_type_list(res, args)
     if not types:
         return layers
+    if args.get("truncate"):
+        types = types[: len(layers)]  # the config class keeps the first n entries (DeepSeek-V4)
     if len(types) != len(layers):
         raise SlotdiffError(res.raw.name, f"has {len(types)} entries for {len(layers)} layers", key=key)
     window = (

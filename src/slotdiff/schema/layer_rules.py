@@ -62,8 +62,29 @@ def resolve_set(res: Resolver, spec: LayerSpec, changes: dict[str, Any]) -> dict
             value = res.evaluate(value[1:], {"i": spec.index})
             if value is None:
                 continue
+            if attr in _SIZE_ATTRS:
+                value = _size(res, changes[attr][1:], value, attr)
         out[attr] = value
     return out
+
+
+# Layer attributes that are sizes: a value an expression computed from config keys (which
+# may be anything) is held to a non-negative integer within the key map's bounds.
+_SIZE_ATTRS = frozenset({"window", "chunk", "d_ff", "n_kv_heads", "head_dim", "n_heads", "compress"})
+_SIZE_CAP = 1099511627776
+
+
+def _size(res: Resolver, expr: str, value: Any, attr: str) -> int:
+    if isinstance(value, float) and value.is_integer():
+        value = int(value)
+    low = 0 if attr == "d_ff" else 1
+    if not isinstance(value, int) or isinstance(value, bool) or not low <= value <= _SIZE_CAP:
+        raise SlotdiffError(
+            res.raw.name,
+            f"{attr} must be an integer {low}..{_SIZE_CAP:,}, got {value!r}",
+            key=res._expr_key(expr),
+        )
+    return value
 
 
 def set_attrs(res: Resolver, spec: LayerSpec, changes: dict[str, Any] | None) -> LayerSpec:
@@ -305,3 +326,45 @@ def _per_layer_config(res: Resolver, layers: list[LayerSpec], args: dict[str, An
                 raise SlotdiffError(res.raw.name, why, key=f"{at}.{name}")
             changes.setdefault(i, {})[attr] = value
     return [evolve(s, **changes[s.index]) if s.index in changes else s for s in layers]
+
+
+@rule("layer_values")
+def _layer_values(res: Resolver, layers: list[LayerSpec], args: dict[str, Any]) -> list[LayerSpec]:
+    """Per-layer integer ``attr`` from the list under config key ``key``, one entry per layer
+    (Laguna ``num_attention_heads_per_layer`` → ``n_heads``). Absent or null: unchanged."""
+    values = raw_value(res, args["key"])
+    if values is None:
+        return layers
+    key = res.cite(args["key"])
+    if not isinstance(values, list) or len(values) != len(layers):
+        raise SlotdiffError(res.raw.name, f"expected a list of {len(layers)} per-layer values", key=key)
+    for v in values:
+        if not isinstance(v, int) or isinstance(v, bool) or not 1 <= v <= 1099511627776:
+            raise SlotdiffError(res.raw.name, f"expected positive integers, got {v!r}", key=key)
+    return [evolve(s, **{args["attr"]: v}) for s, v in zip(layers, values, strict=True)]
+
+
+@rule("layer_map")
+def _layer_map(res: Resolver, layers: list[LayerSpec], args: dict[str, Any]) -> list[LayerSpec]:
+    """A per-layer list under config key ``key`` mapped through ``map`` (each entry, written
+    as a string, to the attributes to ``set``): per-layer 0/1 switches transformers accepts
+    in place of an interval (MiniMax-M3's ``moe_layer_freq`` and
+    ``sparse_attention_config.sparse_attention_freq``; DeepSeek-V4's legacy ``compress_ratios``).
+    ``truncate``: a longer list is cut to the layer count, as the config class does (a list
+    that also covers MTP layers). Absent or null: unchanged."""
+    values = raw_value(res, args["key"])
+    if values is None:
+        return layers
+    key = res.cite(args["key"])
+    if args.get("truncate") and isinstance(values, list):
+        values = values[: len(layers)]  # the config class keeps the first n entries
+    if not isinstance(values, list) or len(values) != len(layers):
+        raise SlotdiffError(res.raw.name, f"expected a list of {len(layers)} per-layer entries", key=key)
+    table: dict[str, dict[str, Any]] = args["map"]
+    out = []
+    for s, v in zip(layers, values, strict=True):
+        name = str(v).lower() if isinstance(v, (bool, int, str)) else None
+        if name not in table:
+            raise SlotdiffError(res.raw.name, f"unknown per-layer entry {v!r}", key=key)
+        out.append(set_attrs(res, s, table[name]))
+    return out

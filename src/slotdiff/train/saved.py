@@ -310,6 +310,21 @@ def moe_ffn(arch: Architecture, spec: LayerSpec, c: Conventions) -> list[Saved]:
     return out + _residual_dropout(c, d, "mlp")
 
 
+def _unmodeled_structure(arch: Architecture, spec: LayerSpec) -> str | None:
+    """Attention structures the activation model does not cover (their saved tensors differ
+    from a plain attention's): mixture-of-attention experts (JetMoE), shared-KV compressed
+    attention (DeepSeek-V4), indexer layers (MiniMax-M3) and hyper-connection streams."""
+    if arch.get("attn_experts"):
+        return "mixture-of-attention experts"
+    if arch.get("attn_shared_kv") or spec.compress:
+        return "shared-KV compressed attention"
+    if spec.sparse and spec.mixer == "attention":
+        return "an indexer on softmax attention"
+    if (arch.get("hc_mult") or 0) > 1:
+        return "hyper-connection residual streams"
+    return None
+
+
 def layer(arch: Architecture, spec: LayerSpec, c: Conventions) -> list[Saved]:
     """Everything one decoder layer keeps for backward (no recomputation of the layer)."""
     what = (
@@ -321,7 +336,7 @@ def layer(arch: Architecture, spec: LayerSpec, c: Conventions) -> list[Saved]:
         if spec.shared_block is not None
         else f"a second ({spec.ffn2}) FFN"
         if spec.ffn2
-        else None
+        else _unmodeled_structure(arch, spec)
     )
     if what:
         raise Unsupported(arch.name, f"training activations of {what} are not modeled (layer {spec.index})")

@@ -4,18 +4,25 @@ cross-attention layers, and MLA's low-rank projections."""
 from __future__ import annotations
 
 from ...schema.arch import LayerSpec
+from .compressed import shared_kv_attention
 from .tensor import Builder, need_int
 
 
 def attention(b: Builder, n: int, layer: LayerSpec) -> None:
     a = b.arch
-    d, h = need_int(a, "d_model"), need_int(a, "n_heads")
+    d, h = need_int(a, "d_model"), layer.n_heads or need_int(a, "n_heads")
     g = layer.n_kv_heads or need_int(a, "n_kv_heads")
     hd = layer.head_dim or need_int(a, "head_dim")
     hv = a.get("v_head_dim") or hd
     mod = "model.layers.0.self_attn"
     q_out = h * hd * (2 if a.get("attn_output_gate") else 1)
     slot = "attention"
+    if a.get("attn_experts"):
+        attention_experts(b, n, d, g, hd)
+        return
+    if a.get("attn_shared_kv"):
+        shared_kv_attention(b, n, layer)
+        return
     if a.get("fused_qkv"):
         b.add(
             "attention/qkv",
@@ -59,11 +66,32 @@ def attention(b: Builder, n: int, layer: LayerSpec) -> None:
             b.add(f"attention/q_norm{suffix}", q_w, 1, n, "vector", f"{mod}.q_norm", slot)
             if not layer.kv_shared:  # a layer reusing another's K/V has no k norm
                 b.add(f"attention/k_norm{suffix}", k_w, 1, n, "vector", f"{mod}.k_norm", slot)
-    if a.get("sinks"):
+    if a.get("sinks") and (layer.window is not None or not a.get("sinks_sliding_only")):
         b.add("attention/sinks", h, 1, n, "vector", f"{mod}.sinks", slot)
     vectors = a.get("attn_head_vectors") or 0
     if vectors:  # DiffLlama's differential-attention lambdas (q1, k1, q2, k2), head_dim each
         b.add("attention/head_vectors", hd, 1, vectors * n, "vector", f"{mod}.lambda_q1", slot)
+    if a.get("attn_dynamic_mask"):
+        # Doge: A per KV head and dt_proj from the values to one mask logit per KV head.
+        b.add("attention/dyn_mask.A", g, 1, n, "vector", f"{mod}.A", slot)
+        b.add("attention/dyn_mask.dt", g, g * hv, n, "linear", f"{mod}.dt_proj", slot)
+        if a.get("qkv_bias"):
+            b.add("attention/dyn_mask.dt.bias", g, 1, n, "vector", f"{mod}.dt_proj", slot)
+    if layer.sparse:
+        # A lightning indexer on a softmax-attention layer (MiniMax-M3): index-head queries
+        # and one index key per token, each RMS-normed.
+        ih, idim = need_int(a, "index_n_heads"), need_int(a, "index_head_dim")
+        b.add("attention/indexer.q", ih * idim, d, n, "linear", f"{mod}.indexer.q_proj", slot)
+        b.add("attention/indexer.k", idim, d, n, "linear", f"{mod}.indexer.k_proj", slot)
+        b.add("attention/indexer.q_norm", idim, 1, n, "vector", f"{mod}.indexer.q_norm", slot)
+        b.add("attention/indexer.k_norm", idim, 1, n, "vector", f"{mod}.indexer.k_norm", slot)
+    gate = a.get("attn_gate")
+    if gate in ("channel", "head"):
+        # A separate output-gate projection without bias (AFMoE, Laguna).
+        rows = h * hd if gate == "channel" else h
+        b.add("attention/gate", rows, d, n, "linear", f"{mod}.gate_proj", slot)
+        if a.get("attn_gate_head_bias"):
+            b.add("attention/gate.head_bias", h, 1, n, "vector", f"{mod}.gate_bias", slot)
 
 
 def cross_attention(b: Builder, n: int, layer: LayerSpec) -> None:
@@ -164,3 +192,17 @@ def mla(b: Builder, n: int, layer: LayerSpec) -> None:
             f"{mod}.indexer.weights_proj",
             slot,
         )
+
+
+def attention_experts(b: Builder, n: int, d: int, g: int, hd: int) -> None:
+    """Mixture of attention heads (JetMoE MoA): per expert a query projection to g heads and
+    an output projection back (routed: top_k of n_experts per token), one fused k/v projection
+    shared by the experts, a router and a d-wide output bias."""
+    e = need_int(b.arch, "n_experts")
+    mod = "model.layers.0.self_attention"
+    slot = "attention"
+    b.add("attention/kv", 2 * g * hd, d, n, "linear", f"{mod}.kv_proj", slot)
+    b.add("attention/moa.q", g * hd, d, n * e, "linear", f"{mod}.experts.input_linear", slot, True)
+    b.add("attention/moa.o", d, g * hd, n * e, "linear", f"{mod}.experts.output_linear", slot, True)
+    b.add("attention/moa.router", e, d, n, "linear", f"{mod}.experts.router.layer", "router")
+    b.add("attention/moa.bias", d, 1, n, "vector", f"{mod}.experts.bias", slot)

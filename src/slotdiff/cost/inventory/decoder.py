@@ -9,6 +9,7 @@ from typing import Any
 
 from ...schema.arch import Architecture, LayerSpec
 from .attention import attention, cross_attention, mla
+from .compressed import hyper_connections
 from .ffn import altup_laurel, dense_ffn, moe, per_layer_inputs
 from .recurrent import linear_attention, mamba, short_conv
 from .tensor import Builder, Tensor, Unsupported, group_runs, need_int
@@ -89,7 +90,17 @@ def _layer_tensors(b: Builder, runs: tuple[tuple[LayerSpec, int], ...]) -> None:
     """The mixers, FFNs and norms of the layers in ``runs``."""
 
     def shape(s: LayerSpec) -> tuple[Any, ...]:
-        return (s.mixer, s.variant, s.window, s.sparse, s.n_kv_heads, s.head_dim, s.kv_shared)
+        return (
+            s.mixer,
+            s.variant,
+            s.window,
+            s.sparse,
+            s.n_kv_heads,
+            s.head_dim,
+            s.kv_shared,
+            s.n_heads,
+            s.compress,
+        )
 
     for key, n, first in group_runs(runs, shape):
         _mixer(b, n, key[0], first)
@@ -122,10 +133,17 @@ def _norms(b: Builder, runs: tuple[tuple[LayerSpec, int], ...]) -> None:
             count += per_sublayer * sub * n
         if spec.ffn2 is not None:
             count += (a.get("ffn2_norms") or 0) * n
+        if spec.ffn == "moe":
+            count += (a.get("moe_norms") or 0) * n
     first = runs[0][0] if runs else None
     if a.get("first_attn_norm") is False and placement != "parallel" and first and first.index == 0:
         count -= 1 if first.mixer else 0  # ModernBERT-decoder: layer 0's attention norm is an identity
     b.norm("norms/layers", d, count, "model.layers.0.input_layernorm")
+    scales = a.get("layer_scales") or 0
+    if scales:
+        # Learned residual scales outside the norms (Doge), kept whatever norm_affine says.
+        count = scales * sum(n for _, n in runs)
+        b.add("norms/layer_scales", d, 1, count, "vector", "model.layers.0.input_residual")
 
 
 def tensors(arch: Architecture) -> tuple[Tensor, ...]:
@@ -165,6 +183,7 @@ def tensors(arch: Architecture) -> tuple[Tensor, ...]:
     own = sum(n for _, n in runs)
     per_layer_inputs(b, own)
     altup_laurel(b, own)
+    hyper_connections(b, own)
     if arch.get("final_norm", True):
         b.norm("norms/final", d, 1, "model.norm")
     if d_embed != d:

@@ -52,15 +52,18 @@ def moe(b: Builder, n: int) -> None:
     width = need_int(a, "d_ff_expert")
     zero = a.get("n_zero_experts") or 0
     mod = "model.layers.0.mlp"
-    b.add("router/weight", e + zero, d, n, "linear", f"{mod}.gate")
+    rows = a.get("router_width") or e + zero
+    b.add("router/weight", rows, d, n, "linear", f"{mod}.gate")
     if a.get("router_bias"):
-        b.add("router/bias", e + zero, 1, n, "vector", f"{mod}.gate")
+        b.add("router/bias", rows, 1, n, "vector", f"{mod}.gate")
     if a.get("router_score_bias"):
         b.add("router/score_bias", e, 1, n, "vector", f"{mod}.gate")
     if a.get("router_scales"):
         # A learned input scale before the router projection and a scale per expert.
         b.add("router/scale", d, 1, n, "vector", f"{mod}.router.scale")
         b.add("router/expert_scale", e, 1, n, "vector", f"{mod}.router.per_expert_scale")
+    if a.get("moe_output_bias"):
+        b.add("experts/out_bias", d, 1, n, "vector", f"{mod}.bias", "ffn")
     latent = a.get("moe_latent") or 0
     if latent:
         # Experts run in a narrower latent space: one down/up projection around them.
@@ -79,7 +82,9 @@ def moe(b: Builder, n: int) -> None:
         dense_ffn(b, n, shared_width, "shared_experts", "mlp.shared_experts")
     elif shared:
         dense_ffn(b, n, shared * width, "shared_experts", "mlp.shared_experts")
-    if a.get("shared_expert_gate") and (shared or shared_width):
+    # The gate is built whenever the family builds its shared expert, even one of width 0
+    # (Qwen2-MoE with shared_expert_intermediate_size 0 keeps the [1, d] gate).
+    if a.get("shared_expert_gate") and (shared or shared_width is not None):
         b.add("shared_experts/gate", 1, d, n, "linear", "model.layers.0.mlp.shared_expert_gate")
 
 
@@ -87,7 +92,7 @@ def expert_bank(b: Builder, n: int, width: int, e: int, d_in: int, extra_in: int
     """``e`` routed experts of hidden ``width`` reading and writing ``d_in``-wide vectors;
     ``extra_in`` more experts' worth of gate/up rows (allocated, never computed)."""
     a = b.arch
-    gated = bool(a.get("ffn_gated"))
+    gated = bool(a.get("experts_gated", a.get("ffn_gated")))
     mod = "model.layers.0.mlp.experts.0"
     up_count = n * (e + extra_in)
     if gated:

@@ -11,7 +11,10 @@ One table (Markdown, ready for the README's Performance section), one row per fi
   give the same totals, with the known differences of tests/test_oracle_params.py;
 * ``slotdiff lint`` on 200 configs against ``check-jsonschema`` on the same files with the
   same schema, each a fresh process (benchmarks/lint_speed.py);
-* CLI start-up, process start to exit, against ``python -c pass``;
+* CLI start-up, process start to exit, against ``python -c pass`` (``slotdiff CONFIG``,
+  ``--json``, ``lint``, and ``fit``: target < 250 ms);
+* ``slotdiff fit`` on a config at the key map's 16,384-layer cap, process start to exit
+  (the fewest-GPU search must stay well under a second there);
 * scan classification throughput and a 500-model scan against the fake Hub next to the
   server's raw serving time, with no added latency and with 20 ms and 100 ms per request
   (benchmarks/scan_speed.py).
@@ -214,6 +217,7 @@ def bench_startup(quick: bool, env: dict[str, str]) -> list[Row]:
         "json": [py, "-m", "slotdiff", cfg, "--json"],
         "table": [py, "-m", "slotdiff", cfg],
         "lint": [py, "-m", "slotdiff", "lint", "--no-config", "-q", cfg],
+        "fit": [py, "-m", "slotdiff", "fit", cfg],
     }
     got = lint_speed.measure(tools, {**env, "COLUMNS": "100"}, runs=1 if quick else 15, warmup=True)
     wall = {name: statistics.median(m["wall"]) for name, m in got.items()}
@@ -223,6 +227,7 @@ def bench_startup(quick: bool, env: dict[str, str]) -> list[Row]:
         ("json", "`slotdiff CONFIG --json` (local file), process start to exit", 0.5),
         ("table", "`slotdiff CONFIG` (table), process start to exit", 0.5),
         ("lint", "`slotdiff lint CONFIG` (one file), process start to exit", None),
+        ("fit", "`slotdiff fit CONFIG` (local file), process start to exit", 0.25),
     ):
         rows.append(
             Row(
@@ -234,6 +239,32 @@ def bench_startup(quick: bool, env: dict[str, str]) -> list[Row]:
             )
         )
     return rows
+
+
+def bench_fit_cap(quick: bool, tmp: Path, env: dict[str, str]) -> list[Row]:
+    """``slotdiff fit`` on Llama-3-8B stretched to the 16,384-layer cap (its fewest-GPU search
+    over every valid TP × PP), process start to exit, against the same on the 32-layer config."""
+    base = ROOT / "tests" / "fixtures" / "corpus" / "raw" / "meta-llama__Meta-Llama-3-8B.json"
+    data = json.loads(base.read_text(encoding="utf-8"))
+    data["num_hidden_layers"] = 16384
+    cap = tmp / "cap-16384.json"
+    cap.write_text(json.dumps(data), encoding="utf-8")
+    py = sys.executable
+    tools = {
+        "cap": [py, "-m", "slotdiff", "fit", str(cap), "--json"],
+        "base": [py, "-m", "slotdiff", "fit", str(base), "--json"],
+    }
+    got = lint_speed.measure(tools, env, runs=1 if quick else 7, warmup=True)
+    cap_s, base_s = (statistics.median(got[k]["wall"]) for k in ("cap", "base"))
+    return [
+        Row(
+            "`slotdiff fit` on a 16,384-layer config (the key map's cap), process start to exit",
+            _s(cap_s),
+            f"the same command on the 32-layer config: {_s(base_s)}",
+            f"{cap_s / base_s:.1f}",
+            f"< 1 s: {_verdict(cap_s < 1, quick)}",
+        )
+    ]
 
 
 # ----------------------------------------------------------------------------------------- scan
@@ -332,6 +363,7 @@ def main(argv: list[str] | None = None) -> int:
             ("cost pass", lambda: bench_cost(args.quick)),
             ("lint", lambda: bench_lint(args.quick, tmp, env)),
             ("start-up", lambda: bench_startup(args.quick, env)),
+            ("fit at the layer cap", lambda: bench_fit_cap(args.quick, tmp, env)),
             ("scan", lambda: bench_scan_apart(args.quick)),
         ):
             t0 = time.perf_counter()

@@ -17,6 +17,8 @@ ROWS = (
     "`slotdiff CONFIG --json`",
     "`slotdiff CONFIG` (table)",
     "`slotdiff lint CONFIG`",
+    "`slotdiff fit CONFIG`",
+    "`slotdiff fit` on a 16,384-layer config",
     "scan classification, ",
     "scan classification as a scan runs it",
     "first scan of 20 models, local fake Hub, no added latency",

@@ -2,9 +2,10 @@
 
 Conventions used in the arithmetic: H100 SXM "80 GB" = 80 GiB = 85,899,345,920 B (the
 preset); H200 "141 GB" = 141 GiB; the default runtime reserve is 10%, so 72 GiB =
-77,309,411,328 B of an H100 is usable. Weights split evenly over the GPUs; KV follows the
-KV heads. Every expected number below comes from the model's published sizes, not from
-running the code.
+77,309,411,328 B of an H100 is usable. Under tensor parallelism every tensor splits over
+the GPUs except the norms (replicated on each); KV follows the KV heads. The H100's NVLink
+is 900 GB/s bidirectional, 450e9 B/s each way. Every expected number below comes from the
+model's published sizes, not from running the code.
 """
 
 from __future__ import annotations
@@ -16,7 +17,7 @@ from slotdiff.core.errors import UsageError
 from slotdiff.cost.price import cost_of
 from slotdiff.cost.workload import Workload
 from slotdiff.deploy.fit import fit
-from slotdiff.deploy.serving import RESERVE_FRACTION, decode_step, deployment, kv_bytes_per_gpu
+from slotdiff.deploy.serving import RESERVE_FRACTION, decode_step, deployment
 
 from conftest import raw
 
@@ -25,6 +26,13 @@ H100_USABLE = 77_309_411_328  # 0.9 × 80 GiB
 LLAMA70_PARAMS = 70_553_706_496  # Llama-3-70B (3.1 config): DESIGN.md's 70.6B, counted exactly in the anchors
 LLAMA70_BF16 = 2 * LLAMA70_PARAMS  # 141,107,412,992 B = 131.4 GiB
 LLAMA70_EMBED = 128256 * 8192 * 2  # the token table, a gather at decode: 2,101,346,304 B
+LLAMA70_NORMS = (80 * 2 + 1) * 8192 * 2  # two RMSNorms per layer and the final one: 2,637,824 B
+LINK = 450e9  # NVLink 4, one direction
+
+
+def per_gpu(tp: int) -> int:
+    """Llama-3.1-70B bf16 on one of ``tp`` GPUs: everything but the norms split, norms whole."""
+    return (LLAMA70_BF16 - LLAMA70_NORMS) // tp + LLAMA70_NORMS
 
 
 def arch(repo: str):  # type: ignore[no-untyped-def]
@@ -50,63 +58,77 @@ def test_llama3_70b_bf16_does_not_fit_one_h100() -> None:
 
 
 def test_llama3_70b_bf16_fits_two_h100_with_five_sequences_at_8k() -> None:
-    # Per GPU: weights 141,107,412,992 / 2 = 70,553,706,496 B; free 77,309,411,328 −
-    # 70,553,706,496 = 6,755,704,832 B. KV at 8K: 80 layers × 8 KV heads × 128 × 2 (K, V) ×
-    # 2 B = 320 KiB/token × 8,192 = 2,684,354,560 B per sequence, 4 of the 8 heads per GPU:
-    # 1,342,177,280 B. Sequences: floor(6,755,704,832 / 1,342,177,280) = floor(5.03) = 5.
+    # Per GPU: (141,107,412,992 − 2,637,824) / 2 + 2,637,824 = 70,555,025,408 B; free
+    # 77,309,411,328 − 70,555,025,408 = 6,754,385,920 B. KV at 8K: 80 layers × 8 KV heads × 128
+    # × 2 (K, V) × 2 B = 320 KiB/token × 8,192 = 2,684,354,560 B per sequence, 4 of the 8 heads
+    # per GPU: 1,342,177,280 B. Sequences: floor(6,754,385,920 / 1,342,177,280) = floor(5.03) = 5.
     f = fit(arch("meta-llama/Llama-3.1-70B"), Workload(context=8192), gpus=2)
-    assert f.fits
+    assert f.fits and f.valid and f.layout.tp == 2
+    assert f.weights_per_gpu == per_gpu(2) == 70_555_025_408
     assert f.kv_per_sequence == 2_684_354_560
     assert f.kv_per_sequence_per_gpu == 1_342_177_280
     assert f.kv_replication == 1
     assert f.max_sequences == 5
-    # Longest single sequence: 6,755,704,832 / (160 KiB = 163,840 B per token per GPU) = 41,233.06.
-    assert f.max_context == 41_233
+    # Longest single sequence: 6,754,385,920 / (160 KiB = 163,840 B per token per GPU) = 41,225.5.
+    assert f.max_context == 41_225
     # Decode at 5 sequences, per GPU: weights read once without the embedding table,
     # (141,107,412,992 − 2,101,346,304) / 2 = 69,503,033,344 B, plus 5 × 1,342,177,280 =
-    # 6,710,886,400 B of KV = 76,213,919,744 B / 3.35e12 B/s = 22.750 ms → 5 / 0.022750 s
-    # = 219.8 tokens/s. FLOPs per GPU ≈ 5 × 160 GFLOP / 2 = 0.4 TFLOP = 0.41 ms: memory-bound.
+    # 6,710,886,400 B of KV = 76,213,919,744 B / 3.35e12 B/s = 22.750 ms. FLOPs per GPU ≈ 5 ×
+    # 160 GFLOP / 2 = 0.4 TFLOP = 0.41 ms: memory-bound. Plus two all-reduces per layer of
+    # 5 tokens × 8,192 × 2 B, ring 2·(2−1)/2 of it sent: 160 × 81,920 = 13,107,200 B / 450e9
+    # = 0.0291 ms. 5 / (22.750 + 0.029) ms = 219.5 tokens/s.
     d = f.decode_at_max
     assert d is not None and d.batch == 5 and d.bound == "memory"
     assert d.bytes == pytest.approx((LLAMA70_BF16 - LLAMA70_EMBED) / 2 + 5 * 1_342_177_280)
-    assert d.step_ms == pytest.approx(76_213_919_744 / 3.35e12 * 1e3)
-    assert d.tokens_per_s == pytest.approx(219.78, abs=0.01)
+    assert d.memory_ms == pytest.approx(76_213_919_744 / 3.35e12 * 1e3)
+    assert d.comm_bytes == pytest.approx(13_107_200)
+    assert d.step_ms == pytest.approx(76_213_919_744 / 3.35e12 * 1e3 + 13_107_200 / LINK * 1e3)
+    assert d.tokens_per_s == pytest.approx(219.50, abs=0.01)
 
 
 def test_llama3_70b_on_eight_h100_at_128k() -> None:
-    # The issue's example. Per GPU: weights 141,107,412,992 / 8 = 17,638,426,624 B; free
-    # 77,309,411,328 − 17,638,426,624 = 59,670,984,704 B. KV at 128K: 40 GiB per sequence
-    # (seed 04), one of 8 heads per GPU: 5 GiB = 5,368,709,120 B. floor(59.67e9 / 5.37e9) = 11.
+    # The issue's example. Per GPU: (141,107,412,992 − 2,637,824) / 8 + 2,637,824 =
+    # 17,640,734,720 B; free 77,309,411,328 − 17,640,734,720 = 59,668,676,608 B. KV at 128K:
+    # 40 GiB per sequence (seed 04), one of 8 heads per GPU: 5 GiB = 5,368,709,120 B.
+    # floor(59.67e9 / 5.37e9) = 11.
     f = fit(arch("meta-llama/Llama-3.1-70B"), Workload(context=131072), gpus=8)
     assert f.fits and f.kv_per_sequence == 40 * GiB
+    assert f.weights_per_gpu == per_gpu(8) == 17_640_734_720
     assert f.max_sequences == 11
-    # Longest single context: 59,670,984,704 / (40 KiB per token per GPU) = 1,456,811.1 tokens,
-    # ten times the model's trained 131,072: memory is not what limits one sequence here.
-    assert f.max_context == 1_456_811
+    # Longest single context: 59,668,676,608 / (40 KiB per token per GPU) = 1,456,754.8 tokens,
+    # eleven times the model's trained 131,072: memory is not what limits one sequence here.
+    assert f.max_context == 1_456_754
     assert f.model_max_context == 131072
 
 
 def test_batch_that_does_not_fit_reports_the_shortfall() -> None:
-    # 12 sequences at 128K on 8 × H100, per GPU: 17,638,426,624 + 12 × 5,368,709,120 =
-    # 82,062,936,064 B against 77,309,411,328: short 4,753,524,736 B per GPU. More GPUs: past
-    # 8 each still holds one of the 8 KV heads (5 GiB per sequence), only the weights shrink:
-    #   9 GPUs: 15,678,601,444 + 64,424,509,440 = 80,103,110,884 > usable
-    #  10 GPUs: 14,110,741,299 + 64,424,509,440 = 78,535,250,739 > usable
-    #  11 GPUs: 12,827,946,636 + 64,424,509,440 = 77,252,456,076 ≤ usable → 11.
+    # 12 sequences at 128K on 8 × H100 (TP=8), per GPU: 17,640,734,720 + 12 × 5,368,709,120 =
+    # 82,065,244,160 B against 77,309,411,328: short 4,755,832,832 B per GPU. Past TP=8 each GPU
+    # still holds one of the 8 KV heads (TP=16 holds 5 GiB per sequence too), so more TP does
+    # not help; pipeline stages split the layers and their KV. Every layout of ≤ 9 GPUs fails:
+    #   TP=8: above; TP=4 × PP=2: 17.64e9 + 12 × 5.37e9; TP=2 × PP=4: 18.16e9 + 12 × 5.37e9;
+    #   PP=8: 19.21e9 + 12 × 5.37e9 (all ≥ 82e9); 9 GPUs: no PP divides the 80 layers by 9,
+    #   TP=9 and 3 divide neither the 64 heads nor the 8 KV heads.
+    # 10 GPUs, TP=2 × PP=5 (16 layers a stage): the first stage holds half the embedding
+    # 1,050,673,152 + 16 × (855,638,016 + 32,768) = 14,741,405,696 B (the last: half the head
+    # and the final norm, 14,741,422,080) and 16 layers × 2,048 B (4 of 8 heads) × 131,072 =
+    # 4 GiB per sequence: 14,741,422,080 + 12 × 4,294,967,296 = 66,281,029,632 ≤ usable.
+    # (PP=10 also fits on 10; ties go to the layout with fewer stages.)
     f = fit(arch("meta-llama/Llama-3.1-70B"), Workload(context=131072, batch=12), gpus=8)
     assert not f.fits
-    assert f.shortfall_per_gpu == pytest.approx(4_753_524_736)
-    assert f.min_gpus == 11
+    assert f.shortfall_per_gpu == pytest.approx(4_755_832_832)
+    assert f.min_gpus == 10
+    assert f.min_layout is not None and (f.min_layout.tp, f.min_layout.pp) == (2, 5)
 
 
 def test_gqa_heads_replicate_past_the_kv_head_count() -> None:
-    # Llama-3-8B has 8 KV heads: on 16 GPUs each holds one head, KV stored twice over.
+    # Llama-3-8B has 8 KV heads: on 16 GPUs (TP=16, a multiple of 8) each holds one head,
+    # KV stored twice over. 1 GiB per sequence at 8K (128 KiB × 8,192).
     a = arch("meta-llama/Meta-Llama-3-8B")
-    one = kv_bytes_per_gpu(a, 8192, "bfloat16", 1)
-    assert one == 1 * GiB  # 128 KiB × 8,192
-    assert kv_bytes_per_gpu(a, 8192, "bfloat16", 8) == one / 8
-    assert kv_bytes_per_gpu(a, 8192, "bfloat16", 16) == one / 8  # not /16
+    assert fit(a, Workload(context=8192), gpus=1).kv_per_sequence_per_gpu == 1 * GiB
+    assert fit(a, Workload(context=8192), gpus=8).kv_per_sequence_per_gpu == GiB / 8
     f = fit(a, Workload(context=8192), gpus=16)
+    assert f.valid and f.kv_per_sequence_per_gpu == GiB / 8  # not /16
     assert f.kv_replication == 2
     assert any("replicated ×2" in n for n in f.assumptions)
 
@@ -120,9 +142,13 @@ def test_mla_latent_is_whole_on_every_gpu() -> None:
     assert f.kv_replication == 8
     # Checkpoint fp8: ~671B params at 1 B plus scales and bf16 embeddings/norms: 671–676 GB.
     assert 671e9 <= f.weights_bytes <= 676e9
-    # H200: 0.9 × 141 GiB = 136,257,837,465.6 B usable; weights/8 ≈ 84.1e9 leaves ≈ 52.1e9,
-    # which holds 5 sequences of 9.21e9 (5.66).
-    free = 0.9 * 141 * GiB - f.weights_bytes / 8
+    # H200: 0.9 × 141 GiB = 136,257,837,465.6 B usable. Each GPU holds 1/8 of the sharded
+    # weights and all of the replicated ones: MLA's down projections q_a (7,168 × 1,536) and
+    # kv_a (7,168 × 576) in 61 layers, 0.92e9 fp8 bytes; routers 58 × 256 × 7,168 bf16,
+    # 0.21e9; norms. So 84.1e9 < per GPU < 84.1e9 + 1.2e9, which leaves 51–52e9: 5 sequences
+    # of 9.21e9.
+    assert f.weights_bytes / 8 < f.weights_per_gpu < f.weights_bytes / 8 + 1.2e9
+    free = 0.9 * 141 * GiB - f.weights_per_gpu
     assert f.max_sequences == int(free // 9_210_691_584) == 5
     assert any("MLA" in n for n in f.assumptions)
 
@@ -179,4 +205,8 @@ def test_tensor_parallel_divides_weights_and_flops() -> None:
     assert eight.weight_bytes == pytest.approx(one.weight_bytes / 8)
     assert eight.kv_bytes == pytest.approx(one.kv_bytes / 8)  # 8 KV heads, one per GPU
     assert eight.flops == pytest.approx(one.flops / 8)
-    assert eight.tokens_per_s == pytest.approx(8 * one.tokens_per_s)  # ideal scaling
+    assert one.comm_ms == 0
+    # Two all-reduces per layer: 2 × 32 × 2·(8−1)/8 × 8 tokens × 4,096 × 2 B = 7,340,032 B
+    # sent per GPU, over 450e9 B/s = 0.0163 ms on top of the memory-bound 1/8 step.
+    assert eight.comm_bytes == pytest.approx(7_340_032)
+    assert eight.step_ms == pytest.approx(one.step_ms / 8 + 7_340_032 / LINK * 1e3)

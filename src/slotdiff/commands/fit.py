@@ -1,9 +1,8 @@
-"""Does MODEL fit on N GPUs at a context? The verdict, the most concurrent sequences at that
-context, the longest context for one sequence, and the decode bound in tokens/s.
-
-Weights split evenly over the GPUs (tensor parallel, one replica); KV per sequence follows
-the heads (MLA's latent cache is whole on every GPU); a runtime reserve is kept on each GPU.
-Exit status 1 when it does not fit.
+"""Does MODEL fit on N GPUs at a context? The verdict for a parallel layout (refused with the
+reason when an engine would refuse it), the most concurrent sequences at that context, the
+longest context for one sequence, the fewest GPUs of a valid layout, the decode bound; with
+``--engine vllm`` or ``--engine sglang``, the KV pool, tokens and maximum concurrency that
+engine would print at start-up (docs/SERVING.md). Exit status 1 when it does not fit.
 """
 
 from __future__ import annotations
@@ -13,36 +12,135 @@ import json
 import sys
 
 from ..analysis.analyze import load
+from ..core.errors import UsageError
+from ..cost.layout import Layout
+from ..deploy.engine_terms import DEFAULT_SGLANG, DEFAULT_VLLM
 from ..deploy.fit import fit
 from ..deploy.serving import RESERVE_FRACTION
-from ..render.deploy import render_fit
+from ..deploy.vllm import EngineArgs
+from ..render.fit import render_fit
 from .options import add_workload_arguments, workload_from
 
-EPILOG = """\
+EPILOG = f"""\
 examples:
-  slotdiff fit meta-llama/Llama-3.1-70B --gpu h100-sxm --gpus 8 --context 131072
+  slotdiff fit meta-llama/Llama-3.1-70B --gpu h100 --gpus 8 --context 131072
   slotdiff fit deepseek-ai/DeepSeek-V3 --gpu h200 --gpus 8 --context 32768 --kv-dtype fp8
   slotdiff fit Qwen/Qwen3-8B --gpu rtx-4090 --dtype int4 --json
-exit codes: 0 fits, 1 does not fit, 2 bad input or usage
+  slotdiff fit meta-llama/Llama-3.1-8B --engine vllm --max-model-len 32768 --gpu-memory-utilization 0.9
+  slotdiff fit Qwen/Qwen3-30B-A3B --engine vllm --available-kv-gib 10.55 --kv-cache-dtype fp8
+engines: --engine-version defaults to vLLM {DEFAULT_VLLM} / SGLang {DEFAULT_SGLANG} accounting
+exit codes: 0 fits, 1 does not fit (or the layout is invalid), 2 bad input or usage
 """
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("model", help="config.json, a folder holding one, or a Hub repo id")
-    parser.add_argument("--gpus", type=int, default=1, help="GPUs of the --gpu kind (default 1)")
+    parser.add_argument(
+        "--gpus", type=int, default=None, help="GPUs of the --gpu kind, tensor parallel (default 1)"
+    )
     parser.add_argument(
         "--reserve",
         type=float,
         default=RESERVE_FRACTION,
-        help=f"share of each GPU kept for the runtime (default {RESERVE_FRACTION:g})",
+        help=f"share of each GPU kept for the runtime without --engine (default {RESERVE_FRACTION:g})",
     )
     parser.add_argument("--mtp", action="store_true", help="load the MTP modules beside the weights")
     parser.add_argument("--json", action="store_true", help="the answer as JSON")
+    lay = parser.add_argument_group("layout (named as vLLM names them)")
+    lay.add_argument("--tensor-parallel-size", "-tp", type=int, help="TP degree (default: --gpus)")
+    lay.add_argument("--pipeline-parallel-size", "-pp", type=int, default=1, help="PP degree")
+    lay.add_argument("--data-parallel-size", "-dp", type=int, default=1, help="DP degree")
+    lay.add_argument(
+        "--enable-expert-parallel", action="store_true", help="spread routed experts over TP × DP"
+    )
+    eng = parser.add_argument_group("engine (--engine: size the KV pool as that engine does)")
+    eng.add_argument("--engine", choices=("vllm", "sglang"), help="predict this engine's start-up KV pool")
+    eng.add_argument("--engine-version", help="release whose accounting to follow (e.g. 0.10.1, 0.6.4)")
+    eng.add_argument("--use-v1", action="store_true", default=None, help="vLLM: the V1 engine before 0.8")
+    eng.add_argument("--gpu-memory-utilization", type=float, default=0.9, help="vLLM (default 0.9)")
+    eng.add_argument("--mem-fraction-static", type=float, help="SGLang (default: its rule for the release)")
+    eng.add_argument("--max-model-len", type=int, help="default: the model's context limit")
+    eng.add_argument("--max-num-seqs", type=int, help="default: the engine's for the release and GPU")
+    eng.add_argument("--max-num-batched-tokens", type=int, help="SGLang: --chunked-prefill-size")
+    eng.add_argument("--block-size", type=int, help="tokens per KV block (SGLang: --page-size)")
+    eng.add_argument("--kv-cache-dtype", default="auto", help="auto, fp8, fp8_e4m3, fp8_e5m2")
+    eng.add_argument("--enforce-eager", action="store_true", help="no CUDA graphs")
+    eng.add_argument(
+        "--disable-hybrid-kv-cache-manager",
+        action="store_true",
+        help="vLLM: sliding layers sized as full ones",
+    )
+    eng.add_argument("--kv-cache-memory", type=float, metavar="GIB", help="vLLM 0.11+: a fixed pool, GiB")
+    eng.add_argument("--max-total-tokens", type=int, help="SGLang: cap on the pool's tokens")
+    meas = parser.add_argument_group(
+        "measured terms (GiB, from a start-up log) instead of slotdiff's estimates"
+    )
+    meas.add_argument("--non-torch-gib", type=float, help="non-torch memory (CUDA context, NCCL buffers)")
+    meas.add_argument("--activation-gib", type=float, help="activation peak of the profiling forward")
+    meas.add_argument("--cuda-graph-gib", type=float, help="CUDA-graph memory (vLLM 0.21+)")
+    meas.add_argument("--weights-gib", type=float, help="weights as loaded per rank ('Model loading took')")
+    meas.add_argument(
+        "--available-kv-gib", type=float, help="the logged 'Available KV cache memory': tokens become exact"
+    )
+    meas.add_argument("--free-gib", type=float, help="SGLang: free memory before the weights load")
     add_workload_arguments(parser)
 
 
+def _engine_args(args: argparse.Namespace, layout: Layout) -> EngineArgs | None:
+    if not args.engine:
+        return None
+    return EngineArgs(
+        engine=args.engine,
+        version=args.engine_version,
+        use_v1=args.use_v1,
+        tensor_parallel_size=layout.tp,
+        pipeline_parallel_size=layout.pp,
+        data_parallel_size=layout.dp,
+        enable_expert_parallel=layout.ep,
+        gpu_memory_utilization=args.gpu_memory_utilization,
+        mem_fraction_static=args.mem_fraction_static,
+        max_model_len=args.max_model_len,
+        max_num_seqs=args.max_num_seqs,
+        max_num_batched_tokens=args.max_num_batched_tokens,
+        block_size=args.block_size,
+        kv_cache_dtype=args.kv_cache_dtype,
+        enforce_eager=args.enforce_eager,
+        hybrid_kv_cache_manager=not args.disable_hybrid_kv_cache_manager,
+        kv_cache_memory_gib=args.kv_cache_memory,
+        max_total_tokens=args.max_total_tokens,
+        non_torch_gib=args.non_torch_gib,
+        activation_gib=args.activation_gib,
+        cuda_graph_gib=args.cuda_graph_gib,
+        weights_gib=args.weights_gib,
+        available_kv_gib=args.available_kv_gib,
+        free_gib=args.free_gib,
+    )
+
+
+def layout_from(args: argparse.Namespace) -> Layout:
+    for flag, value in (
+        ("--gpus", args.gpus),
+        ("--tensor-parallel-size", args.tensor_parallel_size),
+        ("--pipeline-parallel-size", args.pipeline_parallel_size),
+        ("--data-parallel-size", args.data_parallel_size),
+    ):
+        if value is not None and value < 1:
+            raise UsageError(f"{flag} must be at least 1, got {value}")
+    tp = args.tensor_parallel_size
+    if tp is None:
+        tp = (args.gpus or 1) // max(1, args.pipeline_parallel_size * args.data_parallel_size) or 1
+    layout = Layout(tp, args.pipeline_parallel_size, args.data_parallel_size, args.enable_expert_parallel)
+    if args.gpus is not None and args.gpus != layout.gpus:
+        raise UsageError(f"--gpus {args.gpus} but the layout {layout.label()} uses {layout.gpus}")
+    return layout
+
+
 def run(args: argparse.Namespace) -> int:
-    result = fit(load(args.model).arch, workload_from(args), args.gpus, args.reserve, args.mtp)
+    layout = layout_from(args)
+    wl = workload_from(args, layout.gpus)
+    result = fit(
+        load(args.model).arch, wl, layout.gpus, args.reserve, args.mtp, layout, _engine_args(args, layout)
+    )
     if args.json:
         sys.stdout.write(json.dumps(result.to_dict(), indent=2, allow_nan=False) + "\n")
     else:

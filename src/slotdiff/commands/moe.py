@@ -11,6 +11,7 @@ import sys
 
 from ..analysis.analyze import load
 from ..core.errors import UsageError
+from ..cost.layout import Layout
 from ..deploy.moe import moe_traffic
 from ..deploy.serving import deployment
 from ..render.deploy import render_moe
@@ -43,8 +44,14 @@ def _dtype(name: str, flag: str) -> str:
 
 
 def run(args: argparse.Namespace) -> int:
-    wl = workload_from(args)
-    dep = deployment(load(args.model).arch, wl)
+    arch = load(args.model).arch
+    e = arch.get("n_experts") or 0
+    if args.ep < 1:
+        raise UsageError(f"--ep must be at least 1, got {args.ep}")
+    # The EP group: attention data-parallel over the EP GPUs, experts spread over them.
+    layout = Layout(tp=1, pp=1, dp=args.ep, ep=args.ep > 1) if e and e % args.ep == 0 else Layout(tp=1)
+    wl = workload_from(args, layout.gpus)
+    dep = deployment(arch, wl, layout.gpus, layout)
     result = moe_traffic(
         dep,
         wl.batch,

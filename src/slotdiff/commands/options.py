@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 
+from ..cost.gpus import resolve_gpu
 from ..cost.workload import Workload
 from ..render import REPORTER_BY_NAME
 
@@ -11,7 +12,21 @@ from ..render import REPORTER_BY_NAME
 def add_workload_arguments(parser: argparse.ArgumentParser) -> None:
     """Flags that define the Workload (shared by every command that prices a model)."""
     g = parser.add_argument_group("workload")
-    g.add_argument("--gpu", default="h100-sxm", help="GPU preset (slotdiff gpus lists them)")
+    g.add_argument(
+        "--gpu", default="h100-sxm", help="GPU preset or alias, e.g. h100 (slotdiff gpus lists them)"
+    )
+    g.add_argument(
+        "--gpu-file", metavar="FILE", help="your own GPUs in gpus.json's format (gpus.schema.json)"
+    )
+    g.add_argument(
+        "--gpu-mem", type=float, metavar="GIB", help="memory per GPU in GiB (overrides the preset)"
+    )
+    g.add_argument(
+        "--bandwidth", type=float, metavar="TB/S", help="memory bandwidth in TB/s (overrides the preset)"
+    )
+    g.add_argument(
+        "--tflops", type=float, metavar="TFLOP/S", help="dense bf16 peak in TFLOP/s (overrides the preset)"
+    )
     g.add_argument("--batch", type=int, default=1, help="concurrent sequences (default 1)")
     g.add_argument("--context", type=int, default=8192, help="tokens per sequence (default 8192)")
     g.add_argument("--kv-dtype", default="bf16", help="KV cache element type (default bf16)")
@@ -20,15 +35,34 @@ def add_workload_arguments(parser: argparse.ArgumentParser) -> None:
         default=None,
         help="re-price weights in this format (bf16, fp8, int4, mxfp4, ...); default: the checkpoint's own",
     )
+    g.add_argument(
+        "--mfu",
+        type=float,
+        default=1.0,
+        help="share of the dense peak reached (default 1.0: a lower bound on time)",
+    )
+    g.add_argument(
+        "--mbu",
+        type=float,
+        default=1.0,
+        help="share of peak bandwidth reached (default 1.0: a lower bound on time)",
+    )
 
 
-def workload_from(args: argparse.Namespace) -> Workload:
+def workload_from(args: argparse.Namespace, gpus: int = 1) -> Workload:
+    custom = None
+    if args.gpu_file or args.gpu_mem is not None or args.bandwidth is not None or args.tflops is not None:
+        custom = resolve_gpu(args.gpu, args.gpu_file, args.gpu_mem, args.bandwidth, args.tflops)
     return Workload(
-        gpu=args.gpu,
+        gpu=custom.id if custom else args.gpu,
         batch=args.batch,
         context=args.context,
         kv_dtype=args.kv_dtype,
         weight_dtype=args.dtype,
+        mfu=args.mfu,
+        mbu=args.mbu,
+        gpus=gpus,
+        custom_device=custom,
     )
 
 

@@ -120,6 +120,23 @@ class KVCost:
     by_kind: tuple[tuple[str, int], ...]  # per-token bytes by layer kind
     attention_layers: int
     recurrent_layers: int
+    # What one decode step reads of one sequence's cache at the context: the stored bytes,
+    # except DSA layers, whose top-k selection reads the indexer keys over the whole span but
+    # the latents of only index_topk tokens.
+    read_at_context: int = -1
+    bytes_per_token_long: int = -1  # per token past every window and chunk (full layers only)
+
+    def __post_init__(self) -> None:
+        if self.read_at_context < 0:
+            object.__setattr__(self, "read_at_context", self.bytes_at_context)
+        if self.bytes_per_token_long < 0:
+            object.__setattr__(self, "bytes_per_token_long", self.bytes_per_token)
+
+    @property
+    def windowed(self) -> bool:
+        """Some layers cap their cache at a window or chunk, so the rate per token falls with
+        the context."""
+        return self.bytes_per_token_long != self.bytes_per_token
 
     def to_dict(self) -> dict[str, object]:
         return {
@@ -131,6 +148,8 @@ class KVCost:
             "by_kind": dict(self.by_kind),
             "attention_layers": self.attention_layers,
             "recurrent_layers": self.recurrent_layers,
+            "read_bytes_at_context": self.read_at_context,
+            "bytes_per_token_beyond_windows": self.bytes_per_token_long,
         }
 
 
@@ -143,7 +162,11 @@ def kv_cost(arch: Architecture, context: int, dtype: str = "bfloat16") -> KVCost
     b_state = _b(state_dtype(arch))
     per_token = 0.0
     at_context = 0.0
+    read = 0.0
+    long_rate = 0.0
     state = 0.0
+    topk = arch.get("index_topk") or 0
+    index_elems = arch.get("index_head_dim") or 0
     by_kind: dict[str, float] = {}
     n_attn = n_rec = 0
     for layer, n in arch.layer_runs:  # n identical layers at once (sums of exact products)
@@ -157,10 +180,21 @@ def kv_cost(arch: Architecture, context: int, dtype: str = "bfloat16") -> KVCost
             )
             by_kind[kind] = by_kind.get(kind, 0) + elems * b * n
             per_token += elems * b * n
-            at_context += elems * b * layer_span(layer, context) * n
-            at_context += (
+            span = layer_span(layer, context)
+            at_context += elems * b * span * n
+            # compressed entries beside the window (DeepSeek-V4): held and read at this context
+            compressed = (
                 compressed_kv_elements(arch, layer) * b * (context // (layer.compress or context)) * n
             )
+            at_context += compressed
+            if layer.sparse and topk and layer.mixer == "mla":
+                latent = elems - index_elems
+                read += (index_elems * span + latent * min(span, topk)) * b * n
+            else:
+                read += elems * b * span * n
+            read += compressed
+            if not (layer.window or layer.chunk):
+                long_rate += elems * b * n
         rec, conv = layer_state_elements(arch, layer)
         if rec or conv:
             n_rec += n
@@ -174,4 +208,6 @@ def kv_cost(arch: Architecture, context: int, dtype: str = "bfloat16") -> KVCost
         tuple((k, round(v)) for k, v in by_kind.items()),
         n_attn,
         n_rec,
+        round(read),
+        round(long_rate),
     )

@@ -7,20 +7,25 @@ and in docs/COSTS.md.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 from ..core.errors import SlotdiffError
 from ..schema.arch import Architecture
 from ..slots.fill import Fills, slot_table
 from ..slots.fills import fill_slots
+from .active import ActiveHeadline, active_headline
+from .compute import Precision, compute_precision, explicit_precision
+from .context import context_limit
 from .counterfactual import TRANSFORMS, Change, rule_text
+from .feasibility import Feasibility, feasibility
 from .flops import FlopsCost, flops_cost
 from .inventory.mtp import mtp_tensors
 from .kv import KVCost, kv_cost
+from .memory import MemoryPlan
 from .params import ParamCount, count
 from .roofline import DecodeCost, PrefillCost, decode_cost, prefill_cost
-from .weights import WeightsCost, weights_cost
+from .weights import WeightsCost, effective_format, weights_cost
 from .workload import Workload
 
 __all__ = ["CostReport", "Workload", "cost_of", "price"]
@@ -38,6 +43,9 @@ class CostReport:
     decode: DecodeCost
     prefill: PrefillCost
     assumptions: tuple[str, ...]
+    precision: Precision | None = None
+    feasibility: Feasibility | None = None  # None for counterfactuals (not searched)
+    active: ActiveHeadline | None = None
 
     def to_dict(self) -> dict[str, Any]:
         p = self.params
@@ -47,6 +55,7 @@ class CostReport:
                 "total": p.total,
                 "active": p.active,
                 "active_without_embedding": p.active_without_embedding,
+                "active_headline": self.active.to_dict() if self.active else None,
                 "mtp": p.mtp,
                 "by_part": dict(p.by_part),
                 "excluded": list(p.excluded),
@@ -56,6 +65,17 @@ class CostReport:
             "flops": self.flops.to_dict(),
             "decode": self.decode.to_dict(),
             "prefill": self.prefill.to_dict(),
+            "compute": {
+                "dtype": self.precision.dtype,
+                "dense_peak_flops": self.precision.peak,
+                "why": self.precision.why,
+                "mfu": self.workload.mfu,
+                "mbu": self.workload.mbu,
+                "efficiency": self.workload.efficiency_note,
+            }
+            if self.precision
+            else None,
+            "feasibility": self.feasibility.to_dict() if self.feasibility else None,
             "assumptions": list(self.assumptions),
         }
 
@@ -65,7 +85,10 @@ ASSUMPTIONS = (
     "decode reads every weight once per step, the embedding table excepted unless tied to the head",
     "MoE decode reads the expected union of experts E·[1−(1−k/E)^B] per layer (independent uniform routing)",
     "attention FLOPs count q·kᵀ and p·v over the keys each query sees (window/chunk/top-k capped)",
-    "roofline bounds are lower bounds: peak bandwidth and dense peak FLOP/s, no overheads",
+    "roofline bounds are lower bounds at --mbu/--mfu 1.0 (peak bandwidth and dense peak FLOP/s, no "
+    "overheads); other values make them estimates",
+    "does it fit: weights + every sequence's KV at the context on each GPU of a valid layout, 10% of "
+    "each GPU kept for the runtime (slotdiff fit --engine vllm sizes the pool as the engine does)",
 )
 
 
@@ -82,10 +105,27 @@ def cost_of(arch: Architecture, workload: Workload | None = None, *, searches: b
     kv = kv_cost(arch, wl.context, wl.kv_dtype)
     flops = flops_cost(arch, params, wl.context)
     device = wl.device
-    peak = device.peak_for(wl.compute_dtype)
-    decode = decode_cost(arch, weights, kv, flops, device, peak, wl.batch, searches)
-    prefill = prefill_cost(arch, weights, kv, flops, device, peak)
-    notes = list(ASSUMPTIONS) + list(weights.notes)
+    prec = (
+        explicit_precision(wl.compute_dtype, device)
+        if wl.compute_dtype
+        else compute_precision(arch, wl.weight_dtype, device)
+    )
+    peak, bw = prec.peak * wl.mfu, device.bandwidth * wl.mbu
+    decode = decode_cost(arch, weights, kv, flops, device, peak, wl.batch, searches, bw)
+    prefill = prefill_cost(arch, weights, kv, flops, device, peak, bw)
+    notes = [*ASSUMPTIONS, prec.note(), wl.efficiency_note, *weights.notes]
+    fit = None
+    if searches and weights.supported:
+        plan = MemoryPlan(arch, effective_format(arch, wl.weight_dtype)[0], wl.kv_dtype)
+        fit = feasibility(plan, device, wl.gpus, wl.batch, wl.context)
+        warning = context_limit(arch).warning(wl.context)
+        if warning:
+            notes.append(warning)
+    if kv.read_at_context != kv.bytes_at_context:
+        notes.append(
+            "DSA layers: a decode step reads the indexer keys of every cached token but the latents of "
+            "only the index_topk it selects"
+        )
     if kv.recurrent_layers:
         notes.append(
             "recurrent (linear-attention / SSM) states are priced in float32 (or the config's "
@@ -97,7 +137,8 @@ def cost_of(arch: Architecture, workload: Workload | None = None, *, searches: b
             "in the decompressed form (transformers' re-expanding decode form is in "
             "flops.attention_per_token_transformers)"
         )
-    return CostReport(wl, params, weights, kv, flops, decode, prefill, tuple(notes))
+    head = active_headline(arch, params) if searches else None
+    return CostReport(wl, params, weights, kv, flops, decode, prefill, tuple(notes), prec, fit, head)
 
 
 def _deltas(this: CostReport, other: CostReport) -> dict[str, float | int | None]:
@@ -149,8 +190,13 @@ def price(
                 )
             )
             continue
+        # The precision change is priced against the baseline's own format: --dtype re-prices
+        # this model, never the counterfactual that sets precision back.
+        cf_workload = workload
+        if info.id == "precision.weights" and workload is not None:
+            cf_workload = replace(workload, weight_dtype=None, compute_dtype=None)
         try:
-            other = cost_of(counter, workload, searches=False)
+            other = cost_of(counter, cf_workload, searches=False)
         except SlotdiffError as err:
             changes.append(
                 Change(

@@ -33,7 +33,7 @@ def decode_bytes_at(arch: Architecture, weights: WeightsCost, kv: KVCost) -> Cal
     if not arch.get("tie_embeddings"):
         fixed -= weights.embedding_bytes
     routed = weights.routed_bytes
-    per_sequence = kv.bytes_at_context + kv.state_bytes_per_sequence
+    per_sequence = kv.read_at_context + kv.state_bytes_per_sequence
 
     def at(batch: int) -> float:
         read = fixed
@@ -129,18 +129,21 @@ def decode_cost(
     kv: KVCost,
     flops: FlopsCost,
     gpu: GPU,
-    peak: int,
+    peak: float,
     batch: int,
     searches: bool = True,
+    bandwidth: float | None = None,
 ) -> DecodeCost:
     """Roofline bound of one decode step; ``searches=False`` leaves the compute-bound
-    batches out (None), which a counterfactual's price does not use."""
+    batches out (None), which a counterfactual's price does not use. ``peak`` and
+    ``bandwidth`` are the effective ones (after --mfu / --mbu; bandwidth defaults to the
+    GPU's peak)."""
     bytes_at = decode_bytes_at(arch, weights, kv)
     nbytes = bytes_at(batch)
     nflops = batch * flops.per_token
-    bw = gpu.bandwidth
+    bw = bandwidth or gpu.bandwidth
     e, k = arch.get("n_experts") or 0, arch.get("top_k") or 0
-    per_sequence = kv.bytes_at_context + kv.state_bytes_per_sequence
+    per_sequence = kv.read_at_context + kv.state_bytes_per_sequence
     w_flops, all_flops = flops.weights_per_token, flops.per_token
 
     def weights_only(b: int) -> bool:
@@ -195,9 +198,16 @@ class PrefillCost:
 
 
 def prefill_cost(
-    arch: Architecture, weights: WeightsCost, kv: KVCost, flops: FlopsCost, gpu: GPU, peak: int
+    arch: Architecture,
+    weights: WeightsCost,
+    kv: KVCost,
+    flops: FlopsCost,
+    gpu: GPU,
+    peak: float,
+    bandwidth: float | None = None,
 ) -> PrefillCost:
-    """Lower bound on prefilling one ``context``-token prompt: weights read once, KV written."""
+    """Prefilling one ``context``-token prompt: weights read once, KV written; at the
+    effective ``peak`` and ``bandwidth`` (a lower bound when both are the GPU's peaks)."""
     # A long prompt touches every expert, so all weights are read once.
     read = weights.bytes - weights.position_bytes
     read -= 0 if arch.get("tie_embeddings") else weights.embedding_bytes
@@ -207,5 +217,5 @@ def prefill_cost(
         flops.prefill,
         nbytes,
         flops.prefill / peak * 1e3,
-        nbytes / gpu.bandwidth * 1e3,
+        nbytes / (bandwidth or gpu.bandwidth) * 1e3,
     )

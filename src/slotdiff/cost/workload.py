@@ -1,78 +1,27 @@
-"""The Workload a cost is computed for (GPU, dtypes, batch, context) and the GPU presets.
+"""The Workload a cost is computed for (GPU, dtypes, batch, context, efficiency) and the
+GPU presets (``cost.gpus``).
 
-GPU presets are data (``schemas/gpus.json``, every figure with its source). Defaults:
-H100 SXM, the checkpoint's own weight format, bf16 KV cache, batch 1, context 8192.
+Defaults: H100 SXM, the checkpoint's own weight format and compute precision, bf16 KV
+cache, batch 1, context 8192, efficiency 1.0 (the roofline's lower bound on time).
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+import math
 from dataclasses import dataclass
-from functools import cache
 from typing import Any
 
 from ..core.errors import UsageError
-from ..core.resources import load_schema_file
 from ..schema.precision import canonical_dtype
+from .gpus import GPU, gpu, gpus, resolve_gpu
 
-
-@dataclass(frozen=True)
-class GPU:
-    """One GPU preset: memory, bandwidth and dense peak FLOP/s per dtype."""
-
-    id: str
-    name: str
-    memory_bytes: int
-    bandwidth: int  # bytes/s
-    peak: Mapping[str, int | None]  # dtype → dense FLOP/s
-
-    def peak_for(self, dtype: str) -> int:
-        """Dense tensor peak for a compute dtype (bf16 peak for fp32-stored weights)."""
-        key = {
-            "bfloat16": "bf16",
-            "float16": "fp16",
-            "float32": "bf16",
-            "float8_e4m3fn": "fp8",
-            "float8_e5m2": "fp8",
-            "int8": "int8",
-            "int4": "bf16",
-            "mxfp4": "bf16",
-            "nvfp4": "bf16",
-        }.get(dtype, "bf16")
-        value = self.peak.get(key) or self.peak.get("bf16")
-        if not value:
-            raise UsageError(f"GPU preset {self.id} has no dense {key} peak")
-        return int(value)
-
-
-@cache
-def gpus() -> dict[str, GPU]:
-    """All GPU presets by id."""
-    data = load_schema_file("gpus.json")
-    return {
-        g["id"]: GPU(
-            g["id"],
-            g["name"],
-            int(g["memory_bytes"]),
-            int(g["hbm_bandwidth_bytes_per_s"]),
-            dict(g["peak_flops"]),
-        )
-        for g in data["gpus"]
-    }
-
-
-def gpu(preset: str) -> GPU:
-    """Look a preset up by id, with a clear error listing the choices."""
-    table = gpus()
-    if preset not in table:
-        raise UsageError(f"unknown GPU preset {preset!r}; choose from {', '.join(sorted(table))}")
-    return table[preset]
-
+__all__ = ["GPU", "MAX_BATCH", "MAX_CONTEXT", "Workload", "gpu", "gpus", "resolve_gpu"]
 
 # Far beyond any deployment, and small enough that every product of sizes stays exact in a
 # float (2^40 per factor: a handful of them multiply to well under 2^1024).
 MAX_BATCH = 2**40
 MAX_CONTEXT = 2**40
+MAX_GPUS = 1 << 16
 
 
 def _short(n: int) -> str:
@@ -80,45 +29,85 @@ def _short(n: int) -> str:
     return text if len(text) <= 24 else f"a {len(text)}-digit number"
 
 
+def _efficiency(value: Any, flag: str) -> float:
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value):
+        raise UsageError(f"{flag} must be a number in (0, 1], got {value!r}")
+    if not 0 < value <= 1:
+        raise UsageError(f"{flag} must be in (0, 1], got {value:g}")
+    return float(value)
+
+
 @dataclass(frozen=True)
 class Workload:
-    """What the cost is computed for."""
+    """What the cost is computed for.
+
+    ``compute_dtype`` None: math at the precision the checkpoint's quantization runs in
+    (``cost.compute.compute_precision``); ``mfu`` and ``mbu`` scale the dense peak and the
+    bandwidth (1.0: the roofline's lower bound on time); ``device`` is a GPU the user built
+    from flags or a file (None: the preset ``gpu``); ``gpus`` is how many of them serve.
+    """
 
     gpu: str = "h100-sxm"
     batch: int = 1
     context: int = 8192
     kv_dtype: str = "bfloat16"
     weight_dtype: str | None = None  # None: the checkpoint's own format
-    compute_dtype: str = "bfloat16"  # which dense peak the FLOP side uses
+    compute_dtype: str | None = None  # None: as the checkpoint's quantization runs
+    mfu: float = 1.0
+    mbu: float = 1.0
+    gpus: int = 1
+    custom_device: GPU | None = None
 
     def __post_init__(self) -> None:
-        if not 1 <= self.batch <= MAX_BATCH:
-            raise UsageError(f"--batch must be 1..{MAX_BATCH:,}, got {_short(self.batch)}")
-        if not 1 <= self.context <= MAX_CONTEXT:
-            raise UsageError(f"--context must be 1..{MAX_CONTEXT:,}, got {_short(self.context)}")
-        for name in ("kv_dtype", "compute_dtype"):
-            value = canonical_dtype(getattr(self, name))
+        for name, limit in (("batch", MAX_BATCH), ("context", MAX_CONTEXT), ("gpus", MAX_GPUS)):
+            value = getattr(self, name)
+            if isinstance(value, bool) or not isinstance(value, int) or not 1 <= value <= limit:
+                shown = _short(value) if isinstance(value, int) else repr(value)
+                raise UsageError(f"--{name} must be 1..{limit:,}, got {shown}")
+        value = canonical_dtype(self.kv_dtype)
+        if value is None:
+            raise UsageError(f"unknown dtype {self.kv_dtype!r} for kv_dtype")
+        object.__setattr__(self, "kv_dtype", value)
+        for name in ("compute_dtype", "weight_dtype"):
+            raw = getattr(self, name)
+            if raw is None:
+                continue
+            value = canonical_dtype(raw)
             if value is None:
-                raise UsageError(f"unknown dtype {getattr(self, name)!r} for {name}")
+                label = "weight dtype" if name == "weight_dtype" else f"dtype for {name}"
+                raise UsageError(f"unknown {label} {raw!r}")
             object.__setattr__(self, name, value)
-        if self.weight_dtype is not None:
-            value = canonical_dtype(self.weight_dtype)
-            if value is None:
-                raise UsageError(f"unknown weight dtype {self.weight_dtype!r}")
-            object.__setattr__(self, "weight_dtype", value)
-        gpu(self.gpu)
+        object.__setattr__(self, "mfu", _efficiency(self.mfu, "--mfu"))
+        object.__setattr__(self, "mbu", _efficiency(self.mbu, "--mbu"))
+        if self.custom_device is None:
+            object.__setattr__(self, "gpu", gpu(self.gpu).id)  # an alias becomes the preset's id
 
     @property
     def device(self) -> GPU:
-        return gpu(self.gpu)
+        return self.custom_device or gpu(self.gpu)
+
+    @property
+    def efficiency_note(self) -> str:
+        """Which efficiency the time figures assume, in words."""
+        if self.mfu == 1 and self.mbu == 1:
+            return "times at 100% of peak bandwidth and dense peak FLOP/s (lower bounds; --mbu, --mfu)"
+        return (
+            f"times at {self.mbu:.0%} of peak bandwidth (--mbu) and {self.mfu:.0%} of the dense peak "
+            "(--mfu): estimates, not bounds"
+        )
 
     def to_dict(self) -> dict[str, Any]:
+        d = self.device
         return {
-            "gpu": self.gpu,
-            "gpu_name": self.device.name,
+            "gpu": d.id,
+            "gpu_name": d.name,
+            "gpus": self.gpus,
             "batch": self.batch,
             "context": self.context,
             "kv_dtype": self.kv_dtype,
             "weight_dtype": self.weight_dtype,
             "compute_dtype": self.compute_dtype,
+            "mfu": self.mfu,
+            "mbu": self.mbu,
+            "custom_gpu": d.to_dict() if d.custom else None,
         }

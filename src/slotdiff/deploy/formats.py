@@ -18,7 +18,7 @@ from ..cost.weights import effective_format
 from ..cost.workload import Workload
 from ..schema.arch import Architecture
 from ..schema.precision import dtype_label, formats, storage_bits
-from .serving import Deployment, decode_step, deployment
+from .serving import decode_step, deployment
 
 # Formats compared, in the order of seed 10's table (fp64 and tf32 are not storage choices
 # for inference weights and are left out of the comparison).
@@ -117,6 +117,7 @@ class FormatRow:
     decode_ms: float  # batch-1 step at the context with weights in this format, KV in --kv-dtype
     peak: int  # dense FLOP/s the GPU offers when computing in this format
     peak_note: str
+    fits: bool = True  # these weights + one sequence at the context fit the GPU
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -130,6 +131,7 @@ class FormatRow:
             "decode_step_ms_batch1": self.decode_ms,
             "dense_peak_flops": self.peak,
             "peak_note": self.peak_note,
+            "fits_batch1": self.fits,
         }
 
 
@@ -176,27 +178,11 @@ class FormatsReport:
         }
 
 
-_PEAK_KEY = {"float8_e4m3fn": "fp8", "float8_e5m2": "fp8", "int8": "int8", "float16": "fp16"}
-
-
-def _peak(dep: Deployment, dtype: str) -> tuple[int, str]:
-    """Dense peak for math in ``dtype``: fp8/int8/fp16 tensor cores, else the bf16 peak."""
-    g = dep.device
-    key = _PEAK_KEY.get(dtype)
-    if key and g.peak.get(key):
-        return int(g.peak[key]), f"{key} tensor cores"
-    if dtype == "bfloat16":
-        return g.peak_for("bfloat16"), "bf16 tensor cores"
-    if dtype == "float32":
-        return int(g.peak.get("tf32") or g.peak_for("bfloat16")), "tf32 tensor cores"
-    return g.peak_for("bfloat16"), "bf16, weights widened"
-
-
 def _row(arch: Architecture, wl: Workload, dtype: str) -> FormatRow:
     as_weights = replace(wl, batch=1, weight_dtype=dtype)
     dep = deployment(arch, as_weights)
     kv = kv_cost(arch, wl.context, dtype)
-    peak, note = _peak(dep, dtype)
+    prec = dep.precision
     return FormatRow(
         facts=format_facts(dtype),
         weight_bytes=dep.weights.bytes,
@@ -205,8 +191,10 @@ def _row(arch: Architecture, wl: Workload, dtype: str) -> FormatRow:
         kv_bytes_per_token=kv.bytes_per_token,
         kv_bytes_at_context=kv.bytes_at_context,
         decode_ms=decode_step(dep, 1, wl.context).step_ms,
-        peak=peak,
-        peak_note=note,
+        peak=prec.peak,
+        peak_note=f"{dtype_label(prec.dtype)} tensor cores"
+        + ("" if prec.dtype == dtype or "W8A8" in prec.why else ", weights widened"),
+        fits=dep.fits(1, wl.context),
     )
 
 
@@ -225,6 +213,10 @@ def formats_report(arch: Architecture, workload: Workload | None = None) -> Form
         "kv_bytes_at_context": kv.bytes_at_context,
         "batch": wl.batch,
         "decode": step.to_dict(),
+        "fits": dep.fits(wl.batch, wl.context),
+        "max_batch_that_fits": dep.max_batch(wl.context),
+        "compute": dep.precision.note(),
+        "efficiency": wl.efficiency_note,
     }
     ts = formats()["training_state"]
     parts = dict(ts["bytes_per_param"])
@@ -237,7 +229,10 @@ def formats_report(arch: Architecture, workload: Workload | None = None) -> Form
         "bits/param averages over every parameter, unquantized ones included",
         "KV in a format: per element plus block scales (MXFP4, NVFP4); fp8/int8/int4 KV scales "
         "are per tensor and left out",
-        f"decode: batch 1 at {wl.context:,} tokens on one {dep.device.id}, KV in {dtype_label(wl.kv_dtype)}",
+        f"decode: batch 1 at {wl.context:,} tokens on one {dep.device.id}, KV in {dtype_label(wl.kv_dtype)}; "
+        "compute at the peak each format runs in (fp8 and int8 as W8A8, 4-bit formats weight-only); "
+        + wl.efficiency_note,
+        "rows marked * do not fit one GPU at batch 1 (weights + KV, 10% kept for the runtime)",
         "epsilon = gap between 1 and the next number (2^-mantissa bits); unit roundoff = epsilon/2",
     )
     return FormatsReport(

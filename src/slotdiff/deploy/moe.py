@@ -14,6 +14,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from ..core.errors import UsageError
+from ..cost.context import context_limit
 from ..cost.roofline import experts_touched
 from ..schema.precision import storage_bits
 from .serving import Deployment
@@ -29,6 +30,7 @@ class ExpertsRead:
     experts_touched: float  # per MoE layer, expected, of n_experts
     params_read: float  # every weight read this step (embedding gather excluded)
     bytes_read: float
+    fits: bool = True  # this many sequences at the context fit the EP group
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -36,6 +38,7 @@ class ExpertsRead:
             "experts_touched_per_layer": self.experts_touched,
             "params_read": self.params_read,
             "weight_bytes_read": self.bytes_read,
+            "fits": self.fits,
         }
 
 
@@ -140,6 +143,10 @@ class MoETraffic:
     rows: tuple[ExpertsRead, ...]
     a2a: AllToAll
     notes: tuple[str, ...]
+    layout: str = ""
+    context: int = 0
+    max_batch: int | None = None  # sequences at the context the EP group holds
+    context_warning: str | None = None
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -156,6 +163,10 @@ class MoETraffic:
             "weight_format": self.weight_format,
             "read_per_step": [r.to_dict() for r in self.rows],
             "all_to_all": self.a2a.to_dict(),
+            "layout": self.layout,
+            "context": self.context,
+            "max_batch_that_fits": self.max_batch,
+            "context_warning": self.context_warning,
             "notes": list(self.notes),
         }
 
@@ -170,7 +181,8 @@ def experts_read(dep: Deployment, tokens: int) -> ExpertsRead:
     if not arch.get("tie_embeddings"):
         gathered += sum(t.params for t in p.tensors if t.part == "embedding/tokens")
     params = p.total - gathered - routed + routed * touched / e
-    return ExpertsRead(tokens, touched, params, dep.weight_bytes_read(tokens))
+    fits = dep.fits(tokens, dep.workload.context)
+    return ExpertsRead(tokens, touched, params, dep.weight_bytes_read(tokens), fits)
 
 
 def moe_traffic(
@@ -213,6 +225,8 @@ def moe_traffic(
         "dispatch carries the hidden vector in the dispatch dtype (DeepSeek-V3 dispatches fp8 with "
         "scales, left out here), combine returns it in the combine dtype",
         "tokens are the step's whole batch over the EP group; per GPU = group total / EP",
+        f"does it fit: {dep.layout.label()} on {dep.gpus} × {dep.device.id}, each batch's sequences at "
+        f"{dep.workload.context:,} tokens (10% of each GPU kept for the runtime); rows marked * do not",
     ]
     return MoETraffic(
         model=arch.name,
@@ -229,4 +243,8 @@ def moe_traffic(
         rows=rows,
         a2a=a2a,
         notes=tuple(notes),
+        layout=dep.layout.label(),
+        context=dep.workload.context,
+        max_batch=dep.max_batch(dep.workload.context),
+        context_warning=context_limit(arch).warning(dep.workload.context),
     )

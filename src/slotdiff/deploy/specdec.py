@@ -16,13 +16,15 @@ from dataclasses import dataclass, replace
 from typing import Any
 
 from ..core.errors import UsageError
+from ..cost.context import context_limit
 from ..cost.flops import attention_flops
 from ..cost.inventory.mtp import mtp_tensors
 from ..cost.kv import layer_kv_elements, layer_span
+from ..cost.layout import kv_share
 from ..cost.roofline import experts_touched
 from ..cost.weights import effective_format, tensor_bytes
 from ..schema.precision import storage_bits
-from .serving import DecodeStep, Deployment, decode_step, first_true, kv_share
+from .serving import DecodeStep, Deployment, decode_step, first_true
 
 # DeepSeek-V3 technical report, sec. 5.4.3: the second token predicted by its MTP module is
 # accepted 85–90% of the time across generation topics. The low end is the default.
@@ -53,6 +55,7 @@ class SpecRow:
     speedup: float
     verify_bound: str
     speedup_weights_only: float  # KV traffic ignored, as seed 08 reasons
+    fits: bool = True  # weights + this batch's KV at the context fit the GPUs
 
     @property
     def verify_ratio(self) -> float:
@@ -68,6 +71,7 @@ class SpecRow:
             "draft_ms": self.draft_ms,
             "speedup": self.speedup,
             "speedup_weights_only": self.speedup_weights_only,
+            "fits": self.fits,
         }
 
 
@@ -90,6 +94,8 @@ class SpecDec:
     break_even_batch: int | None  # first batch where speculation is slower than plain decode
     break_even_batch_weights: int | None  # the same with KV traffic ignored
     notes: tuple[str, ...]
+    max_batch: int | None = None  # largest batch that fits at the context (None: no limit)
+    context_warning: str | None = None
 
     @property
     def expected_tokens(self) -> float:
@@ -118,6 +124,8 @@ class SpecDec:
             "break_even_batch": self.break_even_batch,
             "break_even_batch_weights_only": self.break_even_batch_weights,
             "by_batch": [r.to_dict() for r in self.rows],
+            "max_batch_that_fits": self.max_batch,
+            "context_warning": self.context_warning,
             "notes": list(self.notes),
         }
 
@@ -149,7 +157,8 @@ def mtp_step(dep: Deployment, batch: int, context: int) -> DecodeStep:
     last = arch.layers[-1]
     one_layer = replace(arch, layers=(last,))
     kv = layer_kv_elements(arch, last) * storage_bits(dep.workload.kv_dtype) / 8
-    kv *= layer_span(last, context) * kv_share(one_layer, 0, n)
+    g = last.n_kv_heads or arch.get("n_kv_heads") or 1
+    kv *= layer_span(last, context) * (1.0 if last.mixer == "mla" else kv_share(g, dep.layout.tp))
     return DecodeStep(
         gpus=n,
         batch=batch,
@@ -159,7 +168,7 @@ def mtp_step(dep: Deployment, batch: int, context: int) -> DecodeStep:
         kv_bytes=batch * kv,
         weight_flops=batch * flops / n,
         attention_flops=batch * attention_flops(one_layer, context) / n,
-        bandwidth=dep.device.bandwidth,
+        bandwidth=dep.bandwidth,
         peak=dep.peak,
         experts_touched=touched or None,
     )
@@ -184,6 +193,7 @@ def _row(
         speedup=tokens * plain.step_ms / (draft_ms + verify.step_ms),
         verify_bound=verify.bound,
         speedup_weights_only=tokens * plain_w.step_ms / (draft_w + verify_w.step_ms),
+        fits=dep.fits(batch, context + gamma),
     )
 
 
@@ -217,8 +227,11 @@ def specdec(
         "acceptance independent per token at rate α; output distribution unchanged (seed 08)",
         f"verification = one forward over γ+1 = {gamma + 1} positions per sequence: weights read "
         "once, each sequence's KV read once",
-        f"decode and verification bounds on {dep.gpus} × {dep.device.id} at context {ctx:,}; "
-        "ideal scaling, no communication time",
+        f"decode and verification bounds on {dep.gpus} × {dep.device.id} ({dep.layout.label()}) at context "
+        f"{ctx:,}, {dep.precision.note()}; TP all-reduce / EP all-to-all over the link added",
+        dep.workload.efficiency_note,
+        "rows marked * do not fit: weights + that many sequences' KV at the context exceed the GPUs "
+        "(10% kept for the runtime)",
     ]
     if dep.arch.get("n_experts"):
         notes.append(
@@ -253,6 +266,8 @@ def specdec(
         break_even_batch=first_true(lambda b: row(b).speedup < 1, 1 << 16),
         break_even_batch_weights=first_true(lambda b: row(b).speedup_weights_only < 1, 1 << 16),
         notes=tuple(notes),
+        max_batch=dep.max_batch(ctx + gamma),
+        context_warning=context_limit(dep.arch).warning(ctx + gamma),
     )
 
 

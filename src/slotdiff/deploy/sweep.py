@@ -12,14 +12,14 @@ from dataclasses import dataclass, replace
 from typing import Any
 
 from ..core.errors import UsageError
+from ..cost.context import context_limit
 from ..cost.flops import attention_flops
 from ..cost.kv import kv_cost
+from ..cost.roofline import prefill_cost
 from ..schema.arch import Architecture
 from ..schema.precision import dtype_label
 from .serving import DecodeStep, Deployment, compute_bound_batch, decode_step, first_true
 
-# Seed 05 prices a prefill at an empirical 60% model FLOPs utilisation ("60% MFU").
-PREFILL_MFU = 0.6
 CROSSOVER_LIMIT = 1 << 26  # contexts searched for attention > weights
 
 
@@ -33,8 +33,10 @@ class SweepRow:
     weight_flops_per_token: int
     attention_flops_per_token: int
     prefill_flops: int  # one causal prompt of ``context`` tokens
-    prefill_s: float  # at PREFILL_MFU of the GPUs' dense peak
+    prefill_s: float  # the roofline bound of one prompt over the GPUs, at --mfu / --mbu
     step: DecodeStep
+    fits: bool = True  # weights + the batch's KV at the context fit the GPUs
+    beyond_model_context: bool = False
 
     @property
     def attention_share(self) -> float:
@@ -53,6 +55,8 @@ class SweepRow:
             "prefill_flops": self.prefill_flops,
             "prefill_s": self.prefill_s,
             "decode": self.step.to_dict(),
+            "fits": self.fits,
+            "beyond_model_context": self.beyond_model_context,
         }
 
 
@@ -75,8 +79,11 @@ class Sweep:
     compute_bound_batch_weights: int | None  # weights alone, KV ignored
     compute_bound_batch: int | None  # with KV at the fixed context (over batch only)
     attention_overtakes_context: int | None  # attention FLOPs/token ≥ weight FLOPs/token from here
-    model_max_context: int | None  # max_position_embeddings, when the config states it
+    model_max_context: int | None  # the context limit the config declares
     notes: tuple[str, ...]
+    max_batch: int | None = None  # over batch: the largest that fits at the context
+    layout: str = "TP=1"
+    mfu: float = 1.0
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -92,7 +99,9 @@ class Sweep:
             "compute_bound_batch": self.compute_bound_batch,
             "attention_overtakes_weights_context": self.attention_overtakes_context,
             "model_max_context": self.model_max_context,
-            "prefill_mfu": PREFILL_MFU,
+            "layout": self.layout,
+            "mfu": self.mfu,
+            "max_batch_that_fits": self.max_batch,
             "rows": [r.to_dict() for r in self.rows],
             "notes": list(self.notes),
         }
@@ -110,6 +119,14 @@ def attention_overtakes(arch: Architecture, weight_flops: int) -> int | None:
     return first_true(lambda s: attention_flops(env, s) >= weight_flops, CROSSOVER_LIMIT)
 
 
+def prefill_s(dep: Deployment, context: int) -> float:
+    """One prompt's prefill bound over the deployment's GPUs: the cost pass's roofline
+    (max of FLOPs / peak and bytes / bandwidth, at --mfu / --mbu), split evenly."""
+    kv = kv_cost(dep.arch, context, dep.workload.kv_dtype)
+    p = prefill_cost(dep.arch, dep.weights, kv, dep.flops(context), dep.device, dep.peak, dep.bandwidth)
+    return p.time_ms / 1e3 / dep.gpus
+
+
 def row(dep: Deployment, batch: int, context: int) -> SweepRow:
     fl = dep.flops(context)
     return SweepRow(
@@ -119,8 +136,10 @@ def row(dep: Deployment, batch: int, context: int) -> SweepRow:
         weight_flops_per_token=fl.weights_per_token,
         attention_flops_per_token=fl.attention_per_token,
         prefill_flops=fl.prefill,
-        prefill_s=fl.prefill / (dep.gpus * dep.peak * PREFILL_MFU),
+        prefill_s=prefill_s(dep, context),
         step=decode_step(dep, batch, context),
+        fits=dep.fits(batch, context),
+        beyond_model_context=context_limit(dep.arch).beyond(context),
     )
 
 
@@ -134,9 +153,12 @@ def _pow2(lo: int, hi: int) -> tuple[int, ...]:
 
 def default_batches(dep: Deployment, context: int) -> tuple[int, ...]:
     """1, 2, 4, ... past twice the weights-only compute-bound batch (at least 1024), plus the
-    compute-bound batches themselves so the table has a row at each."""
+    compute-bound batches and the largest batch that fits, so the table has a row at each."""
     marks = {compute_bound_batch(dep, context, with_kv=False), compute_bound_batch(dep, context)}
     top = min(1 << 16, max(1024, 2 * max((m for m in marks if m), default=0)))
+    largest = dep.max_batch(context)
+    if largest and largest <= top:
+        marks.add(largest)
     return tuple(sorted({*_pow2(1, top), *(m for m in marks if m and m <= top)}))
 
 
@@ -154,14 +176,21 @@ def default_contexts(arch: Architecture, weight_flops: int) -> tuple[int, ...]:
 def _sweep(dep: Deployment, over: str, fixed: int, rows: tuple[SweepRow, ...]) -> Sweep:
     ctx = fixed if over == "batch" else dep.workload.context
     weights_flops = dep.flops(ctx).weights_per_token
+    limit = context_limit(dep.arch)
     notes = [
-        f"decode bound per GPU on {dep.gpus} × {dep.device.id}: max(bytes / HBM bandwidth, FLOPs / dense "
-        f"{dtype_label(dep.workload.compute_dtype)} peak); ideal scaling, no communication time",
+        f"decode bound per GPU on {dep.gpus} × {dep.device.id} ({dep.layout.label()}): max(bytes / HBM "
+        "bandwidth, FLOPs / dense peak) + TP all-reduce / EP all-to-all over the link; "
+        + dep.precision.note(),
+        dep.workload.efficiency_note,
         "every sequence at the full context; KV in " + dtype_label(dep.workload.kv_dtype),
         "FLOPs per decode token: weights = 2 × active matmul params (head included); attention = "
         "q·kᵀ and p·v over the keys each query sees",
-        f"prefill: one causal prompt of the context's length, time at {PREFILL_MFU:.0%} MFU",
+        "prefill: one causal prompt of the context's length, the same roofline bound as the main report",
+        "rows marked * do not fit: weights + every sequence's KV at the context exceed the GPUs (10% kept "
+        "for the runtime)",
     ]
+    if any(r.beyond_model_context for r in rows):
+        notes.append(f"rows marked † are beyond the model's {limit.tokens:,}-token limit ({limit.source})")
     if any(s.chunk for s in dep.arch.layers):
         notes.append("attention-overtakes context: chunked layers taken at a full chunk")
     return Sweep(
@@ -180,8 +209,11 @@ def _sweep(dep: Deployment, over: str, fixed: int, rows: tuple[SweepRow, ...]) -
         compute_bound_batch_weights=compute_bound_batch(dep, ctx, with_kv=False),
         compute_bound_batch=compute_bound_batch(dep, ctx) if over == "batch" else None,
         attention_overtakes_context=attention_overtakes(dep.arch, weights_flops),
-        model_max_context=dep.arch.get("max_positions"),
+        model_max_context=limit.tokens,
         notes=tuple(notes),
+        max_batch=dep.max_batch(ctx) if over == "batch" else None,
+        layout=dep.layout.label(),
+        mfu=dep.workload.mfu,
     )
 
 

@@ -64,55 +64,6 @@ def _decode_line(step: Any, label: str) -> str:
     )
 
 
-def render_fit(f: Any) -> str:
-    lines = [
-        f"{display_name(f.model)} on {f.gpus} × {f.gpu} ({f.memory_per_gpu / 2**30:g} GiB each), "
-        f"context {f.context:,}, {f.batch:,} sequence{'s' if f.batch > 1 else ''}",
-    ]
-    usable = f"{_gib(f.usable_per_gpu)} usable per GPU"
-    if f.fits:
-        lines.append(f"verdict: FITS — needs {_gib(f.needed_per_gpu)} of {usable}")
-    else:
-        fewest = (
-            f"fewest {f.gpu} that hold it: {f.min_gpus}"
-            if f.min_gpus
-            else f"no count of {f.gpu} up to 4096 holds it under tensor parallelism"
-        )
-        lines.append(
-            f"verdict: DOES NOT FIT — needs {_gib(f.needed_per_gpu)} per GPU, {usable}: "
-            f"short {_gib(f.shortfall_per_gpu)} per GPU ({_gib(f.shortfall_per_gpu * f.gpus)} in all); "
-            + fewest
-        )
-    rep = f", replicated ×{f.kv_replication:g} over the GPUs" if f.kv_replication > 1.0001 else ""
-    lines += [
-        f"  weights         {_gib(f.weights_bytes)} ({f.weight_format}) → {_gib(f.weights_per_gpu)} per GPU",
-        f"  KV / sequence   {_gib(f.kv_per_sequence)} at {f.context:,} tokens ({dtype_label(f.kv_dtype)}) → "
-        f"{_gib(f.kv_per_sequence_per_gpu)} per GPU{rep}",
-    ]
-    if f.state_per_sequence:
-        lines.append(f"  state / seq.    {_gib(f.state_per_sequence)} fixed (recurrent layers)")
-    lines.append(
-        f"  reserve         {f.reserve_fraction:.0%} = {_gib(f.memory_per_gpu * f.reserve_fraction)} per GPU"
-    )
-    seqs = "no limit from memory" if f.max_sequences is None else f"{f.max_sequences:,}"
-    if f.weights_per_gpu > f.usable_per_gpu:
-        seqs = "none: the weights alone exceed the usable memory"
-    lines.append(f"max concurrent sequences at {f.context:,} tokens: {seqs}")
-    trained = f" (the model's limit: {f.model_max_context:,})" if f.model_max_context else ""
-    if f.weights_per_gpu > f.usable_per_gpu:
-        longest = "none"
-    elif f.max_context is None:
-        longest = "memory does not bind (every attention layer is windowed)"
-    else:
-        longest = f"{f.max_context:,} tokens"
-    lines.append(f"longest context for one sequence: {longest}{trained}")
-    if f.decode_at_max:
-        lines.append(_decode_line(f.decode_at_max, f"decode at {f.decode_at_max.batch:,} sequences"))
-    if f.decode and (not f.decode_at_max or f.decode.batch != f.decode_at_max.batch):
-        lines.append(_decode_line(f.decode, f"decode at {f.batch:,} sequence{'s' if f.batch > 1 else ''}"))
-    return "\n".join([*_wrap(lines), *_assumptions(f.assumptions)]) + "\n"
-
-
 def _wrap(lines: Sequence[str]) -> list[str]:
     """Lines longer than WIDTH wrapped, continuations indented two more than the line."""
     out: list[str] = []
@@ -148,6 +99,22 @@ def _sweep_header(s: Any) -> list[str]:
         "attention FLOPs overtake weight FLOPs per decode token from context "
         + (f"{ac:,}" if ac else "never (windowed)")
     )
+    if s.over == "batch":
+        mb = s.max_batch
+        lines.append(
+            f"largest batch that fits {s.gpus} × {s.gpu} at {s.fixed:,} tokens: "
+            + (
+                "no limit from memory"
+                if mb is None
+                else "none (the weights alone do not fit)"
+                if mb == 0
+                else f"{mb:,}"
+            )
+        )
+        if s.model_max_context and s.fixed > s.model_max_context:
+            lines.append(
+                f"warning: context {s.fixed:,} is beyond the model's {s.model_max_context:,}-token limit"
+            )
     return _wrap(lines)
 
 
@@ -168,7 +135,7 @@ def render_sweep(s: Any) -> str:
                 mark, marked_c = mark + "◀C", True
             rows.append(
                 [
-                    f"{r.batch:,}",
+                    f"{r.batch:,}" + (" " if r.fits else "*"),
                     fmt.bin_bytes(r.kv_bytes_per_sequence * r.batch),
                     _fl(st.weight_flops * st.gpus),
                     _fl(st.attention_flops * st.gpus),
@@ -184,7 +151,7 @@ def render_sweep(s: Any) -> str:
         lines += _wrap(
             [
                 "FLOPs per step over all GPUs; bytes, memory and compute times per GPU; tokens/s an upper "
-                "bound. ◀W weights alone turn compute-bound, ◀C the step turns compute-bound"
+                "bound. ◀W weights alone turn compute-bound, ◀C the step turns compute-bound; * does not fit"
             ]
         )
     else:
@@ -196,10 +163,9 @@ def render_sweep(s: Any) -> str:
             mark = ""
             if not marked and r.attention_flops_per_token >= r.weight_flops_per_token:
                 mark, marked = "◀A", True
-            beyond = s.model_max_context and r.context > s.model_max_context
             rows.append(
                 [
-                    f"{r.context:,}" + ("*" if beyond else " "),
+                    f"{r.context:,}" + ("†" if r.beyond_model_context else " ") + (" " if r.fits else "*"),
                     fmt.bin_bytes(r.kv_bytes_per_sequence),
                     _fl(r.weight_flops_per_token),
                     _fl(r.attention_flops_per_token),
@@ -215,10 +181,10 @@ def render_sweep(s: Any) -> str:
         lines += _wrap(
             [
                 "FLOPs per decode token; prefill = one causal prompt of the context's length; step = "
-                "decode step bound at the batch; ◀A attention FLOPs reach weight FLOPs"
+                "decode step bound at the batch; ◀A attention FLOPs reach weight FLOPs; * does not fit"
                 + (
-                    f"; * beyond the model's {s.model_max_context:,}-token limit"
-                    if s.model_max_context and s.rows[-1].context > s.model_max_context
+                    f"; † beyond the model's {s.model_max_context:,}-token limit"
+                    if any(r.beyond_model_context for r in s.rows)
                     else ""
                 )
             ]
@@ -242,7 +208,7 @@ def render_moe(m: Any) -> str:
     ]
     rows = [
         [
-            f"{r.tokens:,}",
+            f"{r.tokens:,}" + (" " if r.fits else "*"),
             f"{r.experts_touched:,.1f} / {m.n_experts}",
             fmt.count(r.params_read),
             fmt.si_bytes(r.bytes_read),
@@ -263,7 +229,17 @@ def render_moe(m: Any) -> str:
         f"dispatch {fmt.si_bytes(a.dispatch_bytes_dedup)} per layer",
         f"  tensor parallel over {a.ep} instead: two ring all-reduces per layer, "
         f"{fmt.si_bytes(a.tp_allreduce_bytes_per_gpu)} per GPU per layer",
+        f"largest batch that fits {m.layout} at {m.context:,} tokens: "
+        + (
+            "no limit from memory"
+            if m.max_batch is None
+            else "none"
+            if m.max_batch == 0
+            else f"{m.max_batch:,}"
+        ),
     ]
+    if m.context_warning:
+        lines.append("warning: " + m.context_warning)
     return "\n".join([*_wrap(lines), *_assumptions(m.notes)]) + "\n"
 
 
@@ -285,10 +261,20 @@ def _specdec_block(s: Any) -> list[str]:
         f"{_count(s.verify_compute_bound_batch)}",
         f"  first slower than plain decoding at batch {_count(s.break_even_batch_weights)} (weights "
         f"alone), {_count(s.break_even_batch)} (with KV)",
+        "  largest batch that fits at this context: "
+        + (
+            "no limit from memory"
+            if s.max_batch is None
+            else "none"
+            if s.max_batch == 0
+            else f"{s.max_batch:,}"
+        ),
     ]
+    if s.context_warning:
+        lines.append("  warning: " + s.context_warning)
     rows = [
         [
-            f"{r.batch:,}",
+            f"{r.batch:,}" + (" " if r.fits else "*"),
             fmt.ms(r.decode_ms),
             fmt.ms(r.verify_ms),
             f"{r.verify_ratio:.2f}",
@@ -339,7 +325,13 @@ def render_formats(r: Any) -> str:
         f"chosen: weights {c['weights']} = {fmt.si_bytes(c['weight_bytes'])} "
         f"({c['weight_bits_per_param'] / 8:.3g} B/param); KV {dtype_label(c['kv_dtype'])} = "
         f"{fmt.bin_bytes(c['kv_bytes_per_token'])}/token, {fmt.bin_bytes(c['kv_bytes_at_context'])} "
-        f"at {r.context:,}; decode at batch {c['batch']} ≥ {fmt.ms(c['decode']['step_ms'])}/step",
+        f"at {r.context:,}; decode at batch {c['batch']} ≥ {fmt.ms(c['decode']['step_ms'])}/step"
+        + ("" if c["fits"] else f" — does not fit one {r.gpu} at batch {c['batch']}")
+        + (
+            f"; largest batch that fits: {c['max_batch_that_fits']:,}"
+            if c["max_batch_that_fits"] is not None
+            else ""
+        ),
         "format facts (one element):",
     ]
     rows = []
@@ -365,7 +357,7 @@ def render_formats(r: Any) -> str:
     for row in r.rows:
         rows.append(
             [
-                row.facts.label.split(" (")[0],
+                row.facts.label.split(" (")[0] + ("" if row.fits else "*"),
                 fmt.si_bytes(row.weight_bytes),
                 f"{row.weight_bits_per_param / 8:.3f}",
                 fmt.bin_bytes(row.kv_bytes_per_token),

@@ -63,6 +63,10 @@ def render(report: Any) -> str:
             f"attention {fmt.flops(c.flops.attention_per_token)})",
             f"- decode step ≥ {fmt.ms(d.step_ms)} ({d.bound}-bound), ≤ {d.tokens_per_s:,.0f} tokens/s",
         ]
+        if c.feasibility is not None:
+            lines.append(f"- memory: {c.feasibility.line(short_name(c.workload.device.name))}")
+        if c.precision is not None:
+            lines.append(f"- {c.precision.note()}; {c.workload.efficiency_note}")
         priced = [ch for ch in report.changes if ch.facet != "*" and ch.deltas]
         if priced:
             lines += [

@@ -60,7 +60,7 @@ def cost_lines(report: Any) -> Text:
     p = c.params
     line = f"params {fmt.count(p.total)}"
     if p.active != p.total:
-        line += f", active {fmt.count(p.active)}"
+        line += f", active {fmt.count(p.active)}" + _without_table(report)
     if p.mtp:
         line += f", MTP modules {fmt.count(p.mtp)} (apart)"
     elif p.mtp is None:
@@ -72,10 +72,10 @@ def cost_lines(report: Any) -> Text:
     w = c.weights
     t.append(f"weights {fmt.si_bytes(w.bytes) if w.supported else 'not given'} ({w.detail})\n")
     kv = c.kv
-    kv_line = (
-        f"KV cache {fmt.bin_bytes(kv.bytes_per_token)}/token ({kv.dtype}), "
-        f"{fmt.bin_bytes(kv.bytes_at_context)} at {kv.context:,} tokens"
-    )
+    kv_line = f"KV cache {fmt.bin_bytes(kv.bytes_per_token)}/token ({kv.dtype})"
+    if kv.windowed:
+        kv_line += f" within the windows, {fmt.bin_bytes(kv.bytes_per_token_long)}/token past them"
+    kv_line += f", {fmt.bin_bytes(kv.bytes_at_context)} at {kv.context:,} tokens"
     if kv.state_bytes_per_sequence:
         kv_line += f", + fixed state {fmt.bin_bytes(kv.state_bytes_per_sequence)}/sequence"
     t.append(kv_line + "\n")
@@ -86,10 +86,20 @@ def cost_lines(report: Any) -> Text:
         f"prefill {fmt.flops(fl.prefill)}\n"
     )
     d = c.decode
+    feas = c.feasibility
+    if feas is not None:
+        style = None if feas.fits else "bold red"
+        t.append(f"memory: {feas.line(short_name(wl.device.name))}", style=style)
+        if feas.limit.beyond(kv.context):
+            t.append(
+                f"; context {kv.context:,} is beyond the model's {feas.limit.tokens:,}", style="bold red"
+            )
+        t.append("\n")
+    bound = "≥" if wl.mfu == 1 and wl.mbu == 1 else "≈"
     t.append(
-        f"decode on {short_name(wl.device.name)} at batch {d.batch}: ≥ {fmt.ms(d.step_ms)}/step "
+        f"decode on {short_name(wl.device.name)} at batch {d.batch}: {bound} {fmt.ms(d.step_ms)}/step "
         f"({d.bound}-bound: memory {fmt.ms(d.memory_ms)}, compute {fmt.ms(d.compute_ms)}), "
-        f"≤ {d.tokens_per_s:,.0f} tokens/s\n"
+        f"≤ {d.tokens_per_s:,.0f} tokens/s" + ("" if feas is None or feas.fits else " (if it fit)") + "\n"
     )
     cb = d.compute_bound_batch_weights
     cbk = d.compute_bound_batch
@@ -102,10 +112,26 @@ def cost_lines(report: Any) -> Text:
         )
         + "\n"
     )
-    t.append(
-        f"prefill of {c.prefill.tokens:,} tokens ≥ {fmt.ms(c.prefill.time_ms)} ({c.prefill.bound}-bound)"
-    )
+    pre = c.prefill
+    t.append(f"prefill of {pre.tokens:,} tokens {bound} {fmt.ms(pre.time_ms)} ({pre.bound}-bound)\n")
+    t.append(((c.precision.note() + "; ") if c.precision else "") + wl.efficiency_note, style="dim")
     return t
+
+
+def _without_table(report: Any) -> str:
+    """The active count without the gathered embedding table, and whose convention it is."""
+    p = report.cost.params
+    if p.active_without_embedding == p.active:
+        return ""
+    head = report.cost.active
+    who = ""
+    if head is None:
+        pass
+    elif head.owner and head.owner_counts_embedding is False:
+        who = f", as {head.owner} counts"
+    elif head.owner:
+        who = f"; {head.owner} counts the table"
+    return f" ({fmt.count(p.active_without_embedding)} without the embedding table{who})"
 
 
 def changes_table(report: Any) -> Table | None:

@@ -1,0 +1,225 @@
+"""The memory terms of an engine's KV-pool sizing that a config does not determine, as
+explicit estimates with their data points (docs/SERVING.md, section 5), and the engine
+defaults they depend on (batched tokens, sequences, block size) by version.
+
+Every estimate is overridable by the flag named beside it; the fixture logs in
+``tests/fixtures/engine_logs/`` are the data points.
+
+* ``N`` non-torch memory (``--non-torch-gib``): 0.3 GiB (CUDA context, cuBLAS workspace;
+  logged 0.16-0.35 GiB on one GPU: 12126, 10517, 13061, 20665), plus 1.8 GiB when the
+  ranks talk over NVLink or Infinity Fabric (NCCL and custom all-reduce buffers: +1.79 GiB
+  from TP=1 to TP=2 in 10511; 21348's TP=4 pool on the vLLM and SGLang sides); PCIe-only
+  cards add nothing measurable (13061, 20665).
+* ``A`` activation peak of the profiling forward (``--activation-gib``): the batched
+  tokens × the widest live activations per token (residual and normed input, 2·d, plus
+  the widest of attention's q/k/v/output and the FFN's gate-up + activation, per TP rank;
+  MoE: top_k copies of the expert width, chunked at 32K tokens), plus on the last pipeline
+  stage the sampler: max_num_seqs × vocabulary × 4 B × m, m = 1.5 in V0 (10517, 10511,
+  13061), 5 in V1 before 0.9 (12569), 8.5 from V1 0.9 (23278, 21348, 20665's two stages).
+  A vision or audio encoder's profile is not modelled (12126: 36.6 GiB).
+* ``G`` CUDA-graph memory, subtracted from vLLM 0.21 (``--cuda-graph-gib``; 0 with
+  ``--enforce-eager`` or on ROCm): 0.5 GiB (0.09-0.73 GiB on 24 GB cards).
+* ``T`` the device total as the runtime reports it: the preset's visible memory
+  (H100 SXM 79.22 GiB as vLLM logs it) or ``--gpu-mem``.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from dataclasses import dataclass
+
+from ..core.errors import UsageError
+from ..cost.gpus import GPU
+from ..cost.layout import Layout
+from ..schema.arch import Architecture, LayerSpec
+
+GiB = 2**30
+NON_TORCH = 0.3 * GiB
+NON_TORCH_LINKED = 1.8 * GiB  # multi-GPU over NVLink / Infinity Fabric
+LINKED = 300e9  # a link this fast (bidirectional B/s) is NVLink-class, not PCIe
+CUDA_GRAPHS = 0.5 * GiB
+MOE_CHUNK = 32768  # VLLM_FUSED_MOE_CHUNK_SIZE
+SAMPLER_COPIES = {"v0": 1.5, "v1-early": 5.0, "v1": 8.5}
+DEFAULT_VLLM = "0.21"
+DEFAULT_SGLANG = "0.5.5"
+
+
+@dataclass(frozen=True)
+class Version:
+    """An engine release as (major, minor, patch) with V1 on or off (vLLM)."""
+
+    parts: tuple[int, ...]
+    v1: bool
+    text: str
+
+    def __ge__(self, other: object) -> bool:
+        return self.parts >= tuple(other)  # type: ignore[arg-type]
+
+    def __lt__(self, other: object) -> bool:
+        return self.parts < tuple(other)  # type: ignore[arg-type]
+
+    @property
+    def sampler(self) -> str:
+        if not self.v1:
+            return "v0"
+        return "v1" if self >= (0, 9) else "v1-early"
+
+
+def parse_version(text: str, use_v1: bool | None = None) -> Version:
+    """``0.10.1.1`` / ``v0.6.4.post1`` → Version; V1 is vLLM's default from 0.8."""
+    m = re.fullmatch(r"v?(\d{1,3})\.(\d{1,3})(?:\.(\d{1,3}))?(?:[.+-].*)?", text.strip())
+    if not m:
+        raise UsageError(f"--engine-version {text!r}: expected a release like 0.11 or 0.6.4.post1")
+    parts = tuple(int(x) for x in m.groups() if x is not None)
+    v1 = parts >= (0, 8) if use_v1 is None else use_v1
+    return Version(parts, v1, text.strip())
+
+
+def compute_capability(gpu: GPU) -> tuple[int, int] | None:
+    """CUDA compute capability by preset (None: ROCm or unknown)."""
+    key = gpu.id.rstrip("*")
+    for prefix, cc in (
+        ("h100", (9, 0)),
+        ("h200", (9, 0)),
+        ("h20", (9, 0)),
+        ("b200", (10, 0)),
+        ("gb200", (10, 0)),
+        ("a100", (8, 0)),
+        ("a10g", (8, 6)),
+        ("l40s", (8, 9)),
+        ("l4", (8, 9)),
+        ("rtx-4090", (8, 9)),
+        ("rtx-5090", (12, 0)),
+    ):
+        if key.startswith(prefix):
+            return cc
+    return None
+
+
+def rocm(gpu: GPU) -> bool:
+    return gpu.vendor == "AMD"
+
+
+def vllm_defaults(version: Version, gpu: GPU, max_model_len: int, multimodal: bool) -> tuple[int, int, str]:
+    """vLLM's max_num_batched_tokens and max_num_seqs when not given, and why."""
+    if not version.v1:
+        if max_model_len > 32768 and not multimodal:
+            return 2048, 256, "V0: chunked prefill on past 32K tokens, 2,048 batched tokens, 256 sequences"
+        n = max(max_model_len, 2048)
+        return n, 256, f"V0 without chunked prefill: batched tokens = max(max_model_len, 2048) = {n:,}"
+    if version < (0, 9):
+        return 2048, 1024, "V1 before 0.9 (vllm serve): 2,048 batched tokens, 1,024 sequences"
+    big = gpu.visible >= 70 * GiB and not gpu.id.startswith("a100")
+    if big:
+        return 8192, 1024, "V1 serve on a ≥70 GiB GPU (not A100): 8,192 batched tokens, 1,024 sequences"
+    return 2048, 256, "V1 serve on a smaller GPU or an A100: 2,048 batched tokens, 256 sequences"
+
+
+def vllm_block_size(arch: Architecture, version: Version, gpu: GPU) -> tuple[int, str]:
+    """The default block size vLLM's attention backend picks."""
+    mla = any(s.mixer == "mla" for s, _ in arch.layer_runs)
+    if not mla:
+        return 16, "16 (CUDA default)"
+    cc = compute_capability(gpu)
+    if any(s.sparse for s, _ in arch.layer_runs):
+        return 64, "64 (sparse MLA)"
+    if cc and cc[0] == 10 and version >= (0, 11):
+        return 128, "128 (CUTLASS MLA on Blackwell)"
+    if cc == (9, 0) and version >= (0, 7, 3):
+        return 64, "64 (FlashMLA on Hopper)"
+    return 16, "16 (Triton MLA)"
+
+
+def non_torch(gpu: GPU, layout: Layout) -> float:
+    linked = layout.gpus > 1 and (gpu.link_bytes_per_s or 0) >= LINKED
+    return NON_TORCH + (NON_TORCH_LINKED if linked else 0.0)
+
+
+def _attention_width(arch: Architecture, s: LayerSpec, tp: int) -> float:
+    h = (arch.get("n_heads") or 0) / tp
+    if s.mixer == "mla":
+        nope, rope, hv = (arch.get(k) or 0 for k in ("qk_nope_head_dim", "qk_rope_head_dim", "v_head_dim"))
+        return h * (nope + rope) * 2 + h * hv * 2 + (arch.get("kv_lora_rank") or 0) + rope
+    if s.mixer == "linear_attention":
+        nk, nv = (arch.get("linear_n_k_heads") or 0) / tp, (arch.get("linear_n_v_heads") or 0) / tp
+        dk, dv = arch.get("linear_k_head_dim") or 0, arch.get("linear_v_head_dim") or 0
+        return 2 * (2 * nk * dk + 2 * nv * dv)
+    hd = s.head_dim or arch.get("head_dim") or 0
+    g = max(1.0, (s.n_kv_heads or arch.get("n_kv_heads") or 0) / tp)
+    return (2 * h + 2 * g) * hd
+
+
+def _ffn_width(arch: Architecture, s: LayerSpec, layout: Layout, tokens: int) -> float:
+    tp = layout.tp
+    if s.ffn == "moe" or s.ffn2 == "moe":
+        k, fe, d = arch.get("top_k") or 0, arch.get("d_ff_expert") or 0, arch.get("d_model") or 0
+        per = k * (3 * fe / (1 if layout.ep else tp) + d)
+        per = per * min(tokens, MOE_CHUNK) / tokens if tokens else per
+        shared = (arch.get("d_ff_shared") or (arch.get("n_shared_experts") or 0) * fe) * 3 / tp
+        return per + shared
+    if s.ffn == "dense":
+        return 3 * (s.d_ff or arch.get("d_ff") or 0) / tp
+    return 0.0
+
+
+def activation_per_token(arch: Architecture, layout: Layout, tokens: int) -> float:
+    """Bytes of the widest activations one token of the profiling forward holds (bf16)."""
+    d = arch.get("d_model") or 0
+    widest = max(
+        (
+            max(_attention_width(arch, s, layout.tp), _ffn_width(arch, s, layout, tokens))
+            for s, _ in arch.layer_runs
+        ),
+        default=0.0,
+    )
+    return 2 * (2 * d + widest)
+
+
+def activation(
+    arch: Architecture, layout: Layout, tokens: int, seqs: int, version: Version, last_stage: bool
+) -> tuple[float, float]:
+    """(forward, sampler) activation peak estimate, bytes per rank."""
+    forward = tokens * activation_per_token(arch, layout, tokens)
+    vocab = arch.get("vocab") or 0
+    sampler = seqs * vocab * 4 * SAMPLER_COPIES[version.sampler] if last_stage else 0.0
+    return forward, sampler
+
+
+def cuda_graphs(version: Version, gpu: GPU, eager: bool) -> float:
+    if eager or rocm(gpu) or not version.v1 or version < (0, 21):
+        return 0.0
+    return CUDA_GRAPHS
+
+
+def sglang_mem_fraction(
+    version: Version, gpu: GPU, layout: Layout, chunked_prefill: int, cuda_graph_bs: int = 256
+) -> tuple[float, str]:
+    """SGLang's default ``--mem-fraction-static`` by release (server_args)."""
+    mem = gpu.visible / GiB
+    p = layout.tp * layout.pp
+    if version < (0, 4, 6) or (version < (0, 4, 9) and mem <= 80):
+        table = ((16, 0.79), (8, 0.81), (4, 0.85), (2, 0.87), (1, 0.88))
+        frac = next(f for n, f in table if layout.tp >= n)
+        return frac, f"by TP size ({layout.tp}): {frac}"
+    if version < (0, 4, 9):
+        return (mem - 13) / mem, "(memory − 13 GiB) / memory"
+    if version < (0, 5, 5):
+        reserved = 2.8 + p / 10 if mem < 35 else 9.5 + p / 2 if mem < 90 else 12 + p / 2 if mem < 160 else 32
+        return (mem - reserved) / mem, f"(memory − {reserved:g} GiB reserved) / memory"
+    # MiB terms: 512 + 1.5 × chunked-prefill tokens + 2 × CUDA-graph batch, then TP·PP/8 GiB
+    reserved = (512 + 1.5 * max(chunked_prefill, 2048) + 2 * cuda_graph_bs) / 1024 + p / 8
+    reserved = max(reserved, 10.0) if mem > 60 else reserved
+    return (mem - reserved) / mem, f"(memory − {reserved:.2f} GiB reserved) / memory"
+
+
+def gib(x: float | None) -> float | None:
+    return None if x is None else x * GiB
+
+
+def check_fraction(value: float, flag: str) -> float:
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value):
+        raise UsageError(f"{flag} must be a number in (0, 1], got {value!r}")
+    if not 0 < value <= 1:
+        raise UsageError(f"{flag} must be in (0, 1], got {value:g}")
+    return float(value)

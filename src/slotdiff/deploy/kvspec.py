@@ -1,0 +1,230 @@
+"""vLLM's KV-cache layout from a config: per-layer specs, page sizes, the hybrid allocator's
+groups, and the token and concurrency lines it logs (docs/SERVING.md, sections 2-3).
+
+Everything here is exact given the config and the engine flags; the memory the pool gets
+(``available``) is the estimated part, in ``deploy.engine_terms``.
+
+A page is one block of ``block_size`` tokens for one layer: ``2 · block · kv_heads_per_rank ·
+head_size · dtype_bytes`` for softmax attention (kv_heads_per_rank = max(1, g // TP): heads
+replicate once TP exceeds them), ``block · (kv_lora_rank + qk_rope_head_dim) · dtype_bytes``
+for MLA (one latent, not split by TP), and a mamba/linear-attention layer's whole state in
+one page. Layer types form groups of ``group_size`` layers; ``num_blocks = available //
+page // group_size``, every layer paying a page per block.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+from ..schema.arch import Architecture, LayerSpec
+from ..schema.precision import canonical_dtype, storage_bits
+from .engine_terms import Version
+
+# vLLM's fp8_ds_mla cache (DeepSeek-V3.2 with --kv-cache-dtype fp8): 656 bytes per token.
+DS_MLA_FP8_BYTES = 656
+
+
+@dataclass(frozen=True)
+class Spec:
+    """One layer's cache as vLLM specifies it."""
+
+    kind: str  # full | sliding | chunked | mla | mamba
+    page_bytes: int  # one block of this layer
+    window: int | None = None  # sliding window / attention chunk, tokens
+
+    def blocks_per_request(self, block: int, max_model_len: int, batched_tokens: int) -> int:
+        """Blocks one request at ``max_model_len`` needs (``max_memory_usage_bytes / page``)."""
+        if self.kind == "mamba":
+            return 1
+        if self.kind == "sliding" and self.window:
+            return math.ceil(min(self.window - 1 + batched_tokens, max_model_len) / block) + 1
+        if self.kind == "chunked" and self.window:
+            return math.ceil(min(self.window + batched_tokens, max_model_len) / block)
+        return math.ceil(max_model_len / block)
+
+
+def head_size(arch: Architecture, layer: LayerSpec) -> int:
+    return (
+        layer.head_dim
+        or arch.get("head_dim")
+        or (arch.get("d_model") or 0) // max(1, arch.get("n_heads") or 1)
+    )
+
+
+def attention_token_bytes(arch: Architecture, layer: LayerSpec, tp: int, kv_bytes: float) -> float:
+    """Bytes per token of one softmax layer on one TP rank: 2 · max(1, g // TP) · head_size · b."""
+    g = layer.n_kv_heads or arch.get("n_kv_heads") or arch.get("n_heads") or 1
+    hv = arch.get("v_head_dim") or head_size(arch, layer)
+    return max(1, g // tp) * (head_size(arch, layer) + hv) * kv_bytes
+
+
+def mamba_page(arch: Architecture, layer: LayerSpec, tp: int, conv_bytes: float, state_bytes: float) -> float:
+    """One mamba / gated-DeltaNet layer's state on a TP rank: the convolution keeps kernel − 1
+    inputs per channel, the recurrent state heads × d_k × d_v (or inner × state)."""
+    d = arch.get("d_model") or 0
+    if layer.mixer == "linear_attention":
+        nk, nv = (arch.get("linear_n_k_heads") or 0) // tp, (arch.get("linear_n_v_heads") or 0) // tp
+        dk, dv = arch.get("linear_k_head_dim") or 0, arch.get("linear_v_head_dim") or 0
+        kernel = arch.get("linear_conv_kernel") or 0
+        conv = (2 * nk * dk + nv * dv) * max(0, kernel - 1)
+        return conv * conv_bytes + nv * dk * dv * state_bytes
+    inner = (arch.get("ssm_inner") or int((arch.get("ssm_expand") or 2) * d)) // tp
+    n, kernel = arch.get("ssm_state") or 0, arch.get("ssm_conv_kernel") or 0
+    groups = (arch.get("ssm_n_groups") or 0) if layer.mixer == "mamba2" else 0
+    conv = (inner + 2 * groups * n) * max(0, kernel - 1)
+    return conv * conv_bytes + inner * n * state_bytes
+
+
+@dataclass(frozen=True)
+class KVLayout:
+    """vLLM's cache layout for one pipeline stage of one rank."""
+
+    block_size: int
+    specs: tuple[Spec, ...]  # one per layer that holds cache
+    group_size: int
+    groups: tuple[tuple[int, int], ...]  # (index into kinds, layers in the group)
+    kinds: tuple[Spec, ...]  # distinct specs
+    block_note: str
+    padded_layers: int = 0
+
+    @property
+    def page(self) -> int:
+        return self.kinds[0].page_bytes if self.kinds else 0
+
+    @property
+    def num_groups(self) -> int:
+        return len(self.groups)
+
+    def num_blocks(self, available: float) -> int:
+        """Blocks the pool gets from ``available`` bytes (0 when nothing caches)."""
+        if not self.kinds or available <= 0:
+            return 0
+        if self.num_groups == 1 and len(self.kinds) == 1:
+            return int(available // (self.page * len(self.specs)))
+        return int(available // self.page // self.group_size)
+
+    def bytes_per_token(self) -> float:
+        """Pool bytes one cached token takes when every layer pays a page (the token line)."""
+        return self.page * self.group_size * self.num_groups / self.block_size if self.kinds else 0.0
+
+    def blocks_per_request(self, max_model_len: int, batched_tokens: int) -> int:
+        return sum(
+            self.kinds[k].blocks_per_request(self.block_size, max_model_len, batched_tokens)
+            for k, _ in self.groups
+        )
+
+    def needed_bytes(self, max_model_len: int, batched_tokens: int) -> int:
+        """``check_enough_kv_cache_memory``: Σ over layers of one request's blocks × page."""
+        return sum(
+            s.blocks_per_request(self.block_size, max_model_len, batched_tokens) * s.page_bytes
+            for s in self.specs
+        )
+
+    def tokens_line(self, blocks: int, concurrency: float, max_model_len: int, version: Version) -> int:
+        """What vLLM logs as the pool's size in tokens (``# GPU blocks`` × block before 0.8)."""
+        if not self.kinds:
+            return 0
+        if version.v1 and version >= (0, 21):
+            return int(concurrency * max_model_len)
+        if version.v1 and version >= (0, 8) and self.num_groups > 1:
+            return blocks // self.num_groups * self.block_size
+        return blocks * self.block_size
+
+    def concurrency(self, blocks: int, max_model_len: int, batched_tokens: int, version: Version) -> float:
+        if not self.kinds:
+            return 0.0
+        if not version.v1 or version < (0, 8):
+            return blocks * self.block_size / max_model_len
+        return blocks / self.blocks_per_request(max_model_len, batched_tokens)
+
+    def max_model_len(self, available: float, batched_tokens: int, limit: int) -> int:
+        """``estimate_max_model_len``: the longest request the pool holds (binary search)."""
+        lo, hi = 0, limit
+        while lo < hi:
+            mid = (lo + hi + 1) // 2
+            if self.needed_bytes(mid, batched_tokens) <= available:
+                lo = mid
+            else:
+                hi = mid - 1
+        return lo
+
+
+def _kind(arch: Architecture, layer: LayerSpec, version: Version, hybrid_manager: bool) -> str | None:
+    if layer.kv_shared:
+        return None
+    if layer.mixer == "mla":
+        return "mla"
+    if layer.mixer in ("mamba", "mamba2", "linear_attention"):
+        return "mamba" if version.v1 else None
+    if layer.mixer == "cross_attention":
+        return "full" if not version.v1 else None  # V0 sizes cross-attention layers like any other
+    if layer.mixer != "attention" and layer.shared_block is None:
+        return None
+    if layer.window and hybrid_manager:
+        return "sliding"
+    if layer.chunk and hybrid_manager:
+        return "chunked"
+    return "full"
+
+
+def kv_layout(
+    arch: Architecture,
+    layers: tuple[LayerSpec, ...],
+    tp: int,
+    kv_dtype: str,
+    version: Version,
+    block_size: int | None,
+    default_block: int,
+    hybrid_manager: bool = True,
+) -> KVLayout:
+    """The cache layout of ``layers`` (one pipeline stage) on one TP rank."""
+    b = storage_bits(kv_dtype) / 8
+    model_dtype = canonical_dtype(arch.get("dtype")) or "bfloat16"
+    conv_b = storage_bits(model_dtype) / 8
+    state_b = storage_bits(canonical_dtype(arch.get("ssm_state_dtype")) or model_dtype) / 8
+    manager = hybrid_manager and version.v1 and version >= (0, 9)
+    typed = [(k, s) for s in layers if (k := _kind(arch, s, version, manager))]
+    attn = [s for k, s in typed if k in ("full", "sliding", "chunked")]
+    mambas = [s for k, s in typed if k == "mamba"]
+    block = block_size or default_block
+    note = f"--block-size {block}" if block_size else f"block size {block} (the default here)"
+    if mambas and attn and not block_size:
+        per_token = attention_token_bytes(arch, attn[0], tp, b)
+        mpage = max(mamba_page(arch, s, tp, conv_b, state_b) for s in mambas)
+        block = 16 * math.ceil(mpage / (16 * per_token))
+        note = f"attention block size raised to {block} tokens so a page holds a mamba state (vLLM does so)"
+    specs: list[Spec] = []
+    for k, s in typed:
+        if k == "mla":
+            latent = (arch.get("kv_lora_rank") or 0) + (arch.get("qk_rope_head_dim") or 0)
+            per = DS_MLA_FP8_BYTES if (s.sparse and b == 1) else latent * b
+            specs.append(Spec("mla", int(block * per)))
+        elif k == "mamba":
+            specs.append(Spec("mamba", 0))
+        else:
+            window = s.window if k == "sliding" else s.chunk if k == "chunked" else None
+            specs.append(Spec(k, int(block * attention_token_bytes(arch, s, tp, b)), window))
+    if mambas:  # the mamba page is padded up to the attention page
+        attn_page = max((x.page_bytes for x in specs if x.kind != "mamba"), default=0)
+        mpage = int(max(mamba_page(arch, s, tp, conv_b, state_b) for s in mambas))
+        specs = [Spec("mamba", max(attn_page, mpage)) if x.kind == "mamba" else x for x in specs]
+    kinds: list[Spec] = []
+    members: list[int] = []
+    for x in specs:
+        if x not in kinds:
+            kinds.append(x)
+            members.append(0)
+        members[kinds.index(x)] += 1
+    if len(kinds) <= 1:
+        n = len(specs)
+        return KVLayout(block, tuple(specs), n, ((0, n),) if n else (), tuple(kinds), note)
+    small, large = min(members), max(members)
+    size = large if large < small * 1.25 else small
+    groups: list[tuple[int, int]] = []
+    padded = 0
+    for k, n in enumerate(members):
+        whole, rest = divmod(n, size)
+        groups += [(k, size)] * whole + ([(k, rest)] if rest else [])
+        padded += (size - rest) if rest else 0
+    return KVLayout(block, tuple(specs), size, tuple(groups), tuple(kinds), note, padded)

@@ -1,0 +1,127 @@
+"""SGLang's KV pool at start-up (``ModelRunner.profile_max_num_token`` and
+``init_memory_pool``, v0.3.6-0.5.x): the tokens of "KV Cache is allocated. #tokens: N,
+K size: X GB" and ``max_total_num_tokens``.
+
+``rest = available − free · (1 − mem_fraction_static)``, where ``free`` is the free memory
+measured after the distributed set-up and before the weights load (the minimum over TP
+ranks) and ``available`` the free memory after them; ``max_total_num_tokens = rest //
+cell_size``, with ``cell_size`` the bytes of one token over this rank's layers (MHA/GQA:
+heads per rank × head_dim × layers × 2 × dtype bytes; MLA: (kv_lora_rank + rope) × layers ×
+dtype bytes), capped by ``--max-total-tokens`` and floored to a multiple of the page size.
+"""
+
+from __future__ import annotations
+
+from ..cost.gpus import GPU
+from ..cost.memory import MemoryPlan
+from ..schema.arch import Architecture
+from ..schema.precision import storage_bits
+from . import engine_terms as et
+from .kvspec import KVLayout, Spec, attention_token_bytes
+from .vllm import EngineArgs, EngineFit, StagePool, Term, kv_dtype_of, model_len
+
+GiB = et.GiB
+SGLANG_CONTEXT = 0.5 * GiB  # CUDA context before the pool's "free" is measured, one GPU
+
+
+def cell_size(arch: Architecture, tp: int, kv_dtype: str) -> tuple[float, int]:
+    """(bytes per token, layers) of SGLang's pool on one rank; hybrid GDN models count only
+    their full-attention layers (0.5.x)."""
+    b = storage_bits(kv_dtype) / 8
+    total, layers = 0.0, 0
+    for s in arch.layers:
+        if s.mixer == "mla":
+            total += ((arch.get("kv_lora_rank") or 0) + (arch.get("qk_rope_head_dim") or 0)) * b
+            layers += 1
+        elif s.mixer == "attention" and not s.kv_shared:
+            total += attention_token_bytes(arch, s, tp, b)
+            layers += 1
+    return total, layers
+
+
+def sglang_fit(arch: Architecture, plan: MemoryPlan, gpu: GPU, args: EngineArgs) -> EngineFit:
+    """SGLang's start-up pool for ``arch`` on ``gpu`` with ``args`` (TP only; PP stages are
+    taken as the fullest)."""
+    version = et.parse_version(args.version or et.DEFAULT_SGLANG)
+    layout = args.layout
+    length = model_len(arch, args.max_model_len)
+    kv_dtype = kv_dtype_of(arch, args.kv_cache_dtype)
+    page = args.block_size or 1
+    chunked = args.max_num_batched_tokens or (16384 if gpu.visible > 160 * GiB else 8192)
+    if args.mem_fraction_static is not None:
+        frac = et.check_fraction(args.mem_fraction_static, "--mem-fraction-static")
+        frac_why = "--mem-fraction-static"
+    else:
+        frac, frac_why = et.sglang_mem_fraction(version, gpu, layout, chunked)
+    linked = et.non_torch(gpu, layout) - et.NON_TORCH
+    free_est = gpu.visible - SGLANG_CONTEXT - linked
+    free = args.free_gib * GiB if args.free_gib is not None else free_est
+    w, e, _kv, _st = max(plan.stages(layout, length), key=lambda x: x[0] + x[1])
+    weights = (
+        args.weights_gib * GiB if args.weights_gib is not None else w + (e / layout.dp if layout.ep else e)
+    )
+    available = free - weights
+    rest = available - free * (1 - frac)
+    if args.available_kv_gib is not None:
+        rest = args.available_kv_gib * GiB
+    cell, layers = cell_size(arch, layout.tp, kv_dtype)
+    tokens = int(rest // cell) if cell and rest > 0 else 0
+    if args.max_total_tokens is not None:
+        tokens = min(tokens, args.max_total_tokens)
+    tokens = tokens // page * page
+    terms = (
+        Term(
+            "free_before_weights",
+            free,
+            "flag" if args.free_gib is not None else "estimate",
+            "device total − CUDA context − NCCL buffers",
+        ),
+        Term(
+            "weights",
+            weights,
+            "flag" if args.weights_gib is not None else "estimate",
+            "checkpoint bytes on this rank",
+        ),
+        Term(
+            "reserved_by_fraction",
+            free * (1 - frac),
+            "flag" if args.mem_fraction_static is not None else "config",
+            f"free × (1 − mem_fraction_static {frac:.3f}: {frac_why})",
+        ),
+        Term(
+            "rest",
+            rest,
+            "log" if args.available_kv_gib is not None else "estimate",
+            "available − free × (1 − mem_fraction_static)",
+        ),
+    )
+    spec = Spec("full", int(cell * page))
+    kv = KVLayout(page, (spec,), 1, ((0, 1),), (spec,), f"page size {page}")
+    pool = StagePool(0, layers, terms, rest, tokens // page, kv)
+    per_layer_k = cell / 2 / max(1, layers) if not any(s.mixer == "mla" for s in arch.layers) else 0.0
+    k_size = (tokens + page) * per_layer_k * layers
+    notes = [
+        f"SGLang {version.text} accounting; mem_fraction_static {frac:.3f} ({frac_why})",
+        f"cell size {cell:,.0f} B per token over {layers} layers on each of {layout.tp} TP ranks",
+    ]
+    if k_size:
+        notes.append(f"K buffer {k_size / GiB:.2f} GB (+ as much V), as SGLang logs it (GB = 2^30 B)")
+    return EngineFit(
+        engine="sglang",
+        version=version.text,
+        layout=layout,
+        gpu=gpu.id,
+        max_model_len=length,
+        max_num_seqs=args.max_num_seqs or 0,
+        batched_tokens=chunked,
+        kv_cache_dtype=kv_dtype,
+        block_size=page,
+        stages=(pool,),
+        binding=0,
+        kv_pool_bytes=rest,
+        kv_pool_tokens=tokens,
+        max_concurrency=tokens / length if length else 0.0,
+        needed_bytes=int(cell * length),
+        estimated_max_model_len=None,
+        notes=tuple(notes),
+    )

@@ -1,0 +1,295 @@
+"""vLLM's KV pool at start-up, per rank and version: the memory it gets, its blocks, the
+"GPU KV cache size: N tokens" and "Maximum concurrency for L tokens per request" lines.
+
+Per rank: ``K = T · u − W − A − N`` (− G from 0.21, where CUDA graphs are estimated before
+the pool is sized), ``num_blocks = K // page // group_size`` (``kvspec``); every rank is set
+to the fewest blocks of any rank, so the pool is the binding (fullest) pipeline stage's.
+``K`` may instead come from the log (``--available-kv-gib``: then tokens and concurrency
+are exact) or be fixed by ``--kv-cache-memory`` (vLLM 0.11+).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+from ..core.errors import UsageError
+from ..cost.context import context_limit
+from ..cost.gpus import GPU
+from ..cost.layout import Layout, stage_sizes
+from ..cost.memory import MemoryPlan
+from ..schema.arch import Architecture
+from . import engine_terms as et
+from .kvspec import KVLayout, kv_layout
+
+GiB = et.GiB
+
+
+@dataclass(frozen=True)
+class Term:
+    """One memory term of a rank's budget."""
+
+    name: str
+    bytes: float
+    how: str  # estimate | flag | log | config | device
+    note: str = ""
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "name": self.name,
+            "bytes": self.bytes,
+            "gib": self.bytes / GiB,
+            "how": self.how,
+            "note": self.note,
+        }
+
+
+@dataclass(frozen=True)
+class StagePool:
+    """One pipeline stage's rank: its budget, the memory left for KV, its blocks."""
+
+    stage: int
+    layers: int
+    terms: tuple[Term, ...]
+    available: float
+    blocks: int
+    kv: KVLayout
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "stage": self.stage,
+            "layers": self.layers,
+            "terms": [t.to_dict() for t in self.terms],
+            "available_kv_bytes": self.available,
+            "num_blocks": self.blocks,
+            "page_bytes": self.kv.page,
+            "group_size": self.kv.group_size,
+            "groups": self.kv.num_groups,
+        }
+
+
+@dataclass(frozen=True)
+class EngineArgs:
+    """The engine flags that bear on memory, named as vLLM / SGLang name them."""
+
+    engine: str = "vllm"
+    version: str | None = None
+    use_v1: bool | None = None
+    tensor_parallel_size: int = 1
+    pipeline_parallel_size: int = 1
+    data_parallel_size: int = 1
+    enable_expert_parallel: bool = False
+    gpu_memory_utilization: float = 0.9
+    mem_fraction_static: float | None = None  # SGLang
+    max_model_len: int | None = None
+    max_num_seqs: int | None = None
+    max_num_batched_tokens: int | None = None
+    block_size: int | None = None  # SGLang: page size
+    kv_cache_dtype: str = "auto"
+    enforce_eager: bool = False
+    hybrid_kv_cache_manager: bool = True
+    kv_cache_memory_gib: float | None = None
+    max_total_tokens: int | None = None  # SGLang
+    non_torch_gib: float | None = None
+    activation_gib: float | None = None
+    cuda_graph_gib: float | None = None
+    weights_gib: float | None = None
+    available_kv_gib: float | None = None
+    free_gib: float | None = None  # SGLang: free memory before the weights load
+
+    @property
+    def layout(self) -> Layout:
+        return Layout(
+            self.tensor_parallel_size,
+            self.pipeline_parallel_size,
+            self.data_parallel_size,
+            self.enable_expert_parallel,
+        )
+
+
+@dataclass(frozen=True)
+class EngineFit:
+    """What the engine would log at start-up for one deployment."""
+
+    engine: str
+    version: str
+    layout: Layout
+    gpu: str
+    max_model_len: int
+    max_num_seqs: int
+    batched_tokens: int
+    kv_cache_dtype: str
+    block_size: int
+    stages: tuple[StagePool, ...]
+    binding: int
+    kv_pool_bytes: float
+    kv_pool_tokens: int
+    max_concurrency: float
+    needed_bytes: int
+    estimated_max_model_len: int | None
+    notes: tuple[str, ...] = field(default=())
+
+    @property
+    def fits_one_request(self) -> bool:
+        return self.kv_pool_bytes >= self.needed_bytes and self.kv_pool_bytes > 0
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "engine": self.engine,
+            "engine_version": self.version,
+            "layout": self.layout.to_dict(),
+            "gpu": self.gpu,
+            "max_model_len": self.max_model_len,
+            "max_num_seqs": self.max_num_seqs,
+            "max_num_batched_tokens": self.batched_tokens,
+            "kv_cache_dtype": self.kv_cache_dtype,
+            "block_size": self.block_size,
+            "kv_pool_bytes": self.kv_pool_bytes,
+            "kv_pool_gib": self.kv_pool_bytes / GiB,
+            "kv_pool_tokens": self.kv_pool_tokens,
+            "max_concurrency": self.max_concurrency,
+            "needed_bytes_for_max_model_len": self.needed_bytes,
+            "fits_one_request": self.fits_one_request,
+            "estimated_max_model_len": self.estimated_max_model_len,
+            "binding_stage": self.binding,
+            "stages": [s.to_dict() for s in self.stages],
+            "notes": list(self.notes),
+        }
+
+
+def kv_dtype_of(arch: Architecture, flag: str) -> str:
+    """``auto`` = the model's dtype (fp32 and fp16 checkpoints: fp16 / their own); fp8* = 1 byte."""
+    if flag == "auto":
+        base = arch.get("dtype")
+        return "float16" if base in ("float16", "float32") else "bfloat16"
+    if flag in ("fp8", "fp8_e4m3", "fp8_e5m2", "fp8_ds_mla"):
+        return "float8_e5m2" if flag == "fp8_e5m2" else "float8_e4m3fn"
+    if flag in ("bfloat16", "bf16", "float16", "fp16", "half"):
+        return "float16" if flag in ("float16", "fp16", "half") else "bfloat16"
+    raise UsageError(
+        f"--kv-cache-dtype {flag!r}: expected auto, fp8, fp8_e4m3, fp8_e5m2, bfloat16 or float16"
+    )
+
+
+def model_len(arch: Architecture, flag: int | None) -> int:
+    if flag is not None:
+        if flag < 1:
+            raise UsageError(f"--max-model-len must be at least 1, got {flag}")
+        return flag
+    limit = context_limit(arch).tokens
+    if limit is None:
+        raise UsageError(f"{arch.name}: the config states no context limit: pass --max-model-len")
+    return limit
+
+
+def _stage_layers(arch: Architecture, pp: int) -> list[tuple]:
+    out, start = [], 0
+    for size in stage_sizes(arch.n_layers, pp):
+        out.append(arch.layers[start : start + size])
+        start += size
+    return out
+
+
+def vllm_fit(arch: Architecture, plan: MemoryPlan, gpu: GPU, args: EngineArgs) -> EngineFit:
+    """vLLM's start-up figures for ``arch`` on ``gpu`` with ``args``."""
+    version = et.parse_version(args.version or et.DEFAULT_VLLM, args.use_v1)
+    layout = args.layout
+    u = et.check_fraction(args.gpu_memory_utilization, "--gpu-memory-utilization")
+    length = model_len(arch, args.max_model_len)
+    multimodal = arch.vision is not None
+    tokens, seqs, why = et.vllm_defaults(version, gpu, length, multimodal)
+    tokens = args.max_num_batched_tokens or tokens
+    seqs = args.max_num_seqs or seqs
+    kv_dtype = kv_dtype_of(arch, args.kv_cache_dtype)
+    block_default, block_why = et.vllm_block_size(arch, version, gpu)
+    notes = [f"vLLM {version.text} {'V1' if version.v1 else 'V0'} accounting", why]
+    if not args.block_size:
+        notes.append(f"block size {block_why}")
+    total = gpu.visible
+    requested = total * u
+    stages = []
+    for s, (w, e, _kv, _st) in enumerate(plan.stages(layout, length)):
+        last = s == layout.pp - 1
+        terms = [
+            Term("total_gpu_memory", total, "flag" if "memory" in gpu.custom else "device"),
+            Term("requested", requested, "config", f"total × gpu_memory_utilization {u:g}"),
+        ]
+        weights = w + (e / layout.dp if layout.ep else e)
+        terms.append(_term("weights", weights, et.gib(args.weights_gib), "checkpoint bytes on this rank"))
+        terms.append(
+            _term("non_torch", et.non_torch(gpu, layout), et.gib(args.non_torch_gib), "CUDA context, NCCL")
+        )
+        fwd, sampler = et.activation(arch, layout, tokens, seqs, version, last)
+        if args.activation_gib is not None:
+            terms.append(Term("activation_peak", args.activation_gib * GiB, "flag"))
+        else:
+            terms.append(
+                Term(
+                    "activation_peak",
+                    fwd + sampler,
+                    "estimate",
+                    f"{tokens:,} batched tokens {fwd / GiB:.2f} GiB + sampler {sampler / GiB:.2f} GiB",
+                )
+            )
+        graphs = et.cuda_graphs(version, gpu, args.enforce_eager)
+        terms.append(_term("cuda_graphs", graphs, et.gib(args.cuda_graph_gib), "subtracted from 0.21"))
+        if args.available_kv_gib is not None:
+            avail, how = args.available_kv_gib * GiB, "log"
+        elif args.kv_cache_memory_gib is not None:
+            avail, how = args.kv_cache_memory_gib * GiB, "flag"
+        else:
+            avail = requested - sum(t.bytes for t in terms[2:])
+            how = "estimate"
+        terms.append(Term("available_kv_cache_memory", avail, how))
+        layers = tuple(_stage_layers(arch, layout.pp)[s])
+        kv = kv_layout(
+            arch,
+            layers,
+            layout.tp,
+            kv_dtype,
+            version,
+            args.block_size,
+            block_default,
+            args.hybrid_kv_cache_manager,
+        )
+        stages.append(StagePool(s, len(layers), tuple(terms), avail, kv.num_blocks(avail), kv))
+    binding = min(range(len(stages)), key=lambda i: (stages[i].blocks, i))
+    pool = stages[binding]
+    blocks = min(x.blocks for x in stages)
+    conc = pool.kv.concurrency(blocks, length, tokens, version)
+    needed = max(x.kv.needed_bytes(length, tokens) for x in stages)
+    est = None
+    if pool.available < needed:
+        est = min(x.kv.max_model_len(x.available, tokens, length) for x in stages)
+        notes.append(
+            f"vLLM refuses to start: one request at max_model_len {length:,} needs {needed / GiB:.2f} GiB "
+            f"of KV cache, more than the {pool.available / GiB:.2f} GiB available; the longest it holds "
+            f"is {est:,}"
+        )
+    if pool.kv.padded_layers:
+        notes.append(f"the hybrid allocator adds {pool.kv.padded_layers} padding layers to even the groups")
+    if not args.block_size and pool.kv.block_size != block_default:
+        notes.append(pool.kv.block_note)
+    return EngineFit(
+        engine="vllm",
+        version=version.text,
+        layout=layout,
+        gpu=gpu.id,
+        max_model_len=length,
+        max_num_seqs=seqs,
+        batched_tokens=tokens,
+        kv_cache_dtype=kv_dtype,
+        block_size=pool.kv.block_size,
+        stages=tuple(stages),
+        binding=binding,
+        kv_pool_bytes=pool.available,
+        kv_pool_tokens=pool.kv.tokens_line(blocks, conc, length, version),
+        max_concurrency=conc,
+        needed_bytes=needed,
+        estimated_max_model_len=est,
+        notes=tuple(notes),
+    )
+
+
+def _term(name: str, estimate: float, flag: float | None, note: str) -> Term:
+    return Term(name, flag, "flag") if flag is not None else Term(name, estimate, "estimate", note)

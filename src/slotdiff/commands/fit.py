@@ -19,7 +19,7 @@ from ..deploy.fit import fit
 from ..deploy.serving import RESERVE_FRACTION
 from ..deploy.vllm import EngineArgs
 from ..render.fit import render_fit
-from .options import add_workload_arguments, workload_from
+from .options import COUNT, FRACTION, GIB, GIB0, SHARE, TOKENS, add_workload_arguments, workload_from
 
 EPILOG = f"""\
 examples:
@@ -36,20 +36,20 @@ exit codes: 0 fits, 1 does not fit (or the layout is invalid), 2 bad input or us
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("model", help="config.json, a folder holding one, or a Hub repo id")
     parser.add_argument(
-        "--gpus", type=int, default=None, help="GPUs of the --gpu kind, tensor parallel (default 1)"
+        "--gpus", type=COUNT, default=None, help="GPUs of the --gpu kind, tensor parallel (default 1)"
     )
     parser.add_argument(
         "--reserve",
-        type=float,
+        type=FRACTION,
         default=RESERVE_FRACTION,
         help=f"share of each GPU kept for the runtime without --engine (default {RESERVE_FRACTION:g})",
     )
     parser.add_argument("--mtp", action="store_true", help="load the MTP modules beside the weights")
     parser.add_argument("--json", action="store_true", help="the answer as JSON")
     lay = parser.add_argument_group("layout (named as vLLM names them)")
-    lay.add_argument("--tensor-parallel-size", "-tp", type=int, help="TP degree (default: --gpus)")
-    lay.add_argument("--pipeline-parallel-size", "-pp", type=int, default=1, help="PP degree")
-    lay.add_argument("--data-parallel-size", "-dp", type=int, default=1, help="DP degree")
+    lay.add_argument("--tensor-parallel-size", "-tp", type=COUNT, help="TP degree (default: --gpus)")
+    lay.add_argument("--pipeline-parallel-size", "-pp", type=COUNT, default=1, help="PP degree")
+    lay.add_argument("--data-parallel-size", "-dp", type=COUNT, default=1, help="DP degree")
     lay.add_argument(
         "--enable-expert-parallel", action="store_true", help="spread routed experts over TP × DP"
     )
@@ -57,12 +57,12 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     eng.add_argument("--engine", choices=("vllm", "sglang"), help="predict this engine's start-up KV pool")
     eng.add_argument("--engine-version", help="release whose accounting to follow (e.g. 0.10.1, 0.6.4)")
     eng.add_argument("--use-v1", action="store_true", default=None, help="vLLM: the V1 engine before 0.8")
-    eng.add_argument("--gpu-memory-utilization", type=float, default=0.9, help="vLLM (default 0.9)")
-    eng.add_argument("--mem-fraction-static", type=float, help="SGLang (default: its rule for the release)")
-    eng.add_argument("--max-model-len", type=int, help="default: the model's context limit")
-    eng.add_argument("--max-num-seqs", type=int, help="default: the engine's for the release and GPU")
-    eng.add_argument("--max-num-batched-tokens", type=int, help="SGLang: --chunked-prefill-size")
-    eng.add_argument("--block-size", type=int, help="tokens per KV block (SGLang: --page-size)")
+    eng.add_argument("--gpu-memory-utilization", type=SHARE, default=0.9, help="vLLM (default 0.9)")
+    eng.add_argument("--mem-fraction-static", type=SHARE, help="SGLang (default: its rule for the release)")
+    eng.add_argument("--max-model-len", type=TOKENS, help="default: the model's context limit")
+    eng.add_argument("--max-num-seqs", type=COUNT, help="default: the engine's for the release and GPU")
+    eng.add_argument("--max-num-batched-tokens", type=TOKENS, help="SGLang: --chunked-prefill-size")
+    eng.add_argument("--block-size", type=COUNT, help="tokens per KV block (SGLang: --page-size)")
     eng.add_argument("--kv-cache-dtype", default="auto", help="auto, fp8, fp8_e4m3, fp8_e5m2")
     eng.add_argument("--enforce-eager", action="store_true", help="no CUDA graphs")
     eng.add_argument(
@@ -70,19 +70,19 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         action="store_true",
         help="vLLM: sliding layers sized as full ones",
     )
-    eng.add_argument("--kv-cache-memory", type=float, metavar="GIB", help="vLLM 0.11+: a fixed pool, GiB")
-    eng.add_argument("--max-total-tokens", type=int, help="SGLang: cap on the pool's tokens")
+    eng.add_argument("--kv-cache-memory", type=GIB, metavar="GIB", help="vLLM 0.11+: a fixed pool, GiB")
+    eng.add_argument("--max-total-tokens", type=TOKENS, help="SGLang: cap on the pool's tokens")
     meas = parser.add_argument_group(
         "measured terms (GiB, from a start-up log) instead of slotdiff's estimates"
     )
-    meas.add_argument("--non-torch-gib", type=float, help="non-torch memory (CUDA context, NCCL buffers)")
-    meas.add_argument("--activation-gib", type=float, help="activation peak of the profiling forward")
-    meas.add_argument("--cuda-graph-gib", type=float, help="CUDA-graph memory (vLLM 0.21+)")
-    meas.add_argument("--weights-gib", type=float, help="weights as loaded per rank ('Model loading took')")
+    meas.add_argument("--non-torch-gib", type=GIB0, help="non-torch memory (CUDA context, NCCL buffers)")
+    meas.add_argument("--activation-gib", type=GIB0, help="activation peak of the profiling forward")
+    meas.add_argument("--cuda-graph-gib", type=GIB0, help="CUDA-graph memory (vLLM 0.21+)")
+    meas.add_argument("--weights-gib", type=GIB, help="weights as loaded per rank ('Model loading took')")
     meas.add_argument(
-        "--available-kv-gib", type=float, help="the logged 'Available KV cache memory': tokens become exact"
+        "--available-kv-gib", type=GIB0, help="the logged 'Available KV cache memory': tokens become exact"
     )
-    meas.add_argument("--free-gib", type=float, help="SGLang: free memory before the weights load")
+    meas.add_argument("--free-gib", type=GIB, help="SGLang: free memory before the weights load")
     add_workload_arguments(parser)
 
 

@@ -22,6 +22,7 @@ from ..cost.kv import kv_cost
 from ..cost.params import count
 from ..render import fmt
 from ..schema.precision import canonical_dtype
+from .options import COUNT
 
 EPILOG = """\
 examples:
@@ -50,8 +51,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         action="append",
         help="image size WIDTHxHEIGHT (repeatable; default 1024x1024)",
     )
-    parser.add_argument("--min-pixels", type=int, help="processor setting (Qwen-VL families)")
-    parser.add_argument("--max-pixels", type=int, help="processor setting (Qwen-VL families)")
+    parser.add_argument("--min-pixels", type=COUNT, help="processor setting (Qwen-VL families)")
+    parser.add_argument("--max-pixels", type=COUNT, help="processor setting (Qwen-VL families)")
     parser.add_argument("--kv-dtype", default="bf16", help="decoder KV element type (default bf16)")
     parser.add_argument("--json", action="store_true", help="the figures as JSON")
 

@@ -3,10 +3,40 @@
 from __future__ import annotations
 
 import argparse
+from collections.abc import Callable
 
+from ..core.errors import UsageError
+from ..core.quantity import parse_count, parse_gib, parse_real
 from ..cost.gpus import resolve_gpu
 from ..cost.workload import Workload
 from ..render import REPORTER_BY_NAME
+
+
+def _argtype(parse: Callable[[str], object], name: str) -> Callable[[str], object]:
+    """Wrap a core.quantity parser so argparse names the flag in its one-line error."""
+
+    def convert(text: str) -> object:
+        try:
+            return parse(text)
+        except UsageError as err:
+            raise argparse.ArgumentTypeError(str(err)) from None
+
+    convert.__name__ = name
+    return convert
+
+
+# Every numeric flag takes one of these: suffixes (128K, 80GiB) and the bounds are the same
+# in every command, and NaN, infinity and negative values are refused with exit status 2.
+COUNT = _argtype(lambda t: parse_count(t, minimum=1), "count")
+COUNT0 = _argtype(lambda t: parse_count(t, minimum=0), "count")
+TOKENS = _argtype(lambda t: parse_count(t, minimum=1), "tokens")
+GIB = _argtype(parse_gib, "size")
+GIB0 = _argtype(lambda t: parse_gib(t, allow_zero=True), "size")
+POSITIVE = _argtype(lambda t: parse_real(t, exclusive_minimum=True), "number")
+NONNEGATIVE = _argtype(parse_real, "number")
+SHARE = _argtype(lambda t: parse_real(t, exclusive_minimum=True, maximum=1.0), "share")
+FRACTION = _argtype(lambda t: parse_real(t, maximum=1.0), "share")
+SECONDS = _argtype(lambda t: parse_real(t, exclusive_minimum=True), "seconds")
 
 
 def add_workload_arguments(parser: argparse.ArgumentParser) -> None:
@@ -19,16 +49,21 @@ def add_workload_arguments(parser: argparse.ArgumentParser) -> None:
         "--gpu-file", metavar="FILE", help="your own GPUs in gpus.json's format (gpus.schema.json)"
     )
     g.add_argument(
-        "--gpu-mem", type=float, metavar="GIB", help="memory per GPU in GiB (overrides the preset)"
+        "--gpu-mem", type=GIB, metavar="GIB", help="memory per GPU: 80, 80GiB, 96GB (overrides the preset)"
     )
     g.add_argument(
-        "--bandwidth", type=float, metavar="TB/S", help="memory bandwidth in TB/s (overrides the preset)"
+        "--bandwidth", type=POSITIVE, metavar="TB/S", help="memory bandwidth in TB/s (overrides the preset)"
     )
     g.add_argument(
-        "--tflops", type=float, metavar="TFLOP/S", help="dense bf16 peak in TFLOP/s (overrides the preset)"
+        "--tflops", type=POSITIVE, metavar="TFLOP/S", help="dense bf16 peak in TFLOP/s (overrides the preset)"
     )
-    g.add_argument("--batch", type=int, default=1, help="concurrent sequences (default 1)")
-    g.add_argument("--context", type=int, default=8192, help="tokens per sequence (default 8192)")
+    g.add_argument("--batch", type=COUNT, default=1, help="concurrent sequences (default 1)")
+    g.add_argument(
+        "--context",
+        type=TOKENS,
+        default=8192,
+        help="tokens per sequence: 8192, 128K, 1M (default 8192)",
+    )
     g.add_argument("--kv-dtype", default="bf16", help="KV cache element type (default bf16)")
     g.add_argument(
         "--dtype",
@@ -37,13 +72,13 @@ def add_workload_arguments(parser: argparse.ArgumentParser) -> None:
     )
     g.add_argument(
         "--mfu",
-        type=float,
+        type=SHARE,
         default=1.0,
         help="share of the dense peak reached (default 1.0: a lower bound on time)",
     )
     g.add_argument(
         "--mbu",
-        type=float,
+        type=SHARE,
         default=1.0,
         help="share of peak bandwidth reached (default 1.0: a lower bound on time)",
     )

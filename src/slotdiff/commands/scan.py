@@ -20,6 +20,7 @@ from ..scan.engine import ScanOptions, run_scan
 from ..scan.propose import write_proposals
 from ..scan.report import RENDERERS, new_fingerprints, to_dict
 from ..scan.verdict import NEW
+from .options import COUNT, NONNEGATIVE, SECONDS
 
 EPILOG = """\
 examples:
@@ -50,32 +51,32 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     what.add_argument("--library", help="only this library (e.g. transformers)")
     what.add_argument("--author", help="only this user or organization")
     what.add_argument("--search", help="only repo ids containing this text")
-    what.add_argument("--limit", type=int, default=1000, help="at most this many models (default 1000)")
+    what.add_argument("--limit", type=COUNT, default=1000, help="at most this many models (default 1000)")
 
     how = parser.add_argument_group("fetching")
-    how.add_argument("--workers", type=int, default=8, help="concurrent config fetches (default 8)")
-    how.add_argument("--timeout", type=float, default=10.0, help="seconds per request (default 10)")
+    how.add_argument("--workers", type=COUNT, default=8, help="concurrent config fetches (default 8)")
+    how.add_argument("--timeout", type=SECONDS, default=10.0, help="seconds per request (default 10)")
     how.add_argument(
         "--deadline",
-        type=float,
+        type=SECONDS,
         default=60.0,
         help="seconds per model, retries included; past it the model is skipped (default 60)",
     )
     how.add_argument(
         "--max-wait",
-        type=float,
+        type=NONNEGATIVE,
         default=300.0,
         help="seconds the whole scan may spend waiting on retries (default 300)",
     )
     how.add_argument(
         "--retry-after-cap",
-        type=float,
+        type=NONNEGATIVE,
         default=30.0,
         help="a 429's Retry-After above this is not waited for (default 30)",
     )
     how.add_argument(
         "--list-timeout",
-        type=float,
+        type=SECONDS,
         default=120.0,
         help="give up on a listing that sends no model for this long (default 120)",
     )

@@ -14,7 +14,7 @@ from ..analysis.analyze import load
 from ..deploy.serving import deployment
 from ..deploy.specdec import DEFAULT_BATCHES, MTP_ACCEPTANCE, specdec_report
 from ..render.deploy import render_specdec
-from .options import add_workload_arguments, workload_from
+from .options import COUNT, FRACTION, NONNEGATIVE, add_workload_arguments, workload_from
 from .sweep import parse_points
 
 EPILOG = """\
@@ -27,10 +27,10 @@ examples:
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("model", help="config.json, a folder holding one, or a Hub repo id")
-    parser.add_argument("--alpha", type=float, default=0.8, help="per-token acceptance rate (default 0.8)")
-    parser.add_argument("--gamma", type=int, default=4, help="draft tokens per step (default 4)")
+    parser.add_argument("--alpha", type=FRACTION, default=0.8, help="per-token acceptance rate (default 0.8)")
+    parser.add_argument("--gamma", type=COUNT, default=4, help="draft tokens per step (default 4)")
     parser.add_argument(
-        "--draft-cost", type=float, default=0.1, help="one draft token ÷ one target step (default 0.1)"
+        "--draft-cost", type=NONNEGATIVE, default=0.1, help="one draft token ÷ one target step (default 0.1)"
     )
     parser.add_argument(
         "--draft",
@@ -40,11 +40,11 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     )
     parser.add_argument(
         "--mtp-alpha",
-        type=float,
+        type=FRACTION,
         default=MTP_ACCEPTANCE,
         help=f"acceptance of an MTP draft token (default {MTP_ACCEPTANCE:g}, DeepSeek-V3's reported low end)",
     )
-    parser.add_argument("--gpus", type=int, default=1, help="GPUs of the --gpu kind, tensor parallel")
+    parser.add_argument("--gpus", type=COUNT, default=1, help="GPUs of the --gpu kind, tensor parallel")
     parser.add_argument("--batches", type=parse_points, help="batches to tabulate (default 1..1024)")
     parser.add_argument("--json", action="store_true", help="the analysis as JSON")
     add_workload_arguments(parser)

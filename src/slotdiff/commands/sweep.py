@@ -13,11 +13,12 @@ from pathlib import Path
 
 from ..analysis.analyze import load
 from ..core.errors import UsageError
+from ..core.quantity import parse_count
 from ..deploy.serving import deployment
 from ..deploy.sweep import sweep_batch, sweep_context
 from ..render.deploy import render_sweeps
 from ..render.plot import plot_sweeps, require_matplotlib
-from .options import add_workload_arguments, workload_from
+from .options import COUNT, add_workload_arguments, workload_from
 
 EPILOG = """\
 examples:
@@ -31,17 +32,8 @@ PLOT_SUFFIXES = (".png", ".svg")
 
 
 def parse_points(text: str) -> tuple[int, ...]:
-    """'1,8,64' or '8K,128K,1M' (K = 1024) → a sorted tuple of distinct positive integers."""
-
-    out = set()
-    for part in text.split(","):
-        part = part.strip().upper()
-        scale = {"K": 1024, "M": 1024 * 1024}.get(part[-1:], 1)
-        digits = part[:-1] if scale > 1 else part
-        if not digits.isdigit() or int(digits) < 1:
-            raise UsageError(f"bad point {part!r}: expected positive integers like 8, 8K or 1M")
-        out.add(int(digits) * scale)
-    return tuple(sorted(out))
+    """'1,8,64' or '8K,128K,1M' (K = 1024, k = 1000, as every count flag) → sorted distinct points."""
+    return tuple(sorted({parse_count(part, minimum=1) for part in text.split(",")}))
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -51,7 +43,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--vs", metavar="MODEL", action="append", default=[], help="another model (repeatable)"
     )
-    parser.add_argument("--gpus", type=int, default=1, help="GPUs of the --gpu kind, tensor parallel")
+    parser.add_argument("--gpus", type=COUNT, default=1, help="GPUs of the --gpu kind, tensor parallel")
     parser.add_argument(
         "--plot", metavar="FILE", help="draw to FILE.png or FILE.svg (pip install 'slotdiff[plot]')"
     )

@@ -25,6 +25,7 @@ from ..train.setup import (
     TrainSetup,
     lora_targets,
 )
+from .options import COUNT, COUNT0, FRACTION, TOKENS
 
 EPILOG = """\
 examples:
@@ -44,9 +45,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("model", help="config.json, a folder holding one, or a Hub repo id")
     g = parser.add_argument_group("workload")
     g.add_argument("--gpu", default="h100-sxm", help="GPU preset (slotdiff gpus lists them)")
-    g.add_argument("--gpus", type=int, default=1, help="data-parallel GPUs (ZeRO shards over them)")
-    g.add_argument("--batch", type=int, default=1, help="sequences per GPU (micro-batch, default 1)")
-    g.add_argument("--context", type=int, default=8192, help="tokens per sequence (default 8192)")
+    g.add_argument("--gpus", type=COUNT, default=1, help="data-parallel GPUs (ZeRO shards over them)")
+    g.add_argument("--batch", type=COUNT, default=1, help="sequences per GPU (micro-batch, default 1)")
+    g.add_argument("--context", type=TOKENS, default=8192, help="tokens per sequence (default 8192)")
     g.add_argument("--dtype", choices=list(DTYPES), default="bf16", help="training precision (default bf16)")
     t = parser.add_argument_group("training")
     t.add_argument("--optimizer", choices=list(OPTIMIZERS), default="adamw", help="default adamw")
@@ -69,17 +70,17 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         help="fused norm/activation/softmax kernels (default), or transformers' PyTorch modules as written",
     )
     t.add_argument(
-        "--lora-rank", type=int, default=None, help="train LoRA adapters of this rank, base frozen"
+        "--lora-rank", type=COUNT, default=None, help="train LoRA adapters of this rank, base frozen"
     )
     t.add_argument(
         "--lora-targets",
         default=DEFAULT_LORA_TARGETS,
         help=f"projections LoRA wraps (default {DEFAULT_LORA_TARGETS})",
     )
-    t.add_argument("--zero", type=int, default=0, help="ZeRO stage 0-3 over --gpus")
+    t.add_argument("--zero", type=COUNT0, default=0, help="ZeRO stage 0-3 over --gpus")
     t.add_argument(
         "--reserve",
-        type=float,
+        type=FRACTION,
         default=RESERVE_FRACTION,
         help=f"share of each GPU kept for what is not counted (default {RESERVE_FRACTION:g})",
     )

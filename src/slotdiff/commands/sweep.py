@@ -33,7 +33,13 @@ PLOT_SUFFIXES = (".png", ".svg")
 
 def parse_points(text: str) -> tuple[int, ...]:
     """'1,8,64' or '8K,128K,1M' (K = 1024, k = 1000, as every count flag) → sorted distinct points."""
-    return tuple(sorted({parse_count(part, minimum=1) for part in text.split(",")}))
+    out = set()
+    for part in text.split(","):
+        try:
+            out.add(parse_count(part, minimum=1))
+        except UsageError as err:
+            raise UsageError(f"bad point {part.strip()!r}: {err} (expected 8, 8K or 1M)") from None
+    return tuple(sorted(out))
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:

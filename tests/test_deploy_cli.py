@@ -91,8 +91,8 @@ def test_moe_refuses_a_dense_model(capsys: pytest.CaptureFixture[str]) -> None:
     [
         (["sweep", LLAMA8, "--over", "batch", "--points", "1,x"], "bad point"),
         (["sweep", LLAMA8, "--over", "depth"], "invalid choice"),
-        (["fit", LLAMA8, "--gpus", "0"], "--gpus must be at least 1"),
-        (["fit", LLAMA8, "--reserve", "1.5"], "--reserve must be in [0, 1)"),
+        (["fit", LLAMA8, "--gpus", "0"], "argument --gpus: '0' must be at least 1"),
+        (["fit", LLAMA8, "--reserve", "1.5"], "argument --reserve: '1.5' must be below 1"),
         (["specdec", LLAMA8, "--alpha", "2"], "--alpha"),
         (["moe", DSV3, "--dispatch-dtype", "fp7"], "unknown dtype"),
         (["fit", LLAMA8, "--gpu", "tpu"], "unknown GPU preset"),

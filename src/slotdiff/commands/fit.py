@@ -19,7 +19,7 @@ from ..deploy.fit import fit
 from ..deploy.serving import RESERVE_FRACTION
 from ..deploy.vllm import EngineArgs
 from ..render.fit import render_fit
-from .options import COUNT, FRACTION, GIB, GIB0, SHARE, TOKENS, add_workload_arguments, workload_from
+from .options import COUNT, GIB, GIB0, RESERVE, SHARE, TOKENS, add_workload_arguments, workload_from
 
 EPILOG = f"""\
 examples:
@@ -40,7 +40,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     )
     parser.add_argument(
         "--reserve",
-        type=FRACTION,
+        type=RESERVE,
         default=RESERVE_FRACTION,
         help=f"share of each GPU kept for the runtime without --engine (default {RESERVE_FRACTION:g})",
     )

@@ -19,7 +19,7 @@ def _argtype(parse: Callable[[str], object], name: str) -> Callable[[str], objec
         try:
             return parse(text)
         except UsageError as err:
-            raise argparse.ArgumentTypeError(str(err)) from None
+            raise argparse.ArgumentTypeError(err.reason) from None
 
     convert.__name__ = name
     return convert
@@ -36,6 +36,7 @@ POSITIVE = _argtype(lambda t: parse_real(t, exclusive_minimum=True), "number")
 NONNEGATIVE = _argtype(parse_real, "number")
 SHARE = _argtype(lambda t: parse_real(t, exclusive_minimum=True, maximum=1.0), "share")
 FRACTION = _argtype(lambda t: parse_real(t, maximum=1.0), "share")
+RESERVE = _argtype(lambda t: parse_real(t, maximum=1.0, exclusive_maximum=True), "share")
 SECONDS = _argtype(lambda t: parse_real(t, exclusive_minimum=True), "seconds")
 
 

@@ -25,7 +25,7 @@ from ..train.setup import (
     TrainSetup,
     lora_targets,
 )
-from .options import COUNT, COUNT0, FRACTION, TOKENS
+from .options import COUNT, COUNT0, RESERVE, TOKENS
 
 EPILOG = """\
 examples:
@@ -80,7 +80,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     t.add_argument("--zero", type=COUNT0, default=0, help="ZeRO stage 0-3 over --gpus")
     t.add_argument(
         "--reserve",
-        type=FRACTION,
+        type=RESERVE,
         default=RESERVE_FRACTION,
         help=f"share of each GPU kept for what is not counted (default {RESERVE_FRACTION:g})",
     )

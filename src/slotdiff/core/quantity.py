@@ -72,6 +72,7 @@ def parse_real(
     minimum: float = 0.0,
     maximum: float | None = None,
     exclusive_minimum: bool = False,
+    exclusive_maximum: bool = False,
 ) -> float:
     """A finite decimal number within the bounds (no suffix: rates, shares, seconds)."""
     value, suffix = _split(text)
@@ -79,8 +80,8 @@ def parse_real(
         raise UsageError(f"{text!r}: expected a plain number, not one with {suffix!r}")
     if value < minimum or (exclusive_minimum and value == minimum):
         raise UsageError(f"{text!r} must be {'above' if exclusive_minimum else 'at least'} {minimum:g}")
-    if maximum is not None and value > maximum:
-        raise UsageError(f"{text!r} must be at most {maximum:g}")
+    if maximum is not None and (value > maximum or (exclusive_maximum and value == maximum)):
+        raise UsageError(f"{text!r} must be {'below' if exclusive_maximum else 'at most'} {maximum:g}")
     return value
 
 

@@ -294,3 +294,16 @@ def test_json_loads_no_heavy_library_and_the_table_only_rich() -> None:
 
     assert imported("choose", "--json") & HEAVY == set()
     assert imported("choose") & HEAVY <= {"rich"}
+
+
+def test_unmodelled_checkpoint_format_is_said_and_the_ladder_reprices(tmp_path, capsys) -> None:
+    data = json.loads(raw("meta-llama/Llama-3.1-8B").read_text())
+    data["quantization_config"] = {"quant_method": "hqq", "nbits": 4}
+    path = tmp_path / "config.json"
+    path.write_text(json.dumps(data))
+    _, out = choose_json(["--candidates", str(path), "--no-catalog"], capsys)
+    c = only(out)
+    assert any("not modelled" in s for s in c["skipped_precisions"])
+    assert [r["precision"] for r in c["rungs"]] == ["bf16", "fp8", "int4"]
+    # bf16: the published 8.03B parameters at 2 bytes
+    assert c["rungs"][0]["weights_bytes"] == pytest.approx(8.03e9 * 2, rel=2e-3)

@@ -21,7 +21,7 @@ from ..cost.params import count
 from ..schema.arch import Architecture
 from ..slots.fill import Fills
 from .credits import Credit, credits, precision_credit
-from .target import Rung, Target, ladder, rung_on, short_label
+from .target import Rung, Target, ladder, rung_on, short_label, unpriced
 
 VERDICTS = ("fits", "too_slow", "no_fit", "short_context", "not_priced")  # best first
 RANKED_BY = (
@@ -94,6 +94,13 @@ class Choice:
         }
 
 
+def _rung(arch: Architecture, target: Target, dtype: str | None, label: str) -> Rung:
+    try:
+        return rung_on(arch, target, dtype, label)
+    except SlotdiffError as err:  # this precision cannot be priced; the others may be
+        return unpriced(dtype, label, err.reason)
+
+
 def evaluate(c: Candidate, target: Target, baseline: Fills) -> Choice:
     """One candidate's verdict on ``target``: each precision tried, the first that meets the
     target chosen (else the fastest that fits, else none), and what bought it."""
@@ -104,9 +111,9 @@ def evaluate(c: Candidate, target: Target, baseline: Fills) -> Choice:
         params = count(arch)
         kv = kv_cost(arch, wl.context, wl.kv_dtype)
         tried, skipped = ladder(arch, target.precisions)
-        rungs = tuple(rung_on(arch, target, d, label) for d, label in tried)
     except SlotdiffError as err:
         return Choice(c, "not_priced", f"cost not computed: {err.reason}")
+    rungs = tuple(_rung(arch, target, d, label) for d, label in tried)
     limit = context_limit(arch)
     out = Choice(
         c,

@@ -182,7 +182,7 @@ def precision_credit(chosen: Rung, first: Rung) -> Credit:
         "precision.weights",
         chosen.label,
         text,
-        "saves" if chosen.weights_bytes < first.weights_bytes else "none",
+        "saves" if (chosen.weights_bytes or 0) < (first.weights_bytes or 0) else "none",
         f"at {first.label}: {first.reason}",
         chosen.meets and not first.meets,
         "weights re-priced as --dtype prices them (cost/weights.py)",

@@ -96,7 +96,7 @@ class Rung:
 
     label: str
     weight_dtype: str | None  # as --dtype; None: the checkpoint's own format
-    weights_bytes: int  # one copy
+    weights_bytes: int | None  # one copy (None: not priced)
     fits: bool  # some valid layout of at most the target's GPUs holds the batch at the context
     layout: Layout | None  # the layout priced (None: nothing fits)
     min_gpus: int | None  # fewest GPUs of any valid layout (None: none up to 65,536)
@@ -148,6 +148,8 @@ def ladder(arch: Architecture, wanted: Sequence[str]) -> tuple[list[tuple[str | 
                 )
         return rungs, skipped
     base = own.base_dtype or "bfloat16"
+    if not own.supported:
+        skipped.append(f"the checkpoint as shipped ({own.detail}): its bytes are not modelled")
     for d in wanted:
         if dtype_bits(d) <= dtype_bits(base):
             rungs.append((d, short_label(d)))
@@ -166,6 +168,11 @@ def _short_of(need: Need, batch: int, context: int) -> str:
         f"weights {fmt.si_bytes(need.weights)} + {batch:,} × KV {fmt.si_bytes(need.per_sequence)} "
         f"= {fmt.si_bytes(need.needed)}/GPU > {fmt.si_bytes(need.usable)} ({where}{held})"
     )
+
+
+def unpriced(dtype: str | None, label: str, reason: str) -> Rung:
+    """A precision whose bytes slotdiff cannot give, and why."""
+    return Rung(label, dtype, None, False, None, None, None, None, None, 0, None, f"not priced: {reason}")
 
 
 def rung_on(arch: Architecture, target: Target, dtype: str | None, label: str) -> Rung:

@@ -15,6 +15,7 @@ from collections.abc import Iterator
 from ..analysis.analyze import Model, baseline, load
 from ..analysis.coverage import coverage
 from ..core.errors import SlotdiffError, UsageError
+from ..cost.feasibility import RESERVE_FRACTION
 from ..cost.params import count
 from ..deploy.choose import Candidate, choose
 from ..deploy.target import LADDER, OPTIMISE, Target, short_label
@@ -71,7 +72,10 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         "--optimise", "--optimize", choices=OPTIMISE, default="tokens-per-s", help="what to rank by"
     )
     t.add_argument(
-        "--reserve", type=RESERVE, default=0.10, help="share of each GPU kept for the runtime (default 0.1)"
+        "--reserve",
+        type=RESERVE,
+        default=RESERVE_FRACTION,
+        help=f"share of each GPU kept for the runtime (default {RESERVE_FRACTION:g})",
     )
     add_workload_arguments(parser)
     out = parser.add_mutually_exclusive_group()

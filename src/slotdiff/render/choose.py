@@ -27,6 +27,17 @@ HEADERS = ("#", "model", "verdict", "precision, layout", "decode", "tokens/s", "
 RIGHT = ("#", "decode", "tokens/s", "KV/seq.")
 
 
+def headers(d: dict[str, Any]) -> tuple[str, ...]:
+    """The column headers; times are bounds (≥ ms, ≤ tokens/s) at --mfu/--mbu 1, else estimates."""
+    t = d["target"]
+    exact = t["mfu"] == 1 and t["mbu"] == 1
+    marks = {
+        "decode": "decode ≥" if exact else "decode ≈",
+        "tokens/s": "tok/s ≤" if exact else "tok/s ≈",
+    }
+    return tuple(marks.get(h, h) for h in HEADERS)
+
+
 def _target_line(d: dict[str, Any]) -> str:
     t = d["target"]
     budget = []
@@ -42,16 +53,27 @@ def _target_line(d: dict[str, Any]) -> str:
     )
 
 
+def _placed(c: dict[str, Any]) -> str:
+    """``bf16, TP=8 · fewest 1``: the precision, the layout priced, and the fewest GPUs when fewer."""
+    if not (c["precision"] and c["layout"]):
+        return "—"
+    text = f"{c['precision']}, {c['layout']['label']}"
+    if c["min_gpus"] and c["min_gpus"] < c["layout"]["gpus"]:
+        text += f" · fewest {c['min_gpus']}"
+    return text
+
+
 def _cells(c: dict[str, Any]) -> list[str]:
     step = c["decode"]
     kv = c["kv"]["bytes_at_context"]
     state = c["kv"]["state_bytes_per_sequence"] or 0
-    name = display_name(c["name"]) + (" †" if c["trimmed_copy"] else "")
+    # the repo's name without its owner (the sections below give the full id)
+    name = display_name(c["name"]).rsplit("/", 1)[-1] + (" †" if c["trimmed_copy"] else "")
     return [
         str(c["rank"]),
         name,
         VERDICT_WORDS[c["verdict"]],
-        f"{c['precision']}, {c['layout']['label']}" if c["precision"] and c["layout"] else "—",
+        _placed(c),
         fmt.ms(step["step_ms"]) if step else "—",
         f"{step['tokens_per_s']:,.0f}" if step else "—",
         fmt.bin_bytes(kv + state) if kv is not None else "—",
@@ -119,17 +141,25 @@ def render_choose(d: dict[str, Any]) -> str:
     )
     console.print(_target_line(d))
     console.print(d["ranked_by"])
+    rows = [_cells(c) for c in d["candidates"]]
+    shown = headers(d)
+    widths = [max(len(h), *(len(r[i]) for r in rows)) if rows else len(h) for i, h in enumerate(shown)]
+    wrap = HEADERS.index("precision, layout")
+    widths[wrap] = min(widths[wrap], 22)
+    name = HEADERS.index("model")
+    # the model's name takes what the others leave (one space between columns)
+    widths[name] = max(20, WIDTH - (sum(widths) - widths[name]) - (len(widths) - 1))
     table = Table(box=None, header_style="bold", pad_edge=False, collapse_padding=True, expand=False)
-    for h in HEADERS:
+    for h, head, width in zip(HEADERS, shown, widths, strict=True):
         table.add_column(
-            h,
+            head,
             justify="right" if h in RIGHT else "left",
             no_wrap=h not in ("model", "precision, layout"),
-            overflow="fold" if h == "model" else "ellipsis",
-            ratio=3 if h == "model" else 2 if h == "precision, layout" else None,
+            overflow="fold",
+            width=width,
         )
-    for c in d["candidates"]:
-        table.add_row(*_cells(c))
+    for row in rows:
+        table.add_row(*row)
     console.print(table)
     lines: list[str] = []
     for heading, items in _sections(d):
@@ -154,7 +184,7 @@ def _md_row(cells: Sequence[str]) -> str:
 
 def render_choose_markdown(d: dict[str, Any]) -> str:
     lines = ["## Choosing a model", "", _target_line(d), "", f"*{d['ranked_by']}*", ""]
-    lines.append(_md_row(HEADERS))
+    lines.append(_md_row(headers(d)))
     lines.append("|" + "|".join("---:" if h in RIGHT else "---" for h in HEADERS) + "|")
     lines += [_md_row(_cells(c)) for c in d["candidates"]]
     for heading, items in _sections(d):

@@ -227,7 +227,11 @@ def test_whole_catalog_every_entry_once(capsys) -> None:
     groups = [c["verdict"] for c in data["candidates"]]
     order = ["fits", "too_slow", "no_fit", "short_context", "not_priced"]
     assert groups == sorted(groups, key=order.index)
+    nofit = [min(r["min_gpus"] for r in c["rungs"]) for c in data["candidates"] if c["verdict"] == "no_fit"]
+    assert nofit == sorted(nofit) and nofit  # closest to fitting first
     every = by_name(data)
+    # GLM-4.5 at int4 (92 layers, 355B params: ≈ 186 GB) needs more than 2 H100s
+    assert min(r["min_gpus"] for r in every["zai-org/GLM-4.5"]["rungs"]) > 355e9 * 0.52 / H100_USABLE
     k3 = every["moonshotai/Kimi-K3"]  # a structure slotdiff does not count: listed, with why
     assert k3["verdict"] == "not_priced" and "cannot count parameters" in k3["why"]
     assert every["openai-community/gpt2"]["verdict"] == "short_context"  # 1,024 positions

@@ -161,13 +161,16 @@ def evaluate(c: Candidate, target: Target, baseline: Fills) -> Choice:
 
 
 def _key(optimise: str) -> Callable[[Choice], tuple[Any, ...]]:
-    """Sort key within a verdict group: the optimised figure first, then the name."""
+    """Sort key within a verdict group: the optimised figure (for candidates that fit nowhere,
+    the fewest GPUs any precision needs), then the decode step, then the name."""
 
     def key(ch: Choice) -> tuple[Any, ...]:
         r = ch.rung
         step = r.decode.step_ms if r and r.decode else float("inf")
         figure: float
-        if optimise in ("tokens-per-s", "decode-ms"):
+        if ch.verdict == "no_fit":  # closest to fitting first: the fewest GPUs any precision needs
+            figure = float(min((x.min_gpus for x in ch.rungs if x.min_gpus), default=float("inf")))
+        elif optimise in ("tokens-per-s", "decode-ms"):
             figure = step  # at one batch, tokens/s = batch / step: the same order
         elif optimise == "gpus":
             figure = float(r.min_gpus) if r and r.min_gpus else float("inf")

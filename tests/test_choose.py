@@ -311,3 +311,11 @@ def test_unmodelled_checkpoint_format_is_said_and_the_ladder_reprices(tmp_path, 
     assert [r["precision"] for r in c["rungs"]] == ["bf16", "fp8", "int4"]
     # bf16: the published 8.03B parameters at 2 bytes
     assert c["rungs"][0]["weights_bytes"] == pytest.approx(8.03e9 * 2, rel=2e-3)
+
+
+def test_moe_beside_a_dense_ffn_is_not_priced_by_a_wrong_counterfactual(capsys) -> None:
+    # Gemma 4's experts run beside a dense FFN; the counterfactual only turns `ffn` MoE layers
+    # dense, so its price would drop the experts: choose says so instead of printing it.
+    _, data = choose_json(["--candidates", str(raw("google/gemma-4-26B-A4B")), "--no-catalog"], capsys)
+    moe = next(cr for cr in only(data)["credits"] if cr["facet"] == "ffn.experts")
+    assert "not priced" in moe["text"] and "ffn2" in moe["without"] and moe["counterfactual"] == {}

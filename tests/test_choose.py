@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import csv
 import json
+import math
 
 import jsonschema
 import pytest
@@ -319,3 +320,17 @@ def test_moe_beside_a_dense_ffn_is_not_priced_by_a_wrong_counterfactual(capsys) 
     _, data = choose_json(["--candidates", str(raw("google/gemma-4-26B-A4B")), "--no-catalog"], capsys)
     moe = next(cr for cr in only(data)["credits"] if cr["facet"] == "ffn.experts")
     assert "not priced" in moe["text"] and "ffn2" in moe["without"] and moe["counterfactual"] == {}
+
+
+def test_every_corpus_config_gets_a_verdict(capsys) -> None:
+    from conftest import all_corpus
+
+    files = [str(p) for p in all_corpus()]
+    argv = ["--candidates", ",".join(files), "--no-catalog", "--gpus", "8", "--context", "32K"]
+    _, data = choose_json([*argv, "--batch", "4", "--max-decode-ms", "5"], capsys)
+    assert len(data["candidates"]) == len(files)
+    for c in data["candidates"]:
+        assert c["why"], c["name"]
+        if c["verdict"] in ("fits", "too_slow"):
+            assert c["decode"]["step_ms"] > 0 and c["layout"]["gpus"] <= 8, c["name"]
+            assert all(math.isfinite(r["weights_bytes"]) for r in c["rungs"] if r["weights_bytes"])

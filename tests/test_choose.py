@@ -17,7 +17,8 @@ import pytest
 from slotdiff.cli import COMMANDS, main
 from slotdiff.core.resources import catalog_dir, data_dir
 
-from conftest import raw
+from conftest import all_corpus, raw
+from test_imports import HEAVY, imported
 
 GiB = 2**30
 H100_USABLE = 80 * GiB * 0.9  # the preset's 80 GiB, 10% kept for the runtime
@@ -135,6 +136,9 @@ def test_mla_against_gqa_at_128k(capsys) -> None:
     assert ds["kv"]["bytes_at_context"] == mla * 131072  # ≈ 8.6 GiB
     assert ll["kv"]["bytes_per_token"] == L70_KV_PER_TOKEN == 320 * 1024
     assert ll["kv"]["bytes_at_context"] == 40 * GiB
+    # 671B parameters at about a byte (fp8) over TP=8, plus the latent cache every TP rank holds
+    assert 671e9 / 8 + mla * 131072 < H200_USABLE
+    assert ds["verdict"] == ll["verdict"] == "fits"
     credit = next(cr for cr in ds["credits"] if cr["facet"] == "attention.kv")
     assert credit["label"] == "MLA" and credit["effect"] == "saves"
     # MHA counterfactual: 128 heads of K (nope 128 + rope 64) and V (128) per layer.
@@ -295,8 +299,6 @@ def test_dtype_tries_one_format(capsys) -> None:
 
 
 def test_json_loads_no_heavy_library_and_the_table_only_rich() -> None:
-    from test_imports import HEAVY, imported
-
     assert imported("choose", "--json") & HEAVY == set()
     assert imported("choose") & HEAVY <= {"rich"}
 
@@ -323,8 +325,6 @@ def test_moe_beside_a_dense_ffn_is_not_priced_by_a_wrong_counterfactual(capsys) 
 
 
 def test_every_corpus_config_gets_a_verdict(capsys) -> None:
-    from conftest import all_corpus
-
     files = [str(p) for p in all_corpus()]
     argv = ["--candidates", ",".join(files), "--no-catalog", "--gpus", "8", "--context", "32K"]
     _, data = choose_json([*argv, "--batch", "4", "--max-decode-ms", "5"], capsys)

@@ -16,9 +16,9 @@ import pytest
 
 from slotdiff.cli import COMMANDS, main
 from slotdiff.core.resources import catalog_dir, data_dir
+from test_imports import HEAVY, imported
 
 from conftest import all_corpus, raw
-from test_imports import HEAVY, imported
 
 GiB = 2**30
 H100_USABLE = 80 * GiB * 0.9  # the preset's 80 GiB, 10% kept for the runtime

@@ -316,12 +316,14 @@ def test_unmodelled_checkpoint_format_is_said_and_the_ladder_reprices(tmp_path, 
     assert c["rungs"][0]["weights_bytes"] == pytest.approx(8.03e9 * 2, rel=2e-3)
 
 
-def test_moe_beside_a_dense_ffn_is_not_priced_by_a_wrong_counterfactual(capsys) -> None:
-    # Gemma 4's experts run beside a dense FFN; the counterfactual only turns `ffn` MoE layers
-    # dense, so its price would drop the experts: choose says so instead of printing it.
+def test_moe_beside_a_dense_ffn_is_priced_as_one_wider_dense_ffn(capsys) -> None:
+    # Gemma 4's experts run beside a dense FFN (2,112 wide); without them, one dense FFN of
+    # equal active width: 2,112 + top-8 × 704. transformers builds that model at 4,384,167,472
+    # parameters (enable_moe_block=False, intermediate_size=7,744, on the meta device).
     _, data = choose_json(["--candidates", str(raw("google/gemma-4-26B-A4B")), "--no-catalog"], capsys)
     moe = next(cr for cr in only(data)["credits"] if cr["facet"] == "ffn.experts")
-    assert "not priced" in moe["text"] and "ffn2" in moe["without"] and moe["counterfactual"] == {}
+    assert "not priced" not in moe["text"] and moe["effect"] == "costs"
+    assert moe["counterfactual"]["params"] == 4_384_167_472
 
 
 def test_every_corpus_config_gets_a_verdict(capsys) -> None:

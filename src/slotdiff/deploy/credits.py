@@ -130,15 +130,6 @@ def _text(
     return line, effect
 
 
-def _not_transformed(facet: str, arch: Architecture) -> str | None:
-    """Why the counterfactual of ``facet`` would misprice ``arch`` (None: it does not)."""
-    if facet == "ffn.experts" and any(s.ffn2 == "moe" for s in arch.layers):
-        # cost/counterfactual.py turns `ffn` MoE layers dense; experts beside a dense FFN
-        # (`ffn2`, Gemma 4) would be dropped, not replaced by an FFN of equal active width.
-        return "experts beside a dense FFN (ffn2) are not transformed by the counterfactual"
-    return None
-
-
 def credits(arch: Architecture, fills: Fills, target: Target, baseline: Fills, rung: Rung) -> list[Credit]:
     """The serving facets of ``arch`` that differ from ``baseline``, each priced against its
     counterfactual on ``target`` at ``rung``'s precision."""
@@ -154,10 +145,7 @@ def credits(arch: Architecture, fills: Fills, target: Target, baseline: Fills, r
         this = this or _figures(arch, target, rung)
         label = _label(facet, fill)
         rule = rule_text(facet, fill, base)
-        unpriced = _not_transformed(facet, arch)
         try:
-            if unpriced:
-                raise SlotdiffError(arch.name, unpriced)
             other_rung = rung_on(counter, target, rung.weight_dtype, rung.label)
             other = _figures(counter, target, other_rung)
         except SlotdiffError as err:

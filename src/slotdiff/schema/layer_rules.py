@@ -268,10 +268,13 @@ def _cycle(res: Resolver, layers: list[LayerSpec], args: dict[str, Any]) -> list
     """Number the layers where ``attr`` is set 0, 1, ... modulo the config key ``period``.
 
     Zamba2 ties its shared transformer blocks in a cycle of ``num_mem_blocks``: the k-th
-    hybrid layer uses block ``k % num_mem_blocks``.
+    hybrid layer uses block ``k % num_mem_blocks``. Without ``period`` every such layer gets
+    its own number: blocks built per layer and left untied (transformers ties Zamba2's blocks
+    only with the head, under tie_word_embeddings).
     """
     attr = args["attr"]
-    period = raw_value(res, args["period"]) or 1
+    # Without a period the numbering never wraps: one number per layer.
+    period = raw_value(res, args["period"]) or 1 if "period" in args else len(layers) + 1
     if not isinstance(period, int) or period < 1:
         raise SlotdiffError(
             res.raw.name,

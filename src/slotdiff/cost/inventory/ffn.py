@@ -76,6 +76,19 @@ def moe(b: Builder, n: int) -> None:
     # transformers' LongCat-Flash allocates gate/up rows for the zero (identity) experts too.
     allocated = zero if a.get("zero_experts_allocated") else 0
     expert_bank(b, n, width, e, latent or d, extra_in=allocated)
+    modal = a.get("modal_expert_width")
+    if modal:
+        # A second, modality-isolated bank (ERNIE-4.5-VL's vision experts): its own router
+        # (and score bias) over n_experts experts of this width, reached only by image tokens.
+        vmod = "model.layers.0.mlp.vision_moe"
+        b.add("router/modal.weight", e, d, n, "linear", f"{vmod}.gate")
+        if a.get("router_score_bias"):
+            b.add("router/modal.score_bias", e, 1, n, "vector", f"{vmod}.gate")
+        gated = bool(a.get("experts_gated", a.get("ffn_gated")))
+        if gated:
+            b.add("experts/modal.gate", modal, d, n * e, "linear", f"{vmod}.experts.gate_proj", None, True)
+        b.add("experts/modal.up", modal, d, n * e, "linear", f"{vmod}.experts.up_proj", None, True)
+        b.add("experts/modal.down", d, modal, n * e, "linear", f"{vmod}.experts.down_proj", None, True)
     shared = a.get("n_shared_experts") or 0
     shared_width = a.get("d_ff_shared")
     if shared_width:

@@ -163,7 +163,8 @@ def evaluate(expr: str, env: Mapping[str, Any]) -> Any:
     ``uniform``, ``isqrt``, ``first``, ``last``). Enough to restate a config class's
     ``__post_init__`` arithmetic and facts that depend on a switch, e.g.
     ``'parallel' if use_parallel_residual else 'pre'``. An unknown name is None and
-    arithmetic or ordering on None gives None (the value is then unknown); only equality, ``is`` tests and conditionals look at None.
+    arithmetic or ordering on None gives None (the value is then unknown); only equality,
+    ``is`` tests and conditionals look at None.
     """
     return _compiled(expr)(env)
 

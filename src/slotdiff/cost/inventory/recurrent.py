@@ -72,6 +72,9 @@ def linear_attention(b: Builder, n: int, layer: LayerSpec) -> None:
         b.add("attention/linear.norm", hd, 1, n, "vector", f"{mod}.o_norm")
         b.add("attention/linear.out", d, proj, n, "linear", f"{mod}.o_proj")
         return
+    if variant == "rglru":
+        rglru(b, n)
+        return
     raise Unsupported(
         a.name,
         f"cannot count parameters of {variant.replace('_', ' ')} layers yet",
@@ -146,3 +149,29 @@ def short_conv(b: Builder, n: int) -> None:
         b.add("attention/conv.in_proj.bias", 3 * d, 1, n, "vector", f"{mod}.in_proj")
         b.add("attention/conv.conv.bias", d, 1, n, "vector", f"{mod}.conv")
         b.add("attention/conv.out_proj.bias", d, 1, n, "vector", f"{mod}.out_proj")
+
+
+def rglru(b: Builder, n: int) -> None:
+    """Griffin's recurrent block (RecurrentGemma): two biased input branches of ``lru_width``
+    (y: the GELU gate, x: the recurrence), a biased depthwise causal conv on x, the RG-LRU
+    (a per-channel recurrence ``recurrent_param`` and block-diagonal input and recurrence
+    gates of n_heads blocks of lru_width / n_heads, with biases), a biased output projection."""
+    a = b.arch
+    d, h = need_int(a, "d_model"), need_int(a, "n_heads")
+    lru, kernel = need_int(a, "lru_width"), need_int(a, "linear_conv_kernel")
+    if lru % h:
+        raise Unsupported(a.name, f"lru_width {lru} is not a multiple of {h} heads", key=a.key("lru_width"))
+    block = lru // h
+    mod = "model.layers.0.temporal_block"
+    for name in ("y", "x"):
+        b.add(f"attention/rglru.linear_{name}", lru, d, n, "linear", f"{mod}.linear_{name}")
+        b.add(f"attention/rglru.linear_{name}.bias", lru, 1, n, "vector", f"{mod}.linear_{name}")
+    b.add("attention/rglru.conv", lru, kernel, n, "conv", f"{mod}.conv_1d")
+    b.add("attention/rglru.conv.bias", lru, 1, n, "vector", f"{mod}.conv_1d")
+    b.add("attention/rglru.recurrent_param", lru, 1, n, "vector", f"{mod}.rg_lru.recurrent_param")
+    for gate in ("input", "recurrent"):
+        gmod = f"{mod}.rg_lru.{gate}_gate_weight"
+        b.add(f"attention/rglru.{gate}_gate", block, block, n * h, "linear", gmod)
+        b.add(f"attention/rglru.{gate}_gate.bias", lru, 1, n, "vector", gmod)
+    b.add("attention/rglru.linear_out", d, lru, n, "linear", f"{mod}.linear_out")
+    b.add("attention/rglru.linear_out.bias", d, 1, n, "vector", f"{mod}.linear_out")

@@ -190,7 +190,8 @@ def tensors(arch: Architecture) -> tuple[Tensor, ...]:
     altup_laurel(b, own)
     hyper_connections(b, own)
     if arch.get("final_norm", True):
-        b.norm("norms/final", d, 1, "model.norm")
+        no_bias = arch.get("final_norm_no_bias")
+        b.norm("norms/final", d, 1, "model.norm", bias=False if no_bias else None)
     if d_embed != d:
         b.add("head/project_out", d_embed, d, 1, "linear", "model.project_out")
     if arch.get("head_transform"):  # BERT-style prediction head: dense, activation, norm

@@ -27,6 +27,11 @@ def dense_ffn(
     b.add(f"{part}/down", d, width, count, "linear", f"{mod}.down_proj", slot, routed)
     if a.get("ffn_inner_norm"):  # normed hidden activations before down (BitNet ffn_sub_norm)
         b.norm(f"{part}/inner_norm", width, count, f"{mod}.ffn_sub_norm", slot or part)
+    if a.get("ffn_out_gate"):
+        # RWKV's channel mix: sigmoid(receptance(x)) gates the output; token-shift mixes for
+        # the key and the receptance inputs.
+        b.add(f"{part}/out_gate", d, d, count, "linear", f"{mod}.receptance", slot, routed)
+        b.add(f"{part}/shift_mix", d, 1, 2 * count, "vector", f"{mod}.time_mix_key", slot, routed)
     act = a.get("ffn_act_params") or 0
     if act:  # learned scalars of the activation itself (xIELU's alpha_p, alpha_n: Apertus)
         b.add(f"{part}/act", act, 1, count, "vector", f"{mod}.act_fn", slot, routed)

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import pytest
 
+from slotdiff.core.errors import SlotdiffError
 from slotdiff.cost.kv import kv_cost, layer_state_elements
 from slotdiff.cost.params import count
 from slotdiff.schema.keymap import evaluate
@@ -201,3 +202,16 @@ def test_oracle_counts_embedding_row_experts_at_top_k() -> None:
     out = registry.measure_params(cfg)
     rows = layers * 2 * experts * d  # down_embed and up_embed per layer
     assert out["active"] == out["total"] - rows + rows * k // experts
+
+
+def test_zamba_default_layout_follows_the_config_class() -> None:
+    # ZambaConfig: [mamba, mamba, hybrid] + hybrid where i % attn_layer_period == offset
+    plain = {k: v for k, v in ZAMBA.items() if k != "layers_block_type"}
+    arch = arch_from({**plain, "num_hidden_layers": 10, "attn_layer_period": 3, "attn_layer_offset": 1})
+    assert [s.index for s in arch.layers if s.shared_block is not None] == [2, 4, 7]
+
+
+@pytest.mark.parametrize("blocks", ["recurrent", [], 3])
+def test_block_types_that_are_not_a_list_are_refused(blocks: object) -> None:
+    with pytest.raises(SlotdiffError, match="block_types"):
+        arch_from({**RECURRENT_GEMMA, "block_types": blocks})

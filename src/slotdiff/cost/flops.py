@@ -17,7 +17,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from ..schema.arch import Architecture, LayerSpec
+from ..schema.arch import Architecture, LayerSpec, layer_size
 from .params import ParamCount
 
 
@@ -41,11 +41,12 @@ def _qk_v_dims(arch: Architecture, layer: LayerSpec, absorbed: bool = False) -> 
     """(heads, q·k width, v width) of an attention layer's score and mix products."""
     h = layer.n_heads or arch.get("n_heads") or 0
     if layer.mixer == "mla":
-        rope, nope = arch.get("qk_rope_head_dim") or 0, arch.get("qk_nope_head_dim") or 0
-        rank = arch.get("kv_lora_rank") or 0
+        rope = layer_size(arch, layer, "qk_rope_head_dim") or 0
+        nope = layer_size(arch, layer, "qk_nope_head_dim") or 0
+        rank = layer_size(arch, layer, "kv_lora_rank") or 0
         if absorbed:
             return h, rank + rope, rank
-        return h, nope + rope, arch.get("v_head_dim") or 0
+        return h, nope + rope, layer_size(arch, layer, "v_head_dim") or 0
     hd = layer.head_dim or arch.get("head_dim") or 0
     return h, hd, arch.get("v_head_dim") or hd
 

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from ..schema.arch import Architecture, LayerSpec
+from ..schema.arch import Architecture, LayerSpec, layer_size
 from ..schema.precision import canonical_dtype, storage_bits
 
 
@@ -44,7 +44,8 @@ def layer_kv_elements(arch: Architecture, layer: LayerSpec) -> int:
             elems += arch.get("index_head_dim") or 0
     elif layer.mixer == "mla":
         extra = (arch.get("index_head_dim") or 0) if layer.sparse else 0
-        elems += (arch.get("kv_lora_rank") or 0) + (arch.get("qk_rope_head_dim") or 0) + extra
+        rank = layer_size(arch, layer, "kv_lora_rank") or 0
+        elems += rank + (layer_size(arch, layer, "qk_rope_head_dim") or 0) + extra
     if layer.shared_block is not None:  # a weight-shared attention block run on this layer
         elems += _attention_elements(arch, layer)
     return elems

@@ -84,6 +84,18 @@ class LayerSpec:
     # Compressed KV beside the sliding window: one pooled KV entry every ``compress`` tokens
     # (DeepSeek-V4 HCA/CSA layers; with ``sparse`` an indexer over the compressed keys).
     compress: int | None = None
+    # Per-layer values of model-wide size fields no attribute above holds, as (canonical field,
+    # value) pairs: an MLA layer's own kv_lora_rank, qk_nope_head_dim ... (transformers'
+    # per_layer_config, Dots3 Note's sliding layers). Read through :func:`layer_size`.
+    sizes: tuple[tuple[str, int], ...] = ()
+
+
+def layer_size(arch: Architecture, layer: LayerSpec, name: str) -> Any:
+    """The value of size field ``name`` on ``layer``: its own (``sizes``), else the model's."""
+    for key, value in layer.sizes:
+        if key == name:
+            return value
+    return arch.get(name)
 
 
 _LAYER_FIELDS = frozenset(f.name for f in fields(LayerSpec))

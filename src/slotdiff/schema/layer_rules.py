@@ -106,6 +106,8 @@ LAYER_TYPE_KINDS: dict[str, dict[str, Any]] = {
     "sliding_attention": {"mixer": "attention", "window": True},
     "local_attention": {"mixer": "attention", "window": True},
     "chunked_attention": {"mixer": "attention", "chunk": True},
+    # DSA: softmax (or MLA) attention with a lightning indexer that picks index_topk keys.
+    "indexed_attention": {"mixer": "attention", "sparse": True},
     "linear_attention": {"mixer": "linear_attention"},
     "conv": {"mixer": "conv"},
     "mamba": {"mixer": "mamba"},
@@ -289,15 +291,29 @@ def _cycle(res: Resolver, layers: list[LayerSpec], args: dict[str, Any]) -> list
 
 
 # transformers' per-layer override keys and the LayerSpec attribute each sets.
-PER_LAYER_ATTRS = {"head_dim": "head_dim", "num_key_value_heads": "n_kv_heads", "intermediate_size": "d_ff"}
+PER_LAYER_ATTRS = {
+    "head_dim": "head_dim",
+    "num_key_value_heads": "n_kv_heads",
+    "num_attention_heads": "n_heads",
+    "intermediate_size": "d_ff",
+}
+# Per-layer override keys held in LayerSpec.sizes, by the canonical field each overrides.
+PER_LAYER_SIZES = {
+    "kv_lora_rank": "kv_lora_rank",
+    "q_lora_rank": "q_lora_rank",
+    "qk_nope_head_dim": "qk_nope_head_dim",
+    "qk_rope_head_dim": "qk_rope_head_dim",
+    "v_head_dim": "v_head_dim",
+}
 
 
 @rule("per_layer_config")
 def _per_layer_config(res: Resolver, layers: list[LayerSpec], args: dict[str, Any]) -> list[LayerSpec]:
     """transformers' heterogeneous configs (HeterogeneousConfigMixin): ``per_layer_config``
     maps a layer index (an int, or a zero-padded string as to_dict writes it) to the config
-    attributes that differ on that layer; head_dim, num_key_value_heads and intermediate_size
-    set the layer's own sizes (Gemma 4 Unified's global layers). ``ignore`` lists override
+    attributes that differ on that layer; head_dim, num_key_value_heads, num_attention_heads
+    and intermediate_size set the layer's own sizes (Gemma 4 Unified's global layers), and
+    the MLA widths (PER_LAYER_SIZES) its ``sizes`` (Dots3 Note's sliding layers). ``ignore`` lists override
     keys that change no tensor; any other key refuses, since it may change the structure."""
     key = args.get("key", "per_layer_config")
     table = raw_value(res, key)
@@ -319,12 +335,19 @@ def _per_layer_config(res: Resolver, layers: list[LayerSpec], args: dict[str, An
             if name in ignore:
                 continue
             attr = PER_LAYER_ATTRS.get(name)
-            if attr is None:
+            if attr is None and name not in PER_LAYER_SIZES:
                 raise SlotdiffError(res.raw.name, f"a per-layer {name} is not modelled", key=f"{at}.{name}")
             if not isinstance(value, int) or isinstance(value, bool) or not 0 < value <= 2**40:
                 why = f"expected a positive size, got {value!r}"
                 raise SlotdiffError(res.raw.name, why, key=f"{at}.{name}")
-            changes.setdefault(i, {})[attr] = value
+            if attr is None:
+                sizes = changes.setdefault(i, {}).setdefault("sizes", {})
+                sizes[PER_LAYER_SIZES[name]] = value
+            else:
+                changes.setdefault(i, {})[attr] = value
+    for change in changes.values():
+        if "sizes" in change:
+            change["sizes"] = tuple(sorted(change["sizes"].items()))
     return [evolve(s, **changes[s.index]) if s.index in changes else s for s in layers]
 
 

@@ -3,7 +3,7 @@ cross-attention layers, and MLA's low-rank projections."""
 
 from __future__ import annotations
 
-from ...schema.arch import LayerSpec
+from ...schema.arch import Architecture, LayerSpec, layer_size
 from .compressed import shared_kv_attention
 from .tensor import Builder, need_int
 
@@ -116,21 +116,35 @@ def cross_attention(b: Builder, n: int, layer: LayerSpec) -> None:
     b.add("attention/cross.gates", 1, 1, gates * n, "vector", "model.layers.0.cross_attn_attn_gate")
 
 
+def _size(a: Architecture, layer: LayerSpec, name: str) -> int:
+    """A size field on ``layer`` (its own, else the model's), which must be known."""
+    value = layer_size(a, layer, name)
+    return value if isinstance(value, int) and not isinstance(value, bool) else need_int(a, name)
+
+
 def mla(b: Builder, n: int, layer: LayerSpec) -> None:
     a = b.arch
-    d, h = need_int(a, "d_model"), need_int(a, "n_heads")
+    d, h = need_int(a, "d_model"), layer.n_heads or need_int(a, "n_heads")
     kv_rank, rope, nope = (
-        need_int(a, "kv_lora_rank"),
-        need_int(a, "qk_rope_head_dim"),
-        need_int(a, "qk_nope_head_dim"),
+        _size(a, layer, "kv_lora_rank"),
+        _size(a, layer, "qk_rope_head_dim"),
+        _size(a, layer, "qk_nope_head_dim"),
     )
-    hv = need_int(a, "v_head_dim")
-    qk = a.get("qk_head_dim") or nope + rope
-    q_rank = a.get("q_lora_rank")
+    hv = _size(a, layer, "v_head_dim")
+    qk = (a.get("qk_head_dim") if not layer.sizes else None) or nope + rope
+    q_rank = layer_size(a, layer, "q_lora_rank")
     mod = "model.layers.0.self_attn"
     slot = "attention"
     bias = bool(a.get("qkv_bias"))
-    if q_rank:
+    if q_rank and a.get("mla_q_gate"):
+        # One fused projection from [q_a, its norm] to the queries and a per-channel output
+        # gate (A.X-K2's q_gate_proj), in place of q_b.
+        b.add("attention/q_a", q_rank, d, n, "linear", f"{mod}.q_a_proj", slot)
+        b.add("attention/q_a_norm", q_rank, 1, n, "vector", f"{mod}.q_a_layernorm", slot)
+        b.add("attention/q_gate", h * (qk + hv), 2 * q_rank, n, "linear", f"{mod}.q_gate_proj", slot)
+        if bias:
+            b.add("attention/q_a.bias", q_rank, 1, n, "vector", f"{mod}.q_a_proj", slot)
+    elif q_rank:
         b.add("attention/q_a", q_rank, d, n, "linear", f"{mod}.q_a_proj", slot)
         b.add("attention/q_a_norm", q_rank, 1, n, "vector", f"{mod}.q_a_layernorm", slot)
         b.add(
@@ -161,6 +175,13 @@ def mla(b: Builder, n: int, layer: LayerSpec) -> None:
             slot,
         )
         b.add("attention/o.bias", d, 1, n, "vector", f"{mod}.o_proj", slot)
+    gate = a.get("attn_gate")
+    if gate in ("channel", "head"):  # an output gate from the input: per channel (HY-V4), per head (Dots3)
+        b.add("attention/gate", h * hv if gate == "channel" else h, d, n, "linear", f"{mod}.gate_proj", slot)
+    if a.get("mla_rope_k_norm"):  # an RMSNorm on the decoupled RoPE key (Dots3 k_rope_only_layernorm)
+        b.add("attention/k_rope_norm", rope, 1, n, "vector", f"{mod}.k_rope_only_layernorm", slot)
+    if a.get("sinks"):
+        b.add("attention/sinks", h, 1, n, "vector", f"{mod}.sinks", slot)
     if layer.sparse:
         ih, idim = need_int(a, "index_n_heads"), need_int(a, "index_head_dim")
         src = q_rank or d

@@ -100,6 +100,7 @@ def _layer_tensors(b: Builder, runs: tuple[tuple[LayerSpec, int], ...]) -> None:
             s.kv_shared,
             s.n_heads,
             s.compress,
+            s.sizes,
         )
 
     for key, n, first in group_runs(runs, shape):
@@ -139,6 +140,14 @@ def _norms(b: Builder, runs: tuple[tuple[LayerSpec, int], ...]) -> None:
     if a.get("first_attn_norm") is False and placement != "parallel" and first and first.index == 0:
         count -= 1 if first.mixer else 0  # ModernBERT-decoder: layer 0's attention norm is an identity
     b.norm("norms/layers", d, count, "model.layers.0.input_layernorm")
+    rank = a.get("norm_gate_rank") or 0
+    if rank:
+        # A low-rank sigmoid gate after the norm (A.X-K2's GatedRMSNorm: d → rank → d) on
+        # every layer's input norm and on the pre-FFN norm of MoE layers.
+        gates = sum(n * ((spec.mixer is not None) + (spec.ffn == "moe")) for spec, n in runs)
+        gmod = "model.layers.0.input_layernorm.mlp"
+        b.add("norms/gate.fc1", rank, d, gates, "linear", f"{gmod}.fc1")
+        b.add("norms/gate.fc2", d, rank, gates, "linear", f"{gmod}.fc2")
     scales = a.get("layer_scales") or 0
     if scales:
         # Learned residual scales outside the norms (Doge), kept whatever norm_affine says.

@@ -78,7 +78,7 @@ def moe(b: Builder, n: int) -> None:
     expert_bank(b, n, width, e, latent or d, extra_in=allocated)
     shared = a.get("n_shared_experts") or 0
     shared_width = a.get("d_ff_shared")
-    if shared_width:
+    if shared_width is not None:  # a width of 0 is a shared expert with no weights
         dense_ffn(b, n, shared_width, "shared_experts", "mlp.shared_experts")
     elif shared:
         dense_ffn(b, n, shared * width, "shared_experts", "mlp.shared_experts")

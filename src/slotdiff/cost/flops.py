@@ -44,6 +44,8 @@ def _qk_v_dims(arch: Architecture, layer: LayerSpec, absorbed: bool = False) -> 
         rope = layer_size(arch, layer, "qk_rope_head_dim") or 0
         nope = layer_size(arch, layer, "qk_nope_head_dim") or 0
         rank = layer_size(arch, layer, "kv_lora_rank") or 0
+        if not layer.rope:  # a NoPE MLA layer: the RoPE width joins the nope part
+            nope, rope = nope + rope, 0
         if absorbed:
             return h, rank + rope, rank
         return h, nope + rope, layer_size(arch, layer, "v_head_dim") or 0

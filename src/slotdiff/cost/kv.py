@@ -32,7 +32,9 @@ def layer_kv_elements(arch: Architecture, layer: LayerSpec) -> int:
     """Elements cached per token by one layer (0 for recurrent layers and layers that
     reuse another layer's K/V)."""
     if layer.kv_shared:
-        return 0
+        # K/V (or the latent) come from an earlier layer; an indexer of its own still caches
+        # its keys (Mistral Large 4's "reuse_but_indexer" layers).
+        return (arch.get("index_head_dim") or 0) if layer.sparse and layer.mixer == "mla" else 0
     elems = 0
     if layer.mixer == "attention" and arch.get("attn_shared_kv"):
         # One head read as both key and value, cached once (its compressed entries are
@@ -45,7 +47,8 @@ def layer_kv_elements(arch: Architecture, layer: LayerSpec) -> int:
     elif layer.mixer == "mla":
         extra = (arch.get("index_head_dim") or 0) if layer.sparse else 0
         rank = layer_size(arch, layer, "kv_lora_rank") or 0
-        elems += rank + (layer_size(arch, layer, "qk_rope_head_dim") or 0) + extra
+        rope = (layer_size(arch, layer, "qk_rope_head_dim") or 0) if layer.rope else 0  # NoPE: latent only
+        elems += rank + rope + extra
     if layer.shared_block is not None:  # a weight-shared attention block run on this layer
         elems += _attention_elements(arch, layer)
     return elems

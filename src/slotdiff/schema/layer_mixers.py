@@ -15,6 +15,7 @@ from .layer_rules import (
     raw_value,
     resolve_set,
     rule,
+    set_attrs,
     sliding_window,
 )
 from .resolver import Resolver
@@ -180,3 +181,24 @@ def _chunked(res: Resolver, layers: list[LayerSpec], args: dict[str, Any]) -> li
     if not chunk:
         return layers
     return [evolve(s, chunk=chunk) if s.rope and s.mixer == "attention" else s for s in layers]
+
+
+@rule("source_layers")
+def _source_layers(res: Resolver, layers: list[LayerSpec], args: dict[str, Any]) -> list[LayerSpec]:
+    """Per-layer index of the layer whose cache a layer reads, under config key ``key``: a layer
+    whose entry is not its own index gets ``set`` (default ``kv_shared``), as transformers'
+    ``kv_source_layers`` (Mistral Large 4) drops that layer's K/V projection and cache. Each
+    entry must name this or an earlier layer. Absent or null: unchanged."""
+    values = raw_value(res, args["key"])
+    if values is None:
+        return layers
+    key = res.cite(args["key"])
+    if not isinstance(values, list) or len(values) != len(layers):
+        raise SlotdiffError(res.raw.name, f"expected a list of {len(layers)} layer indices", key=key)
+    out = []
+    for s, v in zip(layers, values, strict=True):
+        if not isinstance(v, int) or isinstance(v, bool) or not 0 <= v <= s.index:
+            why = f"expected this or an earlier layer's index, got {v!r}"
+            raise SlotdiffError(res.raw.name, why, key=key)
+        out.append(s if v == s.index else set_attrs(res, s, args.get("set", {"kv_shared": True})))
+    return out

@@ -160,20 +160,16 @@ def mla(b: Builder, n: int, layer: LayerSpec) -> None:
             b.add("attention/q_a.bias", q_rank, 1, n, "vector", f"{mod}.q_a_proj", slot)
     else:
         b.add("attention/q", h * qk, d, n, "linear", f"{mod}.q_proj", slot)
-    b.add("attention/kv_a", kv_rank + rope, d, n, "linear", f"{mod}.kv_a_proj_with_mqa", slot)
-    b.add("attention/kv_a_norm", kv_rank, 1, n, "vector", f"{mod}.kv_a_layernorm", slot)
+    if not layer.rope:
+        nope, rope = nope + rope, 0  # a NoPE layer: no decoupled RoPE key, its width joins nope
+    if not layer.kv_shared:  # a layer reading an earlier layer's latent has no kv_a of its own
+        b.add("attention/kv_a", kv_rank + rope, d, n, "linear", f"{mod}.kv_a_proj_with_mqa", slot)
+        b.add("attention/kv_a_norm", kv_rank, 1, n, "vector", f"{mod}.kv_a_layernorm", slot)
+        if bias:
+            b.add("attention/kv_a.bias", kv_rank + rope, 1, n, "vector", f"{mod}.kv_a_proj_with_mqa", slot)
     b.add("attention/kv_b", h * (nope + hv), kv_rank, n, "linear", f"{mod}.kv_b_proj", slot)
     b.add("attention/o", d, h * hv, n, "linear", f"{mod}.o_proj", slot)
     if bias:
-        b.add(
-            "attention/kv_a.bias",
-            kv_rank + rope,
-            1,
-            n,
-            "vector",
-            f"{mod}.kv_a_proj_with_mqa",
-            slot,
-        )
         b.add("attention/o.bias", d, 1, n, "vector", f"{mod}.o_proj", slot)
     gate = a.get("attn_gate")
     if gate in ("channel", "head"):  # an output gate from the input: per channel (HY-V4), per head (Dots3)
@@ -182,37 +178,30 @@ def mla(b: Builder, n: int, layer: LayerSpec) -> None:
         b.add("attention/k_rope_norm", rope, 1, n, "vector", f"{mod}.k_rope_only_layernorm", slot)
     if a.get("sinks"):
         b.add("attention/sinks", h, 1, n, "vector", f"{mod}.sinks", slot)
+    if a.get("softmax_scaling"):  # a learned scale and bias per head on the scores (Mistral Large 4)
+        b.add("attention/softmax_scaling", 2 * h, 1, n, "vector", f"{mod}.softmax_scaling", slot)
     if layer.sparse:
-        ih, idim = need_int(a, "index_n_heads"), need_int(a, "index_head_dim")
-        src = q_rank or d
-        b.add(
-            "attention/indexer.wq_b",
-            ih * idim,
-            src,
-            n,
-            "linear",
-            f"{mod}.indexer.wq_b",
-            slot,
-        )
-        b.add("attention/indexer.wk", idim, d, n, "linear", f"{mod}.indexer.wk", slot)
-        b.add(
-            "attention/indexer.k_norm",
-            2 * idim,
-            1,
-            n,
-            "vector",
-            f"{mod}.indexer.k_norm",
-            slot,
-        )
-        b.add(
-            "attention/indexer.weights",
-            ih,
-            d,
-            n,
-            "linear",
-            f"{mod}.indexer.weights_proj",
-            slot,
-        )
+        dsa_indexer(b, n, q_rank or d)
+
+
+def dsa_indexer(b: Builder, n: int, q_in: int) -> None:
+    """``n`` DSA lightning indexers (DeepSeek-V3.2 as transformers builds it): index-head queries
+    from ``q_in`` (the query LoRA bottleneck, else the hidden state), one index key per token
+    with its LayerNorm, and per-head weights; ``indexer_input_norm`` adds a LayerNorm on the
+    query side's input and ``softmax_scaling`` a scale and bias per index head (Mistral Large 4)."""
+    a = b.arch
+    d = need_int(a, "d_model")
+    ih, idim = need_int(a, "index_n_heads"), need_int(a, "index_head_dim")
+    mod = "model.layers.0.self_attn.indexer"
+    slot = "attention"
+    b.add("attention/indexer.wq_b", ih * idim, q_in, n, "linear", f"{mod}.wq_b", slot)
+    b.add("attention/indexer.wk", idim, d, n, "linear", f"{mod}.wk", slot)
+    b.add("attention/indexer.k_norm", 2 * idim, 1, n, "vector", f"{mod}.k_norm", slot)
+    b.add("attention/indexer.weights", ih, d, n, "linear", f"{mod}.weights_proj", slot)
+    if a.get("indexer_input_norm"):
+        b.add("attention/indexer.q_input_norm", 2 * q_in, 1, n, "vector", f"{mod}.q_input_norm", slot)
+    if a.get("softmax_scaling"):
+        b.add("attention/indexer.softmax_scaling", 2 * ih, 1, n, "vector", f"{mod}.softmax_scaling", slot)
 
 
 def attention_experts(b: Builder, n: int, d: int, g: int, hd: int) -> None:

@@ -101,6 +101,7 @@ def _layer_tensors(b: Builder, runs: tuple[tuple[LayerSpec, int], ...]) -> None:
             s.n_heads,
             s.compress,
             s.sizes,
+            s.rope,  # a NoPE MLA layer has no RoPE key
         )
 
     for key, n, first in group_runs(runs, shape):
@@ -172,6 +173,9 @@ def tensors(arch: Architecture) -> tuple[Tensor, ...]:
     if arch.get("position") == "learned":
         rows = need_int(arch, "max_positions") + (arch.get("position_offset") or 0)
         b.add("position/table", rows, d, 1, "embedding", "model.embed_positions")
+    if arch.get("rope_learned_scale"):  # a learned log-scale per rotary frequency (Mistral Large 4)
+        rotary = arch.get("qk_rope_head_dim") or need_int(arch, "head_dim")
+        b.add("position/rope_scale", rotary // 2, 1, 1, "vector", "model.rotary_emb.alpha")
     rel = arch.get("rel_bias_rows") or 0
     if rel:  # a learned bias per head and relative-position bucket, shared by every layer
         b.add("position/rel_bias", rel, need_int(arch, "n_heads"), 1, "embedding", "model.position_bias")

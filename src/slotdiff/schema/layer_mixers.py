@@ -31,11 +31,15 @@ def _layer_types(res: Resolver, layers: list[LayerSpec], args: dict[str, Any]) -
     ``unwindowed_full``: a sliding layer whose window is switched off or absent attends over
     the full context (SmolLM3 windows a layer only when use_sliding_window), instead of
     refusing the config. ``truncate`` cuts a longer list to the layer count, as a config
-    class that keeps the first n entries does.
+    class that keeps the first n entries does. ``must_have`` names a kind the list must hold
+    (Dory's "mlp" blocks: a list without them is a paired form the data does not read).
     """
     types, key = layer_type_list(res, args)
     if not types:
         return layers
+    needed = args.get("must_have")
+    if needed and needed not in types:  # a form of the list this family's data does not read
+        raise SlotdiffError(res.raw.name, f"expected {needed!r} entries (the released layout)", key=key)
     if args.get("truncate"):
         types = types[: len(layers)]  # the config class keeps the first n entries (DeepSeek-V4)
     if len(types) != len(layers):
@@ -202,3 +206,36 @@ def _source_layers(res: Resolver, layers: list[LayerSpec], args: dict[str, Any])
             raise SlotdiffError(res.raw.name, why, key=key)
         out.append(s if v == s.index else set_attrs(res, s, args.get("set", {"kv_shared": True})))
     return out
+
+
+@rule("loop")
+def _loop(res: Resolver, layers: list[LayerSpec], args: dict[str, Any]) -> list[LayerSpec]:
+    """A looped span: the ``span`` layers from ``start`` run ``times`` times in a row (config
+    keys, or ints), as a looped transformer (Dory) does. Every run after the first is laid out
+    as copies right after the span, ``tied`` (the first run's weights: no parameters, their
+    own compute and cache); with ``shared_cache`` (``{"key", "value"}``) and that config key
+    at that value, the copies also write no cache of their own (``kv_shared``: earlier runs
+    read the last run's). Layers are renumbered in running order."""
+
+    def read(arg: Any) -> int:
+        value = arg if isinstance(arg, int) else raw_value(res, arg)
+        if not isinstance(value, int) or isinstance(value, bool) or value < 0:
+            key = res.cite(arg) if isinstance(arg, str) else "layers"
+            raise SlotdiffError(res.raw.name, f"expected a non-negative layer count, got {value!r}", key=key)
+        return value
+
+    start, span, times = read(args["start"]), read(args["span"]), read(args["times"])
+    if times < 1 or start + span > len(layers):
+        key = res.cite(args["times"] if times < 1 else args["span"])
+        raise SlotdiffError(res.raw.name, f"a loop of {span} layers from {start} does not fit", key=key)
+    cap = res.field_spec("n_layers")["maximum"]
+    if len(layers) + span * (times - 1) > cap:
+        raise SlotdiffError(res.raw.name, f"runs more than {cap:,} layers", key=res.cite(args["times"]))
+    copy: dict[str, Any] = {"tied": True}
+    shared = args.get("shared_cache")
+    if shared and raw_value(res, shared["key"]) == shared["value"]:
+        copy["kv_shared"] = True
+    body = layers[start : start + span]
+    runs = [evolve(s, **copy) for _ in range(times - 1) for s in body]
+    out = layers[: start + span] + runs + layers[start + span :]
+    return [s if s.index == i else evolve(s, index=i) for i, s in enumerate(out)]

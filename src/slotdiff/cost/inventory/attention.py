@@ -68,6 +68,9 @@ def attention(b: Builder, n: int, layer: LayerSpec) -> None:
                 b.add(f"attention/k_norm{suffix}", k_w, 1, n, "vector", f"{mod}.k_norm", slot)
     if a.get("sinks") and (layer.window is not None or not a.get("sinks_sliding_only")):
         b.add("attention/sinks", h, 1, n, "vector", f"{mod}.sinks", slot)
+    scales = a.get("attn_channel_scales") or 0
+    if scales:  # learned per-channel scales on the queries / the output gate (Dory sqk, s_gate)
+        b.add("attention/channel_scales", h * hd, 1, scales * n, "vector", f"{mod}.sqk", slot)
     vectors = a.get("attn_head_vectors") or 0
     if vectors:  # DiffLlama's differential-attention lambdas (q1, k1, q2, k2), head_dim each
         b.add("attention/head_vectors", hd, 1, vectors * n, "vector", f"{mod}.lambda_q1", slot)

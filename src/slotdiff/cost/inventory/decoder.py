@@ -111,6 +111,8 @@ def _layer_tensors(b: Builder, runs: tuple[tuple[LayerSpec, int], ...]) -> None:
     for (ffn, width), n, _ in group_runs(runs, lambda s: (s.ffn, s.d_ff)):
         if ffn == "dense":
             dense_ffn(b, n, width or need_int(b.arch, "d_ff"))
+            scales = b.arch.get("ffn_channel_scales") or 0  # per-channel scales (Dory suv_gate, suv_up)
+            b.add("ffn/channel_scales", width or need_int(b.arch, "d_ff"), 1, scales * n, "vector", "mlp.suv")
         elif ffn == "moe":
             moe(b, n)
     for ffn2, n, _ in group_runs(runs, lambda s: s.ffn2):
@@ -216,6 +218,8 @@ def tensors(arch: Architecture) -> tuple[Tensor, ...]:
     head_rows = arch.get("head_vocab") or vocab  # Apertus 1.5: a pruned output vocabulary
     if not arch.get("tie_embeddings"):
         b.add("head/weight", head_rows, d_embed, 1, "linear", "lm_head")
+    if arch.get("head_scale"):  # a learned per-token logit scale (Dory logit_scale)
+        b.add("head/logit_scale", head_rows, 1, 1, "vector", "lm_head.logit_scale")
     if arch.get("head_bias"):
         b.add("head/bias", head_rows, 1, 1, "vector", "lm_head")
     return tuple(b.out)

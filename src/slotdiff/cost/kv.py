@@ -99,6 +99,14 @@ def layer_state_elements(arch: Architecture, layer: LayerSpec) -> tuple[int, int
     """Fixed per-sequence state of a layer's recurrent mixers: (in the state dtype, in the
     model dtype), as :func:`_mixer_state`."""
     rec, conv = _mixer_state(arch, layer.mixer, layer.variant)
+    if layer.mixer == "attention" and (arch.get("kv_short_conv") or arch.get("residual_short_convs")):
+        # Inkling's short convolutions around softmax attention keep their last kernel inputs,
+        # in the state dtype: the keys' and values' (g·hd each) and the d-wide residual ones.
+        kernel = arch.get("short_conv_kernel") or 0
+        g = layer.n_kv_heads or arch.get("n_kv_heads") or 0
+        hd = layer.head_dim or arch.get("head_dim") or 0
+        kv = 2 * g * hd if arch.get("kv_short_conv") else 0
+        rec += kernel * (kv + (arch.get("residual_short_convs") or 0) * (arch.get("d_model") or 0))
     if layer.parallel:
         prec, pconv = _mixer_state(arch, layer.parallel, None)
         rec, conv = rec + prec, conv + pconv

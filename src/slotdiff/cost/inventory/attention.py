@@ -68,6 +68,14 @@ def attention(b: Builder, n: int, layer: LayerSpec) -> None:
                 b.add(f"attention/k_norm{suffix}", k_w, 1, n, "vector", f"{mod}.k_norm", slot)
     if a.get("sinks") and (layer.window is not None or not a.get("sinks_sliding_only")):
         b.add("attention/sinks", h, 1, n, "vector", f"{mod}.sinks", slot)
+    rel = a.get("rel_logit_dim") or 0
+    if rel:  # relative-position logits: per-head rel features and a table over the extent (Inkling)
+        extent = layer.window or need_int(a, "rel_extent")
+        b.add("attention/rel.r", h * rel, d, n, "linear", f"{mod}.r_proj", slot)
+        b.add("attention/rel.table", rel, extent, n, "vector", f"{mod}.rel_logits_proj.proj", slot)
+    if a.get("kv_short_conv"):  # depthwise causal convolutions on the keys and the values (Inkling)
+        kernel = need_int(a, "short_conv_kernel")
+        b.add("attention/kv_conv", g * hd, kernel, 2 * n, "conv", f"{mod}.k_sconv.conv1d", slot)
     scales = a.get("attn_channel_scales") or 0
     if scales:  # learned per-channel scales on the queries / the output gate (Dory sqk, s_gate)
         b.add("attention/channel_scales", h * hd, 1, scales * n, "vector", f"{mod}.sqk", slot)

@@ -115,6 +115,14 @@ def _layer_tensors(b: Builder, runs: tuple[tuple[LayerSpec, int], ...]) -> None:
             b.add("ffn/channel_scales", width or need_int(b.arch, "d_ff"), 1, scales * n, "vector", "mlp.suv")
         elif ffn == "moe":
             moe(b, n)
+    convs = b.arch.get("residual_short_convs") or 0
+    if convs:  # d-wide depthwise causal convolutions on each layer's sublayer inputs (Inkling)
+        kernel = need_int(b.arch, "short_conv_kernel")
+        d = need_int(b.arch, "d_model")
+        b.add("norms/residual_conv", d, kernel, convs * sum(n for _, n in runs), "conv", "attn_sconv.conv1d")
+    if b.arch.get("sublayer_global_scale"):  # a learned scalar on each MoE router and dense MLP
+        scaled = sum(n for s, n in runs if s.ffn in ("moe", "dense"))
+        b.add("ffn/global_scale", 1, 1, scaled, "vector", "mlp.global_scale")
     for ffn2, n, _ in group_runs(runs, lambda s: s.ffn2):
         if ffn2 == "dense":
             dense_ffn(b, n, need_int(b.arch, "d_ff"), module="mlps.1")

@@ -61,10 +61,10 @@ def attention(b: Builder, n: int, layer: LayerSpec) -> None:
     kind = a.get("qk_norm_kind")
     if a.get("qk_norm") and kind != "l2":  # an L2 QK-norm has no weights
         # One weight per head (each head its own, or one over all heads) or one shared.
-        q_w, k_w = (h * hd, g * hd) if kind in ("full", "head_separate") else (hd, hd)
+        q_w, k_w = (h * hd, g * hd) if kind in ("full", "head_separate", "q_heads") else (hd, hd)
         for suffix in ("", ".bias") if a.get("qk_norm_bias") else ("",):
             b.add(f"attention/q_norm{suffix}", q_w, 1, n, "vector", f"{mod}.q_norm", slot)
-            if not layer.kv_shared:  # a layer reusing another's K/V has no k norm
+            if not layer.kv_shared and kind != "q_heads":  # no k norm: K/V reused, or q only
                 b.add(f"attention/k_norm{suffix}", k_w, 1, n, "vector", f"{mod}.k_norm", slot)
     if a.get("sinks") and (layer.window is not None or not a.get("sinks_sliding_only")):
         b.add("attention/sinks", h, 1, n, "vector", f"{mod}.sinks", slot)
@@ -73,9 +73,16 @@ def attention(b: Builder, n: int, layer: LayerSpec) -> None:
         extent = layer.window or need_int(a, "rel_extent")
         b.add("attention/rel.r", h * rel, d, n, "linear", f"{mod}.r_proj", slot)
         b.add("attention/rel.table", rel, extent, n, "vector", f"{mod}.rel_logits_proj.proj", slot)
+        if a.get("rel_logit_norm"):  # an RMSNorm scale per head and rel feature (Inkling 2)
+            b.add("attention/rel.norm", h * rel, 1, n, "vector", f"{mod}.relative_position_bias.norm", slot)
+    if a.get("sinks_proj"):  # sink logits projected from the input, one per head (Inkling 2)
+        b.add("attention/sinks_proj", h, d, n, "linear", f"{mod}.sink_proj", slot)
     if a.get("kv_short_conv"):  # depthwise causal convolutions on the keys and the values (Inkling)
         kernel = need_int(a, "short_conv_kernel")
         b.add("attention/kv_conv", g * hd, kernel, 2 * n, "conv", f"{mod}.k_sconv.conv1d", slot)
+        if a.get("full_qkv_inputs") and layer.window is None:
+            # Full layers' taps also get a per-token part projected from the input, per KV head.
+            b.add("attention/kv_conv.dynamic", g * kernel, d, 2 * n, "linear", f"{mod}.k_proj.sconv", slot)
     scales = a.get("attn_channel_scales") or 0
     if scales:  # learned per-channel scales on the queries / the output gate (Dory sqk, s_gate)
         b.add("attention/channel_scales", h * hd, 1, scales * n, "vector", f"{mod}.sqk", slot)

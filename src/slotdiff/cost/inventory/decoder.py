@@ -120,6 +120,8 @@ def _layer_tensors(b: Builder, runs: tuple[tuple[LayerSpec, int], ...]) -> None:
         kernel = need_int(b.arch, "short_conv_kernel")
         d = need_int(b.arch, "d_model")
         b.add("norms/residual_conv", d, kernel, convs * sum(n for _, n in runs), "conv", "attn_sconv.conv1d")
+    if b.arch.get("full_qkv_inputs"):
+        _attention_residuals(b, runs)
     if b.arch.get("sublayer_global_scale"):  # a learned scalar on each MoE router and dense MLP
         scaled = sum(n for s, n in runs if s.ffn in ("moe", "dense"))
         b.add("ffn/global_scale", 1, 1, scaled, "vector", "mlp.global_scale")
@@ -129,6 +131,20 @@ def _layer_tensors(b: Builder, runs: tuple[tuple[LayerSpec, int], ...]) -> None:
         elif ffn2 == "moe":
             moe(b, n)
     _norms(b, runs)
+
+
+def _attention_residuals(b: Builder, runs: tuple[tuple[LayerSpec, int], ...]) -> None:
+    """Block attention residuals (Inkling 2): each sublayer reads a learned-query mix of the
+    earlier blocks' outputs; a d-wide query before every FFN, before every attention but the
+    first layer's (three on full-attention layers: queries, keys and values each read their
+    own mix, each with its own input norm, so two norms more), and one before the final norm."""
+    d = need_int(b.arch, "d_model")
+    n_layers = sum(n for _, n in runs)
+    full = sum(n for s, n in runs if s.mixer == "attention" and s.window is None)
+    first_full = any(s.index == 0 and s.window is None for s, _ in runs)
+    queries = n_layers + (n_layers - 1) + 2 * (full - first_full) + 1
+    b.add("norms/attn_res.query", d, 1, queries, "vector", "model.layers.0.mlp_input.query")
+    b.norm("norms/qkv_input", d, 2 * full, "model.layers.0.k_input_layernorm")
 
 
 def _norms(b: Builder, runs: tuple[tuple[LayerSpec, int], ...]) -> None:

@@ -210,8 +210,9 @@ def _source_layers(res: Resolver, layers: list[LayerSpec], args: dict[str, Any])
 
 @rule("loop")
 def _loop(res: Resolver, layers: list[LayerSpec], args: dict[str, Any]) -> list[LayerSpec]:
-    """A looped span: the ``span`` layers from ``start`` run ``times`` times in a row (config
-    keys, or ints), as a looped transformer (Dory) does. Every run after the first is laid out
+    """A looped span: the ``span`` layers from ``start`` (or those up to ``end``, cut to the
+    layers there are, as a slice) run ``times`` times in a row (config keys, or ints), as a
+    looped transformer (Dory, Inkling 2 Loop) does. Every run after the first is laid out
     as copies right after the span, ``tied`` (the first run's weights: no parameters, their
     own compute and cache); with ``shared_cache`` (``{"key", "value"}``) and that config key
     at that value, the copies also write no cache of their own (``kv_shared``: earlier runs
@@ -224,9 +225,13 @@ def _loop(res: Resolver, layers: list[LayerSpec], args: dict[str, Any]) -> list[
             raise SlotdiffError(res.raw.name, f"expected a non-negative layer count, got {value!r}", key=key)
         return value
 
-    start, span, times = read(args["start"]), read(args["span"]), read(args["times"])
-    if times < 1 or start + span > len(layers):
-        key = res.cite(args["times"] if times < 1 else args["span"])
+    start, times = read(args["start"]), read(args["times"])
+    # An end beyond the layers is cut to them, as transformers slices self.layers[start:end].
+    if "span" not in args:
+        start = min(start, len(layers))
+    span = read(args["span"]) if "span" in args else max(0, min(read(args["end"]), len(layers)) - start)
+    if times < 1 or span < 0 or start + span > len(layers):
+        key = res.cite(args["times"] if times < 1 else args.get("span", args.get("end")))
         raise SlotdiffError(res.raw.name, f"a loop of {span} layers from {start} does not fit", key=key)
     cap = res.field_spec("n_layers")["maximum"]
     if len(layers) + span * (times - 1) > cap:

@@ -147,6 +147,23 @@ def _attention_residuals(b: Builder, runs: tuple[tuple[LayerSpec, int], ...]) ->
     b.norm("norms/qkv_input", d, 2 * full, "model.layers.0.k_input_layernorm")
 
 
+def _message_gates(b: Builder) -> None:
+    """A looped span's message gates (Inkling 2 Loop): each of the ``loop_end - loop_start``
+    looped layers mixes a message into its q, k, v and MLP inputs through a gate of rank
+    ``loop_gate_rank`` (down from [state, message], forget and message projections back),
+    the messages read by learned queries (one per gate, model-wide)."""
+    rank = b.arch.get("loop_gate_rank") or 0
+    if not rank:
+        return
+    d = need_int(b.arch, "d_model")
+    start, end = need_int(b.arch, "loop_start"), need_int(b.arch, "loop_end")
+    looped = max(0, min(end, need_int(b.arch, "n_layers")) - start)  # layers[start:end] exist
+    mod = "model.layers.0.q_message_gate"
+    b.add("norms/message_gate.down", rank, 2 * d, 4 * looped, "linear", f"{mod}.down_proj")
+    b.add("norms/message_gate.up", d, rank, 8 * looped, "linear", f"{mod}.forget_gate_proj")
+    b.add("norms/message_gate.query", d, 1, 4 * (end - start), "vector", "model.message_input.query")
+
+
 def _norms(b: Builder, runs: tuple[tuple[LayerSpec, int], ...]) -> None:
     a = b.arch
     d = need_int(a, "d_model")
@@ -223,6 +240,7 @@ def tensors(arch: Architecture) -> tuple[Tensor, ...]:
     per_layer_inputs(b, own)
     altup_laurel(b, own)
     hyper_connections(b, own)
+    _message_gates(b)
     if arch.get("final_norm", True):
         b.norm("norms/final", d, 1, "model.norm")
     if d_embed != d:

@@ -99,6 +99,14 @@ def layer_state_elements(arch: Architecture, layer: LayerSpec) -> tuple[int, int
     """Fixed per-sequence state of a layer's recurrent mixers: (in the state dtype, in the
     model dtype), as :func:`_mixer_state`."""
     rec, conv = _mixer_state(arch, layer.mixer, layer.variant)
+    if layer.mixer == "attention" and arch.get("attn_cca"):
+        # ZAYA's CCA keeps the q/k conv inputs (cca_time0 + cca_time1 - 2 positions) and the
+        # previous token's delayed value half, both in the model dtype.
+        h = layer.n_heads or arch.get("n_heads") or 0
+        g = layer.n_kv_heads or arch.get("n_kv_heads") or 0
+        hd = layer.head_dim or arch.get("head_dim") or 0
+        taps = (arch.get("cca_time0") or 1) - 1 + (arch.get("cca_time1") or 1) - 1
+        conv += (h + g) * hd * taps + g * hd // 2
     if layer.mixer == "attention" and (arch.get("kv_short_conv") or arch.get("residual_short_convs")):
         # Inkling's short convolutions around softmax attention keep their last kernel inputs,
         # in the state dtype: the keys' and values' (g·hd each) and the d-wide residual ones.

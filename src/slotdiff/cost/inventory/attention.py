@@ -68,6 +68,8 @@ def attention(b: Builder, n: int, layer: LayerSpec) -> None:
                 b.add(f"attention/k_norm{suffix}", k_w, 1, n, "vector", f"{mod}.k_norm", slot)
     if a.get("sinks") and (layer.window is not None or not a.get("sinks_sliding_only")):
         b.add("attention/sinks", h, 1, n, "vector", f"{mod}.sinks", slot)
+    if a.get("attn_cca"):
+        cca(b, n, h, g, hd)
     rel = a.get("rel_logit_dim") or 0
     if rel:  # relative-position logits: per-head rel features and a table over the extent (Inkling)
         extent = layer.window or need_int(a, "rel_extent")
@@ -110,6 +112,22 @@ def attention(b: Builder, n: int, layer: LayerSpec) -> None:
         b.add("attention/gate", rows, d, n, "linear", f"{mod}.gate_proj", slot)
         if a.get("attn_gate_head_bias"):
             b.add("attention/gate.head_bias", h, 1, n, "vector", f"{mod}.gate_bias", slot)
+
+
+def cca(b: Builder, n: int, h: int, g: int, hd: int) -> None:
+    """Compressed convolutional attention's extras (ZAYA): q and k mixed by a depthwise conv of
+    cca_time0 taps then a conv grouped per head of cca_time1 taps, both with biases, and a
+    learned key scale per KV head (its q/k norm is an L2 norm). The value projection is split
+    into a current and a delayed half: as many weights as one v projection."""
+    a = b.arch
+    ch = (h + g) * hd
+    t0, t1 = need_int(a, "cca_time0"), need_int(a, "cca_time1")
+    mod = "model.layers.0.self_attn.qkv_proj"
+    slot = "attention"
+    b.add("attention/cca.depthwise", ch, t0, n, "conv", f"{mod}.conv_qk_depthwise", slot)
+    b.add("attention/cca.grouped", ch, hd * t1, n, "conv", f"{mod}.conv_qk_grouped", slot)
+    b.add("attention/cca.conv_bias", 2 * ch, 1, n, "vector", f"{mod}.conv_qk_depthwise", slot)
+    b.add("attention/cca.key_scale", g, 1, n, "vector", "model.layers.0.self_attn.qk_norm.temp", slot)
 
 
 def cross_attention(b: Builder, n: int, layer: LayerSpec) -> None:

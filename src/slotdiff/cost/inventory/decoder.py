@@ -115,6 +115,11 @@ def _layer_tensors(b: Builder, runs: tuple[tuple[LayerSpec, int], ...]) -> None:
             b.add("ffn/channel_scales", width or need_int(b.arch, "d_ff"), 1, scales * n, "vector", "mlp.suv")
         elif ffn == "moe":
             moe(b, n)
+    hidden = b.arch.get("router_hidden") or 0
+    if hidden:  # each router MLP but the first layer's adds the previous router's state, scaled
+        moes = sum(n for s, n in runs if s.ffn == "moe")
+        later = moes - any(s.index == 0 and s.ffn == "moe" for s, _ in runs)
+        b.add("router/states_scale", hidden, 1, later, "vector", "mlp.gate.router_states_scale")
     convs = b.arch.get("residual_short_convs") or 0
     if convs:  # d-wide depthwise causal convolutions on each layer's sublayer inputs (Inkling)
         kernel = need_int(b.arch, "short_conv_kernel")

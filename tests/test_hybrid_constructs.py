@@ -10,6 +10,7 @@ from __future__ import annotations
 import pytest
 
 from slotdiff.core.errors import SlotdiffError
+from slotdiff.cost.flops import attention_flops
 from slotdiff.cost.kv import kv_cost
 from slotdiff.cost.params import count
 
@@ -61,9 +62,13 @@ def test_indexed_attention_layers_get_an_indexer_and_its_key_cache() -> None:
 
 def test_a_shared_indexer_layer_has_no_indexer_and_no_indexer_keys() -> None:
     arch = arch_from({**GLM, "indexer_types": ["full", "shared"]})
-    assert [s.sparse for s in arch.layers] == [True, False]
+    assert [(s.sparse, s.index_shared) for s in arch.layers] == [(True, False), (True, True)]
     assert count(arch).total == 2 * MLA + INDEXER + REST
     assert kv_cost(arch, 8).bytes_per_token == (2 * (KV_RANK + ROPE) + IDIM) * 2
+    # at 100 tokens both layers attend to the 16 selected keys (absorbed MLA: q.k over r_kv + rope,
+    # mix over r_kv); only the full layer scores all 100 with its indexer heads
+    mla_step = 2 * H * ((KV_RANK + ROPE) + KV_RANK) * 16
+    assert attention_flops(arch, 100) == 2 * mla_step + 2 * IH * IDIM * 100
 
 
 def test_per_layer_config_sets_an_mla_layers_own_widths() -> None:

@@ -102,7 +102,7 @@ def attention_flops(arch: Architecture, context: int, form: str = "absorbed") ->
             rank = arch.get("kv_lora_rank") or 0
             nope, hv = arch.get("qk_nope_head_dim") or 0, arch.get("v_head_dim") or 0
             flops += 2 * rank * h * (nope + hv) * (keys - 1)
-        if layer.sparse:
+        if layer.sparse and not layer.index_shared:  # a shared layer reuses another's scores
             flops += 2 * (arch.get("index_n_heads") or 0) * (arch.get("index_head_dim") or 0) * context
         total += n * flops
     return total
@@ -117,7 +117,7 @@ def prefill_attention_flops(arch: Architecture, s: int, causal: bool = True) -> 
         h, dqk, dv = _qk_v_dims(arch, layer, absorbed=False)
         keys = _span_sum(arch, layer, s) if causal else s * s
         flops = 2 * h * (dqk + dv) * keys
-        if layer.sparse:
+        if layer.sparse and not layer.index_shared:
             idx = (arch.get("index_n_heads") or 0) * (arch.get("index_head_dim") or 0)
             flops += 2 * idx * (s * (s + 1) // 2 if causal else s * s)
         total += n * flops

@@ -34,7 +34,8 @@ def layer_kv_elements(arch: Architecture, layer: LayerSpec) -> int:
     if layer.kv_shared:
         # K/V (or the latent) come from an earlier layer; an indexer of its own still caches
         # its keys (Mistral Large 4's "reuse_but_indexer" layers).
-        return (arch.get("index_head_dim") or 0) if layer.sparse and layer.mixer == "mla" else 0
+        own = layer.sparse and not layer.index_shared and layer.mixer == "mla"
+        return (arch.get("index_head_dim") or 0) if own else 0
     elems = 0
     if layer.mixer == "attention" and arch.get("attn_shared_kv"):
         # One head read as both key and value, cached once (its compressed entries are
@@ -42,10 +43,10 @@ def layer_kv_elements(arch: Architecture, layer: LayerSpec) -> int:
         elems += layer.head_dim or arch.get("head_dim") or 0
     elif layer.mixer == "attention":
         elems += _attention_elements(arch, layer)
-        if layer.sparse:  # a lightning indexer's key per token (MiniMax-M3)
+        if layer.sparse and not layer.index_shared:  # a lightning indexer's key per token (MiniMax-M3)
             elems += arch.get("index_head_dim") or 0
     elif layer.mixer == "mla":
-        extra = (arch.get("index_head_dim") or 0) if layer.sparse else 0
+        extra = (arch.get("index_head_dim") or 0) if layer.sparse and not layer.index_shared else 0
         rank = layer_size(arch, layer, "kv_lora_rank") or 0
         rope = (layer_size(arch, layer, "qk_rope_head_dim") or 0) if layer.rope else 0  # NoPE: latent only
         elems += rank + rope + extra
@@ -208,8 +209,9 @@ def kv_cost(arch: Architecture, context: int, dtype: str = "bfloat16") -> KVCost
             )
             at_context += compressed
             if layer.sparse and topk and layer.mixer == "mla":
-                latent = elems - index_elems
-                read += (index_elems * span + latent * min(span, topk)) * b * n
+                keys = 0 if layer.index_shared else index_elems  # a shared layer scores nothing
+                latent = elems - keys
+                read += (keys * span + latent * min(span, topk)) * b * n
             else:
                 read += elems * b * span * n
             read += compressed

@@ -65,6 +65,9 @@ class LayerSpec:
     n_heads: int | None = None  # per-layer query heads (Laguna num_attention_heads_per_layer)
     head_dim: int | None = None  # per-layer override
     sparse: bool = False  # DeepSeek sparse attention (DSA) indexer on this layer
+    # A DSA layer that reuses an earlier layer's top-k selection (indexer_types "shared"): it
+    # attends to index_topk keys like any sparse layer, with no indexer and no indexer keys.
+    index_shared: bool = False
     # A second sequence mixer fed the same normed input as ``mixer``, its output summed
     # into the residual (Falcon-H1: mamba2 beside attention); None = none.
     parallel: str | None = None

@@ -97,7 +97,7 @@ def attention(b: Builder, n: int, layer: LayerSpec) -> None:
         b.add("attention/dyn_mask.dt", g, g * hv, n, "linear", f"{mod}.dt_proj", slot)
         if a.get("qkv_bias"):
             b.add("attention/dyn_mask.dt.bias", g, 1, n, "vector", f"{mod}.dt_proj", slot)
-    if layer.sparse:
+    if layer.sparse and not layer.index_shared:
         # A lightning indexer on a softmax-attention layer (MiniMax-M3): index-head queries
         # and one index key per token, each RMS-normed.
         ih, idim = need_int(a, "index_n_heads"), need_int(a, "index_head_dim")
@@ -216,7 +216,7 @@ def mla(b: Builder, n: int, layer: LayerSpec) -> None:
         b.add("attention/sinks", h, 1, n, "vector", f"{mod}.sinks", slot)
     if a.get("softmax_scaling"):  # a learned scale and bias per head on the scores (Mistral Large 4)
         b.add("attention/softmax_scaling", 2 * h, 1, n, "vector", f"{mod}.softmax_scaling", slot)
-    if layer.sparse:
+    if layer.sparse and not layer.index_shared:
         dsa_indexer(b, n, q_rank or d)
 
 

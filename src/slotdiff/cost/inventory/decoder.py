@@ -95,6 +95,7 @@ def _layer_tensors(b: Builder, runs: tuple[tuple[LayerSpec, int], ...]) -> None:
             s.variant,
             s.window,
             s.sparse,
+            s.index_shared,
             s.n_kv_heads,
             s.head_dim,
             s.kv_shared,

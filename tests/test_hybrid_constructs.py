@@ -214,3 +214,31 @@ def test_zaya_cca_keeps_its_conv_inputs_and_the_delayed_value() -> None:
     kv = kv_cost(arch_from(zaya), 4)
     # (q + k channels) x (2 - 1 + 3 - 1) conv positions + half the value heads, bf16
     assert kv.state_bytes_per_sequence == ((4 + 2) * 8 * 3 + 2 * 8 // 2) * 2
+
+
+def test_axk2_query_gate_and_gated_norms_by_hand() -> None:
+    axk2 = {
+        **GLM,
+        "model_type": "axk2",
+        "layer_types": ["indexed_attention", "indexed_attention"],
+        "mlp_layer_types": ["dense", "sparse"],
+        "n_routed_experts": 2,
+        "num_experts_per_tok": 1,
+        "n_shared_experts": 1,
+        "moe_intermediate_size": 8,
+        "gated_norm_rank": 3,
+    }
+    plain = {**axk2, "model_type": "glm_moe_dsa"}
+    # q_b (h·(nope+rope) × q_rank) becomes q_gate_proj (h·(nope+rope+hv) × 2·q_rank), per layer;
+    # gates d→3→d after both input norms and the MoE layer's pre-FFN norm (3 gates)
+    q_gate = H * (NOPE + ROPE + HV) * 2 * Q_RANK - H * (NOPE + ROPE) * Q_RANK
+    assert count(arch_from(axk2)).total - count(arch_from(plain)).total == 2 * q_gate + 3 * 2 * 3 * D
+
+
+def test_hyper_connections_without_the_comb_matrix_by_hand() -> None:
+    hy = {**GLM, "model_type": "hy_v4", "hc_mult": 2, "indexer_types": ["full", "full"]}
+    plain = {**hy, "model_type": "glm_moe_dsa"}
+    per_mixer = 2 * 2 * (2 * D) + 2 * 2 + 2  # fn (2N × N·d), base (2N), scale (2), N = 2
+    head = 2 * 2 * D + 2 + 1
+    extras = H * HV * D + H  # HY-V4's output gate and sinks on each layer
+    assert count(arch_from(hy)).total - count(arch_from(plain)).total == 2 * 2 * per_mixer + head + 2 * extras

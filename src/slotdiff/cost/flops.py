@@ -17,7 +17,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from ..schema.arch import Architecture, LayerSpec
+from ..schema.arch import Architecture, LayerSpec, layer_size
 from .params import ParamCount
 
 
@@ -41,11 +41,14 @@ def _qk_v_dims(arch: Architecture, layer: LayerSpec, absorbed: bool = False) -> 
     """(heads, q·k width, v width) of an attention layer's score and mix products."""
     h = layer.n_heads or arch.get("n_heads") or 0
     if layer.mixer == "mla":
-        rope, nope = arch.get("qk_rope_head_dim") or 0, arch.get("qk_nope_head_dim") or 0
-        rank = arch.get("kv_lora_rank") or 0
+        rope = layer_size(arch, layer, "qk_rope_head_dim") or 0
+        nope = layer_size(arch, layer, "qk_nope_head_dim") or 0
+        rank = layer_size(arch, layer, "kv_lora_rank") or 0
+        if not layer.rope:  # a NoPE MLA layer: the RoPE width joins the nope part
+            nope, rope = nope + rope, 0
         if absorbed:
             return h, rank + rope, rank
-        return h, nope + rope, arch.get("v_head_dim") or 0
+        return h, nope + rope, layer_size(arch, layer, "v_head_dim") or 0
     hd = layer.head_dim or arch.get("head_dim") or 0
     return h, hd, arch.get("v_head_dim") or hd
 
@@ -99,7 +102,7 @@ def attention_flops(arch: Architecture, context: int, form: str = "absorbed") ->
             rank = arch.get("kv_lora_rank") or 0
             nope, hv = arch.get("qk_nope_head_dim") or 0, arch.get("v_head_dim") or 0
             flops += 2 * rank * h * (nope + hv) * (keys - 1)
-        if layer.sparse:
+        if layer.sparse and not layer.index_shared:  # a shared layer reuses another's scores
             flops += 2 * (arch.get("index_n_heads") or 0) * (arch.get("index_head_dim") or 0) * context
         total += n * flops
     return total
@@ -114,7 +117,7 @@ def prefill_attention_flops(arch: Architecture, s: int, causal: bool = True) -> 
         h, dqk, dv = _qk_v_dims(arch, layer, absorbed=False)
         keys = _span_sum(arch, layer, s) if causal else s * s
         flops = 2 * h * (dqk + dv) * keys
-        if layer.sparse:
+        if layer.sparse and not layer.index_shared:
             idx = (arch.get("index_n_heads") or 0) * (arch.get("index_head_dim") or 0)
             flops += 2 * idx * (s * (s + 1) // 2 if causal else s * s)
         total += n * flops

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from ..schema.arch import Architecture, LayerSpec
+from ..schema.arch import Architecture, LayerSpec, layer_size
 from ..schema.precision import canonical_dtype, storage_bits
 
 
@@ -32,7 +32,10 @@ def layer_kv_elements(arch: Architecture, layer: LayerSpec) -> int:
     """Elements cached per token by one layer (0 for recurrent layers and layers that
     reuse another layer's K/V)."""
     if layer.kv_shared:
-        return 0
+        # K/V (or the latent) come from an earlier layer; an indexer of its own still caches
+        # its keys (Mistral Large 4's "reuse_but_indexer" layers).
+        own = layer.sparse and not layer.index_shared and layer.mixer == "mla"
+        return (arch.get("index_head_dim") or 0) if own else 0
     elems = 0
     if layer.mixer == "attention" and arch.get("attn_shared_kv"):
         # One head read as both key and value, cached once (its compressed entries are
@@ -40,11 +43,13 @@ def layer_kv_elements(arch: Architecture, layer: LayerSpec) -> int:
         elems += layer.head_dim or arch.get("head_dim") or 0
     elif layer.mixer == "attention":
         elems += _attention_elements(arch, layer)
-        if layer.sparse:  # a lightning indexer's key per token (MiniMax-M3)
+        if layer.sparse and not layer.index_shared:  # a lightning indexer's key per token (MiniMax-M3)
             elems += arch.get("index_head_dim") or 0
     elif layer.mixer == "mla":
-        extra = (arch.get("index_head_dim") or 0) if layer.sparse else 0
-        elems += (arch.get("kv_lora_rank") or 0) + (arch.get("qk_rope_head_dim") or 0) + extra
+        extra = (arch.get("index_head_dim") or 0) if layer.sparse and not layer.index_shared else 0
+        rank = layer_size(arch, layer, "kv_lora_rank") or 0
+        rope = (layer_size(arch, layer, "qk_rope_head_dim") or 0) if layer.rope else 0  # NoPE: latent only
+        elems += rank + rope + extra
     if layer.shared_block is not None:  # a weight-shared attention block run on this layer
         elems += _attention_elements(arch, layer)
     return elems
@@ -108,6 +113,22 @@ def layer_state_elements(arch: Architecture, layer: LayerSpec) -> tuple[int, int
     """Fixed per-sequence state of a layer's recurrent mixers: (in the state dtype, in the
     model dtype), as :func:`_mixer_state`."""
     rec, conv = _mixer_state(arch, layer.mixer, layer.variant)
+    if layer.mixer == "attention" and arch.get("attn_cca"):
+        # ZAYA's CCA keeps the q/k conv inputs (cca_time0 + cca_time1 - 2 positions) and the
+        # previous token's delayed value half, both in the model dtype.
+        h = layer.n_heads or arch.get("n_heads") or 0
+        g = layer.n_kv_heads or arch.get("n_kv_heads") or 0
+        hd = layer.head_dim or arch.get("head_dim") or 0
+        taps = (arch.get("cca_time0") or 1) - 1 + (arch.get("cca_time1") or 1) - 1
+        conv += (h + g) * hd * taps + g * hd // 2
+    if layer.mixer == "attention" and (arch.get("kv_short_conv") or arch.get("residual_short_convs")):
+        # Inkling's short convolutions around softmax attention keep their last kernel inputs,
+        # in the state dtype: the keys' and values' (g·hd each) and the d-wide residual ones.
+        kernel = arch.get("short_conv_kernel") or 0
+        g = layer.n_kv_heads or arch.get("n_kv_heads") or 0
+        hd = layer.head_dim or arch.get("head_dim") or 0
+        kv = 2 * g * hd if arch.get("kv_short_conv") else 0
+        rec += kernel * (kv + (arch.get("residual_short_convs") or 0) * (arch.get("d_model") or 0))
     if layer.parallel:
         prec, pconv = _mixer_state(arch, layer.parallel, None)
         rec, conv = rec + prec, conv + pconv
@@ -201,8 +222,9 @@ def kv_cost(arch: Architecture, context: int, dtype: str = "bfloat16") -> KVCost
             )
             at_context += compressed
             if layer.sparse and topk and layer.mixer == "mla":
-                latent = elems - index_elems
-                read += (index_elems * span + latent * min(span, topk)) * b * n
+                keys = 0 if layer.index_shared else index_elems  # a shared layer scores nothing
+                latent = elems - keys
+                read += (keys * span + latent * min(span, topk)) * b * n
             else:
                 read += elems * b * span * n
             read += compressed

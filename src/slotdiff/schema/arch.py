@@ -65,6 +65,9 @@ class LayerSpec:
     n_heads: int | None = None  # per-layer query heads (Laguna num_attention_heads_per_layer)
     head_dim: int | None = None  # per-layer override
     sparse: bool = False  # DeepSeek sparse attention (DSA) indexer on this layer
+    # A DSA layer that reuses an earlier layer's top-k selection (indexer_types "shared"): it
+    # attends to index_topk keys like any sparse layer, with no indexer and no indexer keys.
+    index_shared: bool = False
     # A second sequence mixer fed the same normed input as ``mixer``, its output summed
     # into the residual (Falcon-H1: mamba2 beside attention); None = none.
     parallel: str | None = None
@@ -84,6 +87,18 @@ class LayerSpec:
     # Compressed KV beside the sliding window: one pooled KV entry every ``compress`` tokens
     # (DeepSeek-V4 HCA/CSA layers; with ``sparse`` an indexer over the compressed keys).
     compress: int | None = None
+    # Per-layer values of model-wide size fields no attribute above holds, as (canonical field,
+    # value) pairs: an MLA layer's own kv_lora_rank, qk_nope_head_dim ... (transformers'
+    # per_layer_config, Dots3 Note's sliding layers). Read through :func:`layer_size`.
+    sizes: tuple[tuple[str, int], ...] = ()
+
+
+def layer_size(arch: Architecture, layer: LayerSpec, name: str) -> Any:
+    """The value of size field ``name`` on ``layer``: its own (``sizes``), else the model's."""
+    for key, value in layer.sizes:
+        if key == name:
+            return value
+    return arch.get(name)
 
 
 _LAYER_FIELDS = frozenset(f.name for f in fields(LayerSpec))

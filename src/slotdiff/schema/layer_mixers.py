@@ -15,6 +15,7 @@ from .layer_rules import (
     raw_value,
     resolve_set,
     rule,
+    set_attrs,
     sliding_window,
 )
 from .resolver import Resolver
@@ -30,11 +31,15 @@ def _layer_types(res: Resolver, layers: list[LayerSpec], args: dict[str, Any]) -
     ``unwindowed_full``: a sliding layer whose window is switched off or absent attends over
     the full context (SmolLM3 windows a layer only when use_sliding_window), instead of
     refusing the config. ``truncate`` cuts a longer list to the layer count, as a config
-    class that keeps the first n entries does.
+    class that keeps the first n entries does. ``must_have`` names a kind the list must hold
+    (Dory's "mlp" blocks: a list without them is a paired form the data does not read).
     """
     types, key = layer_type_list(res, args)
     if not types:
         return layers
+    needed = args.get("must_have")
+    if needed and needed not in types:  # a form of the list this family's data does not read
+        raise SlotdiffError(res.raw.name, f"expected {needed!r} entries (the released layout)", key=key)
     if args.get("truncate"):
         types = types[: len(layers)]  # the config class keeps the first n entries (DeepSeek-V4)
     if len(types) != len(layers):
@@ -180,3 +185,62 @@ def _chunked(res: Resolver, layers: list[LayerSpec], args: dict[str, Any]) -> li
     if not chunk:
         return layers
     return [evolve(s, chunk=chunk) if s.rope and s.mixer == "attention" else s for s in layers]
+
+
+@rule("source_layers")
+def _source_layers(res: Resolver, layers: list[LayerSpec], args: dict[str, Any]) -> list[LayerSpec]:
+    """Per-layer index of the layer whose cache a layer reads, under config key ``key``: a layer
+    whose entry is not its own index gets ``set`` (default ``kv_shared``), as transformers'
+    ``kv_source_layers`` (Mistral Large 4) drops that layer's K/V projection and cache. Each
+    entry must name this or an earlier layer. Absent or null: unchanged."""
+    values = raw_value(res, args["key"])
+    if values is None:
+        return layers
+    key = res.cite(args["key"])
+    if not isinstance(values, list) or len(values) != len(layers):
+        raise SlotdiffError(res.raw.name, f"expected a list of {len(layers)} layer indices", key=key)
+    out = []
+    for s, v in zip(layers, values, strict=True):
+        if not isinstance(v, int) or isinstance(v, bool) or not 0 <= v <= s.index:
+            why = f"expected this or an earlier layer's index, got {v!r}"
+            raise SlotdiffError(res.raw.name, why, key=key)
+        out.append(s if v == s.index else set_attrs(res, s, args.get("set", {"kv_shared": True})))
+    return out
+
+
+@rule("loop")
+def _loop(res: Resolver, layers: list[LayerSpec], args: dict[str, Any]) -> list[LayerSpec]:
+    """A looped span: the ``span`` layers from ``start`` (or those up to ``end``, cut to the
+    layers there are, as a slice) run ``times`` times in a row (config keys, or ints), as a
+    looped transformer (Dory, Inkling 2 Loop) does. Every run after the first is laid out
+    as copies right after the span, ``tied`` (the first run's weights: no parameters, their
+    own compute and cache); with ``shared_cache`` (``{"key", "value"}``) and that config key
+    at that value, the copies also write no cache of their own (``kv_shared``: earlier runs
+    read the last run's). Layers are renumbered in running order."""
+
+    def read(arg: Any) -> int:
+        value = arg if isinstance(arg, int) else raw_value(res, arg)
+        if not isinstance(value, int) or isinstance(value, bool) or value < 0:
+            key = res.cite(arg) if isinstance(arg, str) else "layers"
+            raise SlotdiffError(res.raw.name, f"expected a non-negative layer count, got {value!r}", key=key)
+        return value
+
+    start, times = read(args["start"]), read(args["times"])
+    # An end beyond the layers is cut to them, as transformers slices self.layers[start:end].
+    if "span" not in args:
+        start = min(start, len(layers))
+    span = read(args["span"]) if "span" in args else max(0, min(read(args["end"]), len(layers)) - start)
+    if times < 1 or span < 0 or start + span > len(layers):
+        key = res.cite(args["times"] if times < 1 else args.get("span", args.get("end")))
+        raise SlotdiffError(res.raw.name, f"a loop of {span} layers from {start} does not fit", key=key)
+    cap = res.field_spec("n_layers")["maximum"]
+    if len(layers) + span * (times - 1) > cap:
+        raise SlotdiffError(res.raw.name, f"runs more than {cap:,} layers", key=res.cite(args["times"]))
+    copy: dict[str, Any] = {"tied": True}
+    shared = args.get("shared_cache")
+    if shared and raw_value(res, shared["key"]) == shared["value"]:
+        copy["kv_shared"] = True
+    body = layers[start : start + span]
+    runs = [evolve(s, **copy) for _ in range(times - 1) for s in body]
+    out = layers[: start + span] + runs + layers[start + span :]
+    return [s if s.index == i else evolve(s, index=i) for i, s in enumerate(out)]

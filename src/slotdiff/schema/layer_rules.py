@@ -106,6 +106,8 @@ LAYER_TYPE_KINDS: dict[str, dict[str, Any]] = {
     "sliding_attention": {"mixer": "attention", "window": True},
     "local_attention": {"mixer": "attention", "window": True},
     "chunked_attention": {"mixer": "attention", "chunk": True},
+    # DSA: softmax (or MLA) attention with a lightning indexer that picks index_topk keys.
+    "indexed_attention": {"mixer": "attention", "sparse": True},
     "linear_attention": {"mixer": "linear_attention"},
     "conv": {"mixer": "conv"},
     "mamba": {"mixer": "mamba"},
@@ -309,86 +311,4 @@ def _cycle(res: Resolver, layers: list[LayerSpec], args: dict[str, Any]) -> list
             continue
         out.append(evolve(s, **{attr: k % period}))
         k += 1
-    return out
-
-
-# transformers' per-layer override keys and the LayerSpec attribute each sets.
-PER_LAYER_ATTRS = {"head_dim": "head_dim", "num_key_value_heads": "n_kv_heads", "intermediate_size": "d_ff"}
-
-
-@rule("per_layer_config")
-def _per_layer_config(res: Resolver, layers: list[LayerSpec], args: dict[str, Any]) -> list[LayerSpec]:
-    """transformers' heterogeneous configs (HeterogeneousConfigMixin): ``per_layer_config``
-    maps a layer index (an int, or a zero-padded string as to_dict writes it) to the config
-    attributes that differ on that layer; head_dim, num_key_value_heads and intermediate_size
-    set the layer's own sizes (Gemma 4 Unified's global layers). ``ignore`` lists override
-    keys that change no tensor; any other key refuses, since it may change the structure."""
-    key = args.get("key", "per_layer_config")
-    table = raw_value(res, key)
-    if table is None:
-        return layers
-    cited = res.cite(key)
-    if not isinstance(table, dict):
-        raise SlotdiffError(res.raw.name, "expected an object of layer index → overrides", key=cited)
-    ignore = set(args.get("ignore", ()))
-    changes: dict[int, dict[str, Any]] = {}
-    for index, overrides in table.items():
-        at = f"{cited}.{index}"
-        i = int(index) if isinstance(index, str) and index.isdigit() and len(index) < 7 else index
-        if not isinstance(i, int) or isinstance(i, bool) or not 0 <= i < len(layers):
-            raise SlotdiffError(res.raw.name, f"expected a layer index below {len(layers)}", key=at)
-        if not isinstance(overrides, dict):
-            raise SlotdiffError(res.raw.name, "expected an object of overrides", key=at)
-        for name, value in overrides.items():
-            if name in ignore:
-                continue
-            attr = PER_LAYER_ATTRS.get(name)
-            if attr is None:
-                raise SlotdiffError(res.raw.name, f"a per-layer {name} is not modelled", key=f"{at}.{name}")
-            if not isinstance(value, int) or isinstance(value, bool) or not 0 < value <= 2**40:
-                why = f"expected a positive size, got {value!r}"
-                raise SlotdiffError(res.raw.name, why, key=f"{at}.{name}")
-            changes.setdefault(i, {})[attr] = value
-    return [evolve(s, **changes[s.index]) if s.index in changes else s for s in layers]
-
-
-@rule("layer_values")
-def _layer_values(res: Resolver, layers: list[LayerSpec], args: dict[str, Any]) -> list[LayerSpec]:
-    """Per-layer integer ``attr`` from the list under config key ``key``, one entry per layer
-    (Laguna ``num_attention_heads_per_layer`` → ``n_heads``). Absent or null: unchanged."""
-    values = raw_value(res, args["key"])
-    if values is None:
-        return layers
-    key = res.cite(args["key"])
-    if not isinstance(values, list) or len(values) != len(layers):
-        raise SlotdiffError(res.raw.name, f"expected a list of {len(layers)} per-layer values", key=key)
-    for v in values:
-        if not isinstance(v, int) or isinstance(v, bool) or not 1 <= v <= 1099511627776:
-            raise SlotdiffError(res.raw.name, f"expected positive integers, got {v!r}", key=key)
-    return [evolve(s, **{args["attr"]: v}) for s, v in zip(layers, values, strict=True)]
-
-
-@rule("layer_map")
-def _layer_map(res: Resolver, layers: list[LayerSpec], args: dict[str, Any]) -> list[LayerSpec]:
-    """A per-layer list under config key ``key`` mapped through ``map`` (each entry, written
-    as a string, to the attributes to ``set``): per-layer 0/1 switches transformers accepts
-    in place of an interval (MiniMax-M3's ``moe_layer_freq`` and
-    ``sparse_attention_config.sparse_attention_freq``; DeepSeek-V4's legacy ``compress_ratios``).
-    ``truncate``: a longer list is cut to the layer count, as the config class does (a list
-    that also covers MTP layers). Absent or null: unchanged."""
-    values = raw_value(res, args["key"])
-    if values is None:
-        return layers
-    key = res.cite(args["key"])
-    if args.get("truncate") and isinstance(values, list):
-        values = values[: len(layers)]  # the config class keeps the first n entries
-    if not isinstance(values, list) or len(values) != len(layers):
-        raise SlotdiffError(res.raw.name, f"expected a list of {len(layers)} per-layer entries", key=key)
-    table: dict[str, dict[str, Any]] = args["map"]
-    out = []
-    for s, v in zip(layers, values, strict=True):
-        name = str(v).lower() if isinstance(v, (bool, int, str)) else None
-        if name not in table:
-            raise SlotdiffError(res.raw.name, f"unknown per-layer entry {v!r}", key=key)
-        out.append(set_attrs(res, s, table[name]))
     return out

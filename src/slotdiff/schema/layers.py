@@ -11,7 +11,7 @@ from dataclasses import replace
 from typing import Any
 
 from ..core.errors import SlotdiffError
-from . import layer_ffn, layer_mixers  # noqa: F401  (importing them registers their rules)
+from . import layer_ffn, layer_mixers, layer_overrides  # noqa: F401  (importing them registers their rules)
 from .arch import LayerSpec, numbered
 from .layer_rules import RULES, holds, layer_type_list, raw_value
 from .resolver import Resolver

@@ -57,12 +57,16 @@ def attention_range(arch: Architecture) -> Fill:
     suffix = ", attention sinks" if sinks else ""
     if sparse:
         topk = ev.use("index_topk")
+        indexed = sum(1 for s in attn if s.sparse)
+        where = "" if indexed == len(attn) else f" on {indexed} of {len(attn)} attention layers"
+        if windows and indexed < len(attn):  # Dots3 Note: indexed layers between sliding ones
+            where += f", sliding {max(windows):,} on {len(windows)}"
         return ev.fill(
             "attention.range",
             "sparse",
-            f"sparse: indexer selects top-{topk} tokens{suffix}",
+            f"sparse: indexer selects top-{topk} tokens{where}{suffix}",
             attrs,
-            {"index_topk": topk},
+            {"index_topk": topk, "indexed_layers": indexed},
         )
     if chunks:
         ev.use("attention_chunk_size")

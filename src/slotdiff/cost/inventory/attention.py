@@ -3,7 +3,7 @@ cross-attention layers, and MLA's low-rank projections."""
 
 from __future__ import annotations
 
-from ...schema.arch import LayerSpec
+from ...schema.arch import Architecture, LayerSpec, layer_size
 from .compressed import shared_kv_attention
 from .tensor import Builder, need_int
 
@@ -61,13 +61,33 @@ def attention(b: Builder, n: int, layer: LayerSpec) -> None:
     kind = a.get("qk_norm_kind")
     if a.get("qk_norm") and kind != "l2":  # an L2 QK-norm has no weights
         # One weight per head (each head its own, or one over all heads) or one shared.
-        q_w, k_w = (h * hd, g * hd) if kind in ("full", "head_separate") else (hd, hd)
+        q_w, k_w = (h * hd, g * hd) if kind in ("full", "head_separate", "q_heads") else (hd, hd)
         for suffix in ("", ".bias") if a.get("qk_norm_bias") else ("",):
             b.add(f"attention/q_norm{suffix}", q_w, 1, n, "vector", f"{mod}.q_norm", slot)
-            if not layer.kv_shared:  # a layer reusing another's K/V has no k norm
+            if not layer.kv_shared and kind != "q_heads":  # no k norm: K/V reused, or q only
                 b.add(f"attention/k_norm{suffix}", k_w, 1, n, "vector", f"{mod}.k_norm", slot)
     if a.get("sinks") and (layer.window is not None or not a.get("sinks_sliding_only")):
         b.add("attention/sinks", h, 1, n, "vector", f"{mod}.sinks", slot)
+    if a.get("attn_cca"):
+        cca(b, n, h, g, hd)
+    rel = a.get("rel_logit_dim") or 0
+    if rel:  # relative-position logits: per-head rel features and a table over the extent (Inkling)
+        extent = layer.window or need_int(a, "rel_extent")
+        b.add("attention/rel.r", h * rel, d, n, "linear", f"{mod}.r_proj", slot)
+        b.add("attention/rel.table", rel, extent, n, "vector", f"{mod}.rel_logits_proj.proj", slot)
+        if a.get("rel_logit_norm"):  # an RMSNorm scale per head and rel feature (Inkling 2)
+            b.add("attention/rel.norm", h * rel, 1, n, "vector", f"{mod}.relative_position_bias.norm", slot)
+    if a.get("sinks_proj"):  # sink logits projected from the input, one per head (Inkling 2)
+        b.add("attention/sinks_proj", h, d, n, "linear", f"{mod}.sink_proj", slot)
+    if a.get("kv_short_conv"):  # depthwise causal convolutions on the keys and the values (Inkling)
+        kernel = need_int(a, "short_conv_kernel")
+        b.add("attention/kv_conv", g * hd, kernel, 2 * n, "conv", f"{mod}.k_sconv.conv1d", slot)
+        if a.get("full_qkv_inputs") and layer.window is None:
+            # Full layers' taps also get a per-token part projected from the input, per KV head.
+            b.add("attention/kv_conv.dynamic", g * kernel, d, 2 * n, "linear", f"{mod}.k_proj.sconv", slot)
+    scales = a.get("attn_channel_scales") or 0
+    if scales:  # learned per-channel scales on the queries / the output gate (Dory sqk, s_gate)
+        b.add("attention/channel_scales", h * hd, 1, scales * n, "vector", f"{mod}.sqk", slot)
     vectors = a.get("attn_head_vectors") or 0
     if vectors:  # DiffLlama's differential-attention lambdas (q1, k1, q2, k2), head_dim each
         b.add("attention/head_vectors", hd, 1, vectors * n, "vector", f"{mod}.lambda_q1", slot)
@@ -77,7 +97,7 @@ def attention(b: Builder, n: int, layer: LayerSpec) -> None:
         b.add("attention/dyn_mask.dt", g, g * hv, n, "linear", f"{mod}.dt_proj", slot)
         if a.get("qkv_bias"):
             b.add("attention/dyn_mask.dt.bias", g, 1, n, "vector", f"{mod}.dt_proj", slot)
-    if layer.sparse:
+    if layer.sparse and not layer.index_shared:
         # A lightning indexer on a softmax-attention layer (MiniMax-M3): index-head queries
         # and one index key per token, each RMS-normed.
         ih, idim = need_int(a, "index_n_heads"), need_int(a, "index_head_dim")
@@ -92,6 +112,22 @@ def attention(b: Builder, n: int, layer: LayerSpec) -> None:
         b.add("attention/gate", rows, d, n, "linear", f"{mod}.gate_proj", slot)
         if a.get("attn_gate_head_bias"):
             b.add("attention/gate.head_bias", h, 1, n, "vector", f"{mod}.gate_bias", slot)
+
+
+def cca(b: Builder, n: int, h: int, g: int, hd: int) -> None:
+    """Compressed convolutional attention's extras (ZAYA): q and k mixed by a depthwise conv of
+    cca_time0 taps then a conv grouped per head of cca_time1 taps, both with biases, and a
+    learned key scale per KV head (its q/k norm is an L2 norm). The value projection is split
+    into a current and a delayed half: as many weights as one v projection."""
+    a = b.arch
+    ch = (h + g) * hd
+    t0, t1 = need_int(a, "cca_time0"), need_int(a, "cca_time1")
+    mod = "model.layers.0.self_attn.qkv_proj"
+    slot = "attention"
+    b.add("attention/cca.depthwise", ch, t0, n, "conv", f"{mod}.conv_qk_depthwise", slot)
+    b.add("attention/cca.grouped", ch, hd * t1, n, "conv", f"{mod}.conv_qk_grouped", slot)
+    b.add("attention/cca.conv_bias", 2 * ch, 1, n, "vector", f"{mod}.conv_qk_depthwise", slot)
+    b.add("attention/cca.key_scale", g, 1, n, "vector", "model.layers.0.self_attn.qk_norm.temp", slot)
 
 
 def cross_attention(b: Builder, n: int, layer: LayerSpec) -> None:
@@ -116,21 +152,35 @@ def cross_attention(b: Builder, n: int, layer: LayerSpec) -> None:
     b.add("attention/cross.gates", 1, 1, gates * n, "vector", "model.layers.0.cross_attn_attn_gate")
 
 
+def _size(a: Architecture, layer: LayerSpec, name: str) -> int:
+    """A size field on ``layer`` (its own, else the model's), which must be known."""
+    value = layer_size(a, layer, name)
+    return value if isinstance(value, int) and not isinstance(value, bool) else need_int(a, name)
+
+
 def mla(b: Builder, n: int, layer: LayerSpec) -> None:
     a = b.arch
-    d, h = need_int(a, "d_model"), need_int(a, "n_heads")
+    d, h = need_int(a, "d_model"), layer.n_heads or need_int(a, "n_heads")
     kv_rank, rope, nope = (
-        need_int(a, "kv_lora_rank"),
-        need_int(a, "qk_rope_head_dim"),
-        need_int(a, "qk_nope_head_dim"),
+        _size(a, layer, "kv_lora_rank"),
+        _size(a, layer, "qk_rope_head_dim"),
+        _size(a, layer, "qk_nope_head_dim"),
     )
-    hv = need_int(a, "v_head_dim")
-    qk = a.get("qk_head_dim") or nope + rope
-    q_rank = a.get("q_lora_rank")
+    hv = _size(a, layer, "v_head_dim")
+    qk = (a.get("qk_head_dim") if not layer.sizes else None) or nope + rope
+    q_rank = layer_size(a, layer, "q_lora_rank")
     mod = "model.layers.0.self_attn"
     slot = "attention"
     bias = bool(a.get("qkv_bias"))
-    if q_rank:
+    if q_rank and a.get("mla_q_gate"):
+        # One fused projection from [q_a, its norm] to the queries and a per-channel output
+        # gate (A.X-K2's q_gate_proj), in place of q_b.
+        b.add("attention/q_a", q_rank, d, n, "linear", f"{mod}.q_a_proj", slot)
+        b.add("attention/q_a_norm", q_rank, 1, n, "vector", f"{mod}.q_a_layernorm", slot)
+        b.add("attention/q_gate", h * (qk + hv), 2 * q_rank, n, "linear", f"{mod}.q_gate_proj", slot)
+        if bias:
+            b.add("attention/q_a.bias", q_rank, 1, n, "vector", f"{mod}.q_a_proj", slot)
+    elif q_rank:
         b.add("attention/q_a", q_rank, d, n, "linear", f"{mod}.q_a_proj", slot)
         b.add("attention/q_a_norm", q_rank, 1, n, "vector", f"{mod}.q_a_layernorm", slot)
         b.add(
@@ -146,52 +196,48 @@ def mla(b: Builder, n: int, layer: LayerSpec) -> None:
             b.add("attention/q_a.bias", q_rank, 1, n, "vector", f"{mod}.q_a_proj", slot)
     else:
         b.add("attention/q", h * qk, d, n, "linear", f"{mod}.q_proj", slot)
-    b.add("attention/kv_a", kv_rank + rope, d, n, "linear", f"{mod}.kv_a_proj_with_mqa", slot)
-    b.add("attention/kv_a_norm", kv_rank, 1, n, "vector", f"{mod}.kv_a_layernorm", slot)
+    if not layer.rope:
+        nope, rope = nope + rope, 0  # a NoPE layer: no decoupled RoPE key, its width joins nope
+    if not layer.kv_shared:  # a layer reading an earlier layer's latent has no kv_a of its own
+        b.add("attention/kv_a", kv_rank + rope, d, n, "linear", f"{mod}.kv_a_proj_with_mqa", slot)
+        b.add("attention/kv_a_norm", kv_rank, 1, n, "vector", f"{mod}.kv_a_layernorm", slot)
+        if bias:
+            b.add("attention/kv_a.bias", kv_rank + rope, 1, n, "vector", f"{mod}.kv_a_proj_with_mqa", slot)
     b.add("attention/kv_b", h * (nope + hv), kv_rank, n, "linear", f"{mod}.kv_b_proj", slot)
     b.add("attention/o", d, h * hv, n, "linear", f"{mod}.o_proj", slot)
     if bias:
-        b.add(
-            "attention/kv_a.bias",
-            kv_rank + rope,
-            1,
-            n,
-            "vector",
-            f"{mod}.kv_a_proj_with_mqa",
-            slot,
-        )
         b.add("attention/o.bias", d, 1, n, "vector", f"{mod}.o_proj", slot)
-    if layer.sparse:
-        ih, idim = need_int(a, "index_n_heads"), need_int(a, "index_head_dim")
-        src = q_rank or d
-        b.add(
-            "attention/indexer.wq_b",
-            ih * idim,
-            src,
-            n,
-            "linear",
-            f"{mod}.indexer.wq_b",
-            slot,
-        )
-        b.add("attention/indexer.wk", idim, d, n, "linear", f"{mod}.indexer.wk", slot)
-        b.add(
-            "attention/indexer.k_norm",
-            2 * idim,
-            1,
-            n,
-            "vector",
-            f"{mod}.indexer.k_norm",
-            slot,
-        )
-        b.add(
-            "attention/indexer.weights",
-            ih,
-            d,
-            n,
-            "linear",
-            f"{mod}.indexer.weights_proj",
-            slot,
-        )
+    gate = a.get("attn_gate")
+    if gate in ("channel", "head"):  # an output gate from the input: per channel (HY-V4), per head (Dots3)
+        b.add("attention/gate", h * hv if gate == "channel" else h, d, n, "linear", f"{mod}.gate_proj", slot)
+    if a.get("mla_rope_k_norm"):  # an RMSNorm on the decoupled RoPE key (Dots3 k_rope_only_layernorm)
+        b.add("attention/k_rope_norm", rope, 1, n, "vector", f"{mod}.k_rope_only_layernorm", slot)
+    if a.get("sinks"):
+        b.add("attention/sinks", h, 1, n, "vector", f"{mod}.sinks", slot)
+    if a.get("softmax_scaling"):  # a learned scale and bias per head on the scores (Mistral Large 4)
+        b.add("attention/softmax_scaling", 2 * h, 1, n, "vector", f"{mod}.softmax_scaling", slot)
+    if layer.sparse and not layer.index_shared:
+        dsa_indexer(b, n, q_rank or d)
+
+
+def dsa_indexer(b: Builder, n: int, q_in: int) -> None:
+    """``n`` DSA lightning indexers (DeepSeek-V3.2 as transformers builds it): index-head queries
+    from ``q_in`` (the query LoRA bottleneck, else the hidden state), one index key per token
+    with its LayerNorm, and per-head weights; ``indexer_input_norm`` adds a LayerNorm on the
+    query side's input and ``softmax_scaling`` a scale and bias per index head (Mistral Large 4)."""
+    a = b.arch
+    d = need_int(a, "d_model")
+    ih, idim = need_int(a, "index_n_heads"), need_int(a, "index_head_dim")
+    mod = "model.layers.0.self_attn.indexer"
+    slot = "attention"
+    b.add("attention/indexer.wq_b", ih * idim, q_in, n, "linear", f"{mod}.wq_b", slot)
+    b.add("attention/indexer.wk", idim, d, n, "linear", f"{mod}.wk", slot)
+    b.add("attention/indexer.k_norm", 2 * idim, 1, n, "vector", f"{mod}.k_norm", slot)
+    b.add("attention/indexer.weights", ih, d, n, "linear", f"{mod}.weights_proj", slot)
+    if a.get("indexer_input_norm"):
+        b.add("attention/indexer.q_input_norm", 2 * q_in, 1, n, "vector", f"{mod}.q_input_norm", slot)
+    if a.get("softmax_scaling"):
+        b.add("attention/indexer.softmax_scaling", 2 * ih, 1, n, "vector", f"{mod}.softmax_scaling", slot)
 
 
 def attention_experts(b: Builder, n: int, d: int, g: int, hd: int) -> None:

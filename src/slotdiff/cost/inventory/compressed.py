@@ -53,16 +53,19 @@ def shared_kv_attention(b: Builder, n: int, layer: LayerSpec) -> None:
 def hyper_connections(b: Builder, n_layers: int) -> None:
     """Hyper-connections over ``hc_mult`` residual streams: per layer two mixers (before
     attention and before the FFN), each a projection of the flattened streams to the
-    pre/post/comb weights ((2 + N)·N), their bias and three scales; one head mixer (N)."""
+    pre/post/comb weights ((2 + N)·N), their bias and three scales (with ``hc_no_comb``:
+    pre/post only, 2·N, and two scales); one head mixer (N)."""
     streams = b.arch.get("hc_mult") or 0
     if streams <= 1:
         return
     d = need_int(b.arch, "d_model")
-    width = (2 + streams) * streams
+    # Without the stream-mixing matrix (hc_no_comb: HY-V4's iHC) only pre and post weights.
+    comb = not b.arch.get("hc_no_comb")
+    width = (2 + streams) * streams if comb else 2 * streams
     mod = "model.layers.0.attn_hc"
     b.add("norms/hyper.fn", width, streams * d, 2 * n_layers, "linear", f"{mod}.fn")
     b.add("norms/hyper.base", width, 1, 2 * n_layers, "vector", f"{mod}.base")
-    b.add("norms/hyper.scale", 3, 1, 2 * n_layers, "vector", f"{mod}.scale")
+    b.add("norms/hyper.scale", 3 if comb else 2, 1, 2 * n_layers, "vector", f"{mod}.scale")
     b.add("norms/hyper_head.fn", streams, streams * d, 1, "linear", "model.hc_head.hc_fn")
     b.add("norms/hyper_head.base", streams, 1, 1, "vector", "model.hc_head.hc_base")
     b.add("norms/hyper_head.scale", 1, 1, 1, "vector", "model.hc_head.hc_scale")

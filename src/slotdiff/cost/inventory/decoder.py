@@ -100,11 +100,14 @@ def _layer_tensors(b: Builder, runs: tuple[tuple[LayerSpec, int], ...]) -> None:
             s.variant,
             s.window,
             s.sparse,
+            s.index_shared,
             s.n_kv_heads,
             s.head_dim,
             s.kv_shared,
             s.n_heads,
             s.compress,
+            s.sizes,
+            s.rope,  # a NoPE MLA layer has no RoPE key
         )
 
     for key, n, first in group_runs(runs, shape):
@@ -114,14 +117,62 @@ def _layer_tensors(b: Builder, runs: tuple[tuple[LayerSpec, int], ...]) -> None:
     for (ffn, width), n, _ in group_runs(runs, lambda s: (s.ffn, s.d_ff)):
         if ffn == "dense":
             dense_ffn(b, n, width or need_int(b.arch, "d_ff"))
+            scales = b.arch.get("ffn_channel_scales") or 0  # per-channel scales (Dory suv_gate, suv_up)
+            b.add("ffn/channel_scales", width or need_int(b.arch, "d_ff"), 1, scales * n, "vector", "mlp.suv")
         elif ffn == "moe":
             moe(b, n)
+    hidden = b.arch.get("router_hidden") or 0
+    if hidden:  # each router MLP but the first layer's adds the previous router's state, scaled
+        moes = sum(n for s, n in runs if s.ffn == "moe")
+        later = moes - any(s.index == 0 and s.ffn == "moe" for s, _ in runs)
+        b.add("router/states_scale", hidden, 1, later, "vector", "mlp.gate.router_states_scale")
+    convs = b.arch.get("residual_short_convs") or 0
+    if convs:  # d-wide depthwise causal convolutions on each layer's sublayer inputs (Inkling)
+        kernel = need_int(b.arch, "short_conv_kernel")
+        d = need_int(b.arch, "d_model")
+        b.add("norms/residual_conv", d, kernel, convs * sum(n for _, n in runs), "conv", "attn_sconv.conv1d")
+    if b.arch.get("full_qkv_inputs"):
+        _attention_residuals(b, runs)
+    if b.arch.get("sublayer_global_scale"):  # a learned scalar on each MoE router and dense MLP
+        scaled = sum(n for s, n in runs if s.ffn in ("moe", "dense"))
+        b.add("ffn/global_scale", 1, 1, scaled, "vector", "mlp.global_scale")
     for ffn2, n, _ in group_runs(runs, lambda s: s.ffn2):
         if ffn2 == "dense":
             dense_ffn(b, n, need_int(b.arch, "d_ff"), module="mlps.1")
         elif ffn2 == "moe":
             moe(b, n)
     _norms(b, runs)
+
+
+def _attention_residuals(b: Builder, runs: tuple[tuple[LayerSpec, int], ...]) -> None:
+    """Block attention residuals (Inkling 2): each sublayer reads a learned-query mix of the
+    earlier blocks' outputs; a d-wide query before every FFN, before every attention but the
+    first layer's (three on full-attention layers: queries, keys and values each read their
+    own mix, each with its own input norm, so two norms more), and one before the final norm."""
+    d = need_int(b.arch, "d_model")
+    n_layers = sum(n for _, n in runs)
+    full = sum(n for s, n in runs if s.mixer == "attention" and s.window is None)
+    first_full = any(s.index == 0 and s.window is None for s, _ in runs)
+    queries = n_layers + (n_layers - 1) + 2 * (full - first_full) + 1
+    b.add("norms/attn_res.query", d, 1, queries, "vector", "model.layers.0.mlp_input.query")
+    b.norm("norms/qkv_input", d, 2 * full, "model.layers.0.k_input_layernorm")
+
+
+def _message_gates(b: Builder) -> None:
+    """A looped span's message gates (Inkling 2 Loop): each of the ``loop_end - loop_start``
+    looped layers mixes a message into its q, k, v and MLP inputs through a gate of rank
+    ``loop_gate_rank`` (down from [state, message], forget and message projections back),
+    the messages read by learned queries (one per gate, model-wide)."""
+    rank = b.arch.get("loop_gate_rank") or 0
+    if not rank:
+        return
+    d = need_int(b.arch, "d_model")
+    start, end = need_int(b.arch, "loop_start"), need_int(b.arch, "loop_end")
+    looped = max(0, min(end, need_int(b.arch, "n_layers")) - start)  # layers[start:end] exist
+    mod = "model.layers.0.q_message_gate"
+    b.add("norms/message_gate.down", rank, 2 * d, 4 * looped, "linear", f"{mod}.down_proj")
+    b.add("norms/message_gate.up", d, rank, 8 * looped, "linear", f"{mod}.forget_gate_proj")
+    b.add("norms/message_gate.query", d, 1, 4 * (end - start), "vector", "model.message_input.query")
 
 
 def _norms(b: Builder, runs: tuple[tuple[LayerSpec, int], ...]) -> None:
@@ -144,6 +195,14 @@ def _norms(b: Builder, runs: tuple[tuple[LayerSpec, int], ...]) -> None:
     if a.get("first_attn_norm") is False and placement != "parallel" and first and first.index == 0:
         count -= 1 if first.mixer else 0  # ModernBERT-decoder: layer 0's attention norm is an identity
     b.norm("norms/layers", d, count, "model.layers.0.input_layernorm")
+    rank = a.get("norm_gate_rank") or 0
+    if rank:
+        # A low-rank sigmoid gate after the norm (A.X-K2's GatedRMSNorm: d → rank → d) on
+        # every layer's input norm and on the pre-FFN norm of MoE layers.
+        gates = sum(n * ((spec.mixer is not None) + (spec.ffn == "moe")) for spec, n in runs)
+        gmod = "model.layers.0.input_layernorm.mlp"
+        b.add("norms/gate.fc1", rank, d, gates, "linear", f"{gmod}.fc1")
+        b.add("norms/gate.fc2", d, rank, gates, "linear", f"{gmod}.fc2")
     scales = a.get("layer_scales") or 0
     if scales:
         # Learned residual scales outside the norms (Doge), kept whatever norm_affine says.
@@ -168,6 +227,9 @@ def tensors(arch: Architecture) -> tuple[Tensor, ...]:
     if arch.get("position") == "learned":
         rows = need_int(arch, "max_positions") + (arch.get("position_offset") or 0)
         b.add("position/table", rows, d, 1, "embedding", "model.embed_positions")
+    if arch.get("rope_learned_scale"):  # a learned log-scale per rotary frequency (Mistral Large 4)
+        rotary = arch.get("qk_rope_head_dim") or need_int(arch, "head_dim")
+        b.add("position/rope_scale", rotary // 2, 1, 1, "vector", "model.rotary_emb.alpha")
     rel = arch.get("rel_bias_rows") or 0
     if rel:  # a learned bias per head and relative-position bucket, shared by every layer
         b.add("position/rel_bias", rel, need_int(arch, "n_heads"), 1, "embedding", "model.position_bias")
@@ -189,6 +251,7 @@ def tensors(arch: Architecture) -> tuple[Tensor, ...]:
     per_layer_inputs(b, own)
     altup_laurel(b, own)
     hyper_connections(b, own)
+    _message_gates(b)
     if arch.get("final_norm", True):
         no_bias = arch.get("final_norm_no_bias")
         b.norm("norms/final", d, 1, "model.norm", bias=False if no_bias else None)
@@ -209,6 +272,8 @@ def tensors(arch: Architecture) -> tuple[Tensor, ...]:
     head_rows = arch.get("head_vocab") or vocab  # Apertus 1.5: a pruned output vocabulary
     if not arch.get("tie_embeddings"):
         b.add("head/weight", head_rows, d_embed, 1, "linear", "lm_head")
+    if arch.get("head_scale"):  # a learned per-token logit scale (Dory logit_scale)
+        b.add("head/logit_scale", head_rows, 1, 1, "vector", "lm_head.logit_scale")
     if arch.get("head_bias"):
         b.add("head/bias", head_rows, 1, 1, "vector", "lm_head")
     return tuple(b.out)

@@ -58,7 +58,18 @@ def moe(b: Builder, n: int) -> None:
     zero = a.get("n_zero_experts") or 0
     mod = "model.layers.0.mlp"
     rows = a.get("router_width") or e + zero
-    b.add("router/weight", rows, d, n, "linear", f"{mod}.gate")
+    hidden = a.get("router_hidden") or 0
+    if hidden:
+        # A router MLP (ZAYA): down to router_hidden (with bias), an RMSNorm, two biased
+        # hidden layers and an output over the experts plus router_width's extra classes.
+        rmod = f"{mod}.gate.router_mlp"
+        b.add("router/down", hidden, d, n, "linear", f"{mod}.gate.down_proj")
+        b.add("router/mlp", hidden, hidden, 2 * n, "linear", f"{rmod}.fc1")
+        b.add("router/mlp.bias", 3 * hidden, 1, n, "vector", f"{rmod}.fc1")
+        b.add("router/norm", hidden, 1, n, "vector", f"{rmod}.norm")
+        b.add("router/out", rows, hidden, n, "linear", f"{rmod}.out_proj")
+    else:
+        b.add("router/weight", rows, d, n, "linear", f"{mod}.gate")
     if a.get("router_bias"):
         b.add("router/bias", rows, 1, n, "vector", f"{mod}.gate")
     if a.get("router_score_bias"):
@@ -96,7 +107,7 @@ def moe(b: Builder, n: int) -> None:
         b.add("experts/modal.down", d, modal, n * e, "linear", f"{vmod}.experts.down_proj", None, True)
     shared = a.get("n_shared_experts") or 0
     shared_width = a.get("d_ff_shared")
-    if shared_width:
+    if shared_width is not None:  # a width of 0 is a shared expert with no weights
         dense_ffn(b, n, shared_width, "shared_experts", "mlp.shared_experts")
     elif shared:
         dense_ffn(b, n, shared * width, "shared_experts", "mlp.shared_experts")

@@ -54,7 +54,8 @@ def linear_attention(b: Builder, n: int, layer: LayerSpec) -> None:
     if variant == "kda":
         # Kimi Delta Attention (Kimi Linear): q/k/v, a depthwise conv over them, a low-rank
         # per-channel forget gate (f_a, f_b, dt_bias, per-head A_log), a beta projection, a
-        # low-rank output gate (g_a, g_b) into a gated RMSNorm.
+        # low-rank output gate (g_a, g_b) into a gated RMSNorm; with linear_full_rank_gates
+        # both gates are one full-rank projection from d (Bailing hybrid).
         nh, hd = need_int(a, "linear_n_v_heads"), need_int(a, "linear_v_head_dim")
         kernel = need_int(a, "linear_conv_kernel")
         proj = nh * hd
@@ -62,13 +63,20 @@ def linear_attention(b: Builder, n: int, layer: LayerSpec) -> None:
         for name in ("q", "k", "v"):
             b.add(f"attention/linear.{name}", proj, d, n, "linear", f"{mod}.{name}_proj")
         b.add("attention/linear.conv", 3 * proj, kernel, n, "conv", f"{mod}.conv1d")
-        b.add("attention/linear.f_a", hd, d, n, "linear", f"{mod}.forget_gate.f_a_proj")
-        b.add("attention/linear.f_b", proj, hd, n, "linear", f"{mod}.forget_gate.f_b_proj")
+        full = a.get("linear_full_rank_gates")  # Bailing hybrid: f_proj and g_proj from d
+        if full:
+            b.add("attention/linear.f", proj, d, n, "linear", f"{mod}.forget_gate.f_proj")
+        else:
+            b.add("attention/linear.f_a", hd, d, n, "linear", f"{mod}.forget_gate.f_a_proj")
+            b.add("attention/linear.f_b", proj, hd, n, "linear", f"{mod}.forget_gate.f_b_proj")
         b.add("attention/linear.dt_bias", proj, 1, n, "vector", f"{mod}.forget_gate.dt_bias")
         b.add("attention/linear.A_log", nh, 1, n, "vector", f"{mod}.forget_gate.A_log")
         b.add("attention/linear.beta", nh, d, n, "linear", f"{mod}.b_proj")
-        b.add("attention/linear.g_a", hd, d, n, "linear", f"{mod}.g_a_proj")
-        b.add("attention/linear.g_b", proj, hd, n, "linear", f"{mod}.g_b_proj")
+        if full:
+            b.add("attention/linear.g", proj, d, n, "linear", f"{mod}.g_proj")
+        else:
+            b.add("attention/linear.g_a", hd, d, n, "linear", f"{mod}.g_a_proj")
+            b.add("attention/linear.g_b", proj, hd, n, "linear", f"{mod}.g_b_proj")
         b.add("attention/linear.norm", hd, 1, n, "vector", f"{mod}.o_norm")
         b.add("attention/linear.out", d, proj, n, "linear", f"{mod}.o_proj")
         return

@@ -1,0 +1,182 @@
+"""Towers and connectors of the Qwen-VL / patch-merger families on hand-made configs.
+
+Expected numbers are hand arithmetic written out below; each was also checked once against
+transformers 5.24 building the same sub-model on the meta device (a throwaway script outside
+the repository: Qwen2_5OmniAudioEncoder, Qwen3OmniMoeAudioEncoder and GotOcr2VisionEncoder
+from these dims gave 1,636, 1,828, 8,248 and 8,280 parameters).
+"""
+
+from __future__ import annotations
+
+import pytest
+
+from slotdiff.cost.flops import weight_flops_per_token
+from slotdiff.cost.inventory.tensor import Unsupported
+from slotdiff.cost.inventory.towers import vision_tensors
+from slotdiff.cost.params import count
+
+from conftest import arch_from
+
+TEXT = {
+    "model_type": "qwen2_5_omni_text",
+    "hidden_size": 12,
+    "intermediate_size": 24,
+    "num_hidden_layers": 2,
+    "num_attention_heads": 2,
+    "num_key_value_heads": 1,
+    "vocab_size": 50,
+}
+TINY_VIT = {"hidden_size": 8, "depth": 1, "num_heads": 2, "intermediate_size": 16, "out_hidden_size": 12}
+
+
+def _slot(arch, slot: str) -> int:
+    return sum(t.params for t in vision_tensors(arch) if t.slot == slot)
+
+
+def test_whisper_style_audio_encoder_is_counted() -> None:
+    arch = arch_from(
+        {
+            "model_type": "qwen2_5_omni_thinker",
+            "text_config": TEXT,
+            "vision_config": TINY_VIT,
+            "audio_config": {
+                "d_model": 8,
+                "encoder_layers": 2,
+                "encoder_attention_heads": 2,
+                "encoder_ffn_dim": 16,
+                "num_mel_bins": 4,
+                "output_dim": 12,
+            },
+        }
+    )
+    conv1 = 8 * 4 * 3 + 8  # Conv1d(mel → d, k=3) with bias
+    conv2 = 8 * 8 * 3 + 8
+    bos_eos = 2 * 12  # nn.Embedding(2, output_dim)
+    layer = 2 * 8 + (8 * 8 + 8) * 3 + 8 * 8 + 2 * 8 + (8 * 16 + 16) + (16 * 8 + 8)  # k_proj has no bias
+    post = 2 * 8 + (8 * 12 + 12)  # ln_post, proj
+    assert _slot(arch, "audio") == conv1 + conv2 + bos_eos + 2 * layer + post == 1636
+    params = count(arch)
+    assert params.excluded == ()
+    assert params.part("audio") == 1636
+    # The encoders run once per input, not per decoded token.
+    text_only = [t for t in params.tensors if t.slot not in ("vision", "connector", "audio")]
+    assert weight_flops_per_token(arch, params) == weight_flops_per_token(
+        arch, type(params)(0, 0, (), None, tuple(text_only))
+    )
+
+
+def test_conv2d_front_end_audio_encoder_is_counted() -> None:
+    arch = arch_from(
+        {
+            "model_type": "qwen3_omni_moe_thinker",
+            "text_config": {
+                **TEXT,
+                "model_type": "qwen3_omni_moe_text",
+                "num_experts": 4,
+                "num_experts_per_tok": 2,
+                "moe_intermediate_size": 8,
+            },
+            "vision_config": {**TINY_VIT, "deepstack_visual_indexes": []},
+            "audio_config": {
+                "d_model": 8,
+                "encoder_layers": 2,
+                "encoder_attention_heads": 2,
+                "encoder_ffn_dim": 16,
+                "num_mel_bins": 20,
+                "output_dim": 12,
+                "downsample_hidden_size": 4,
+            },
+        }
+    )
+    convs = (4 * 1 * 9 + 4) + 2 * (4 * 4 * 9 + 4)  # three 3×3 stride-2 Conv2d with bias
+    conv_out = 4 * 3 * 8  # 20 mel bins halved three times (ceil) = 3; bias-free linear
+    layer = 2 * 8 + (8 * 8 + 8) * 4 + 2 * 8 + (8 * 16 + 16) + (16 * 8 + 8)
+    post = 2 * 8 + (8 * 8 + 8) + (8 * 12 + 12)  # ln_post, proj1, proj2
+    assert _slot(arch, "audio") == convs + conv_out + 2 * layer + post == 1828
+    assert count(arch).excluded == ()
+
+
+def test_audio_config_without_audio_data_stays_excluded() -> None:
+    params = count(
+        arch_from({**TEXT, "model_type": "qwen2", "audio_config": {"model_type": "whisper", "d_model": 8}})
+    )
+    assert any("audio tower" in why for why in params.excluded)
+    assert params.part("audio") == 0
+
+
+@pytest.mark.parametrize(
+    ("window", "global_layers", "rel_pos", "tower"), [(0, [], 72, 8248), (3, [1], 104, 8280)]
+)
+def test_sam_encoder_relative_position_tables(
+    window: int, global_layers: list[int], rel_pos: int, tower: int
+) -> None:
+    arch = arch_from(
+        {
+            "model_type": "pp_chart2table",
+            "text_config": {**TEXT, "model_type": "qwen2"},
+            "vision_config": {
+                "hidden_size": 8,
+                "num_attention_heads": 2,
+                "num_hidden_layers": 3,
+                "image_size": 32,
+                "patch_size": 16,
+                "window_size": window,
+                "global_attn_indexes": global_layers,
+                "mlp_dim": 16,
+                "output_channels": 4,
+            },
+        }
+    )
+    # 2·s−1 rows of head_dim 4, for height and width: s = the 2×2 patch grid on global layers
+    # (every layer when window_size is 0), the window on the others.
+    assert rel_pos == (
+        3 * 2 * (2 * 2 - 1) * 4 if not window else 2 * 2 * (2 * 3 - 1) * 4 + 1 * 2 * (2 * 2 - 1) * 4
+    )
+    got = sum(t.params for t in vision_tensors(arch) if ".rel_pos_" in t.part)
+    assert got == rel_pos
+    assert _slot(arch, "vision") == tower
+
+
+def test_sam_encoder_refuses_global_layers_beyond_the_encoder() -> None:
+    arch = arch_from(
+        {
+            "model_type": "pp_chart2table",
+            "text_config": {**TEXT, "model_type": "qwen2"},
+            "vision_config": {"num_hidden_layers": 3, "global_attn_indexes": [5]},
+        }
+    )
+    with pytest.raises(Unsupported, match="global_attn_indexes"):
+        vision_tensors(arch)
+    assert any("vision tower" in why for why in count(arch).excluded)
+
+
+def test_minicpm_merger_times_adds_downsample_mlps() -> None:
+    arch = arch_from(
+        {
+            "model_type": "minicpmv4_6",
+            "merger_times": 2,
+            "text_config": {**TEXT, "model_type": "qwen3_5_text", "hidden_size": 16},
+            "vision_config": {
+                "hidden_size": 8,
+                "num_hidden_layers": 1,
+                "num_attention_heads": 2,
+                "intermediate_size": 16,
+            },
+        }
+    )
+    w = 4 * 8  # 2×2 patches of the vision width (the factor 4 is fixed in MiniCPMV4_6DownsampleMLP)
+    inner = 2 * w + (w * w + w) + (w * 8 + 8)  # LayerNorm, linear_1, linear_2 back to the vision width
+    last = 2 * w + (w * w + w) + (w * 16 + 16)  # the last one ends at the text width
+    assert _slot(arch, "connector") == inner + last == 3032
+
+
+def test_hyperclovax_refuses_a_tower_it_has_no_merger_for() -> None:
+    arch = arch_from(
+        {
+            "model_type": "hyperclovax_vision_v2",
+            "text_config": {**TEXT, "model_type": "hyperclovax"},
+            "vision_config": {"model_type": "siglip_vision_model", "hidden_size": 8},
+        }
+    )
+    with pytest.raises(Unsupported, match=r"Qwen2\.5-VL vision tower"):
+        vision_tensors(arch)

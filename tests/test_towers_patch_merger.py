@@ -180,3 +180,25 @@ def test_hyperclovax_refuses_a_tower_it_has_no_merger_for() -> None:
     )
     with pytest.raises(Unsupported, match=r"Qwen2\.5-VL vision tower"):
         vision_tensors(arch)
+
+
+@pytest.mark.parametrize(
+    ("architectures", "excluded"),
+    [(["MoshiForCausalLM"], False), (["MoshiForConditionalGeneration"], True), (None, True)],
+)
+def test_moshi_codec_is_outside_the_causal_lm_only(architectures: list[str] | None, excluded: bool) -> None:
+    # MoshiForCausalLM builds the temporal transformer alone; the Mimi codec (audio_encoder_config)
+    # is a separate MimiModel that only MoshiForConditionalGeneration holds.
+    data = {
+        "model_type": "moshi",
+        "hidden_size": 16,
+        "num_hidden_layers": 1,
+        "num_attention_heads": 2,
+        "ffn_dim": 32,
+        "vocab_size": 20,
+        "audio_encoder_config": {"model_type": "mimi", "hidden_size": 8},
+    }
+    if architectures is not None:
+        data["architectures"] = architectures
+    params = count(arch_from(data))
+    assert any("audio tower (mimi)" in why for why in params.excluded) is excluded

@@ -3,7 +3,7 @@
 Expected numbers are hand arithmetic written out below; each was also checked once against
 transformers 5.24 building the same sub-model on the meta device (a throwaway script outside
 the repository: Qwen2_5OmniAudioEncoder, Qwen3OmniMoeAudioEncoder and GotOcr2VisionEncoder
-from these dims gave 1,636, 1,828, 8,248 and 8,280 parameters).
+and Lfm3VlVisionModel from these dims gave 1,636, 1,828, 8,248, 8,280, 3,488 and 3,232 parameters).
 """
 
 from __future__ import annotations
@@ -202,3 +202,32 @@ def test_moshi_codec_is_outside_the_causal_lm_only(architectures: list[str] | No
         data["architectures"] = architectures
     params = count(arch_from(data))
     assert any("audio tower (mimi)" in why for why in params.excluded) is excluded
+
+
+@pytest.mark.parametrize(
+    ("layer_types", "expected"), [(None, 3488), (["full_attention"] * 4 + ["conv"], 3232)]
+)
+def test_hybrid_conv_attention_tower_by_layer_types(layer_types: list[str] | None, expected: int) -> None:
+    vision = {
+        "hidden_size": 8,
+        "num_hidden_layers": 5,
+        "num_attention_heads": 2,
+        "num_key_value_heads": 1,
+        "intermediate_size": 16,
+        "patch_size": 2,
+        "temporal_patch_size": 1,
+        "in_channels": 3,
+    }
+    if layer_types is not None:
+        vision["layer_types"] = layer_types
+    arch = arch_from(
+        {"model_type": "lfm3_vl", "text_config": {**TEXT, "model_type": "llama"}, "vision_config": vision}
+    )
+    common = 3 * 1 * 2 * 2 * 8 + 8  # bias-free linear patch embedding, embedding RMSNorm
+    layer = 2 * 8 + 3 * (8 * 16)  # operator/FFN RMSNorms, SwiGLU w1/w3/w2
+    conv = 8 * 24 + 8 * 3 * 3 + 8 * 8  # in_proj to 3×, depthwise 3×3 conv, out_proj
+    attn = 8 * 8 + 2 * (8 * 4) + 8 * 8 + 2 * 4  # GQA with one KV head of 4, per-head q/k norms
+    # default layer_types: conv for layers 0, 1 and odd layers (0, 1, 3), attention on 2 and 4
+    convs = 3 if layer_types is None else 1
+    assert common + 5 * layer + convs * conv + (5 - convs) * attn == expected
+    assert _slot(arch, "vision") == expected

@@ -48,7 +48,18 @@ def _round(value: Any) -> int:
     return round(value)
 
 
+def _count_of(values: Any, value: Any, limit: Any = None) -> int:
+    """How many of the first ``limit`` entries of a list equal ``value`` (a per-layer type list
+    such as ``layer_types`` counted for one kind: ``count_of(layer_types, 'conv', layers)``)."""
+    if not isinstance(values, (list, tuple)):
+        raise ExprError(f"count_of needs a list, got {values!r}")
+    if limit is not None and (isinstance(limit, bool) or not isinstance(limit, int) or limit < 0):
+        raise ExprError(f"count_of limit must be a whole number, got {limit!r}")
+    return sum(1 for v in (values if limit is None else values[:limit]) if v == value)
+
+
 FUNCTIONS: dict[str, Any] = {
+    "count_of": _count_of,
     "len": len,
     "count": _count,
     "min": min,

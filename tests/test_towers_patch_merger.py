@@ -3,7 +3,8 @@
 Expected numbers are hand arithmetic written out below; each was also checked once against
 transformers 5.24 building the same sub-model on the meta device (a throwaway script outside
 the repository: Qwen2_5OmniAudioEncoder, Qwen3OmniMoeAudioEncoder and GotOcr2VisionEncoder
-and Lfm3VlVisionModel from these dims gave 1,636, 1,828, 8,248, 8,280, 3,488 and 3,232 parameters).
+and Lfm3VlVisionModel from these dims gave 1,636, 1,828, 8,248, 8,280, 3,488 and 3,232 parameters);
+the Step-3.5 sliding-layer head count was checked on a 4-layer Step3p7ForConditionalGeneration.
 """
 
 from __future__ import annotations
@@ -231,3 +232,26 @@ def test_hybrid_conv_attention_tower_by_layer_types(layer_types: list[str] | Non
     convs = 3 if layer_types is None else 1
     assert common + 5 * layer + convs * conv + (5 - convs) * attn == expected
     assert _slot(arch, "vision") == expected
+
+
+def test_step3p5_sliding_layers_take_their_own_head_count() -> None:
+    text = {
+        "model_type": "step3p5",
+        "hidden_size": 16,
+        "num_attention_heads": 4,
+        "num_sliding_attention_heads": 2,
+        "num_key_value_heads": 1,
+        "head_dim": 4,
+        "num_hidden_layers": 2,
+        "layer_types": ["sliding_attention", "full_attention"],
+        "sliding_window": 8,
+        "mlp_layer_types": ["dense", "dense"],
+        "intermediate_size": 8,
+        "vocab_size": 50,
+    }
+    arch = arch_from({"model_type": "step3p7", "text_config": text})
+
+    def attention(heads: int) -> int:  # q, k, v, o, per-head q/k norms, one gate per head (g_proj)
+        return 16 * 4 * heads + 2 * 16 * 4 + 4 * heads * 16 + 2 * 4 + 16 * heads
+
+    assert count(arch).part("attention") == attention(2) + attention(4) == 1136

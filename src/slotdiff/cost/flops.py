@@ -26,7 +26,7 @@ def weight_flops_per_token(arch: Architecture, params: ParamCount) -> int:
     e, k = arch.get("n_experts") or 0, arch.get("top_k") or 0
     total = 0
     for t in params.tensors + params.reused:  # reused: weight-tied layers compute again
-        if not t.matmul or t.slot in ("vision", "connector"):
+        if not t.matmul or t.slot in ("vision", "connector", "audio"):
             continue
         n = t.params
         if t.routed and e:

@@ -26,7 +26,7 @@ from .weights import tensor_bytes
 
 MAX_GPUS = 1 << 16  # the fewest-GPU search stops here
 _DESIGN = tuple(f.name for f in fields(LayerSpec) if f.name != "index")
-_FIRST = ("embedding", "position", "vision", "connector")
+_FIRST = ("embedding", "position", "vision", "connector", "audio")
 
 
 def _key(spec: LayerSpec) -> tuple[object, ...]:

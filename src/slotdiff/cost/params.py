@@ -17,7 +17,7 @@ from ..schema.arch import Architecture
 from .inventory.decoder import tensors
 from .inventory.mtp import mtp_tensors
 from .inventory.tensor import PARTS, Tensor, Unsupported
-from .inventory.towers import vision_tensors
+from .inventory.towers import audio_counted, vision_tensors
 
 
 @dataclass(frozen=True)
@@ -69,12 +69,14 @@ def count(arch: Architecture, mtp_of: tuple[Tensor, ...] | None = None) -> Param
             arch.name, f"routes each token to {k} experts but there are only {e}", key=arch.key("top_k")
         )
     excluded: list[str] = []
+    counted_audio = False
     try:
         tower = vision_tensors(arch)
+        counted_audio = audio_counted(arch)
     except Unsupported as err:  # the text decoder's figures still stand
         tower = ()
         excluded.append(f"the vision tower ({_tower_name(arch)}): {err.reason}")
-    if arch.audio is not None:
+    if arch.audio is not None and not counted_audio:
         key, audio_type = arch.audio
         excluded.append(f"the audio tower ({audio_type or key}): slotdiff has no data for audio encoders")
     built = tensors(arch)

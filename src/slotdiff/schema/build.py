@@ -13,6 +13,7 @@ from ..read.source import (
     custom_code_text,
 )
 from .arch import Architecture
+from .keymap import model_type_spec
 from .layers import counted_layers, layout
 from .resolver import resolve_all
 from .towers import audio_config_key, read_vision
@@ -24,9 +25,19 @@ _SUBCONFIG_KEYS = frozenset(
 
 
 def _audio(raw: RawConfig) -> tuple[str, str | None] | None:
-    """(config key, model_type) of the audio encoder, when the file has one."""
+    """(config key, model_type) of the audio encoder, when the file has one.
+
+    None also when ``architectures`` names only classes the family's file lists under
+    ``audio_not_built_by`` (MoshiForCausalLM builds no Mimi codec): that config then
+    describes another model's part, not one this count leaves out.
+    """
     key = audio_config_key(raw.data)
     if key is None:
+        return None
+    spec = model_type_spec(str(raw.data.get("model_type") or "")) or {}
+    outside = set(spec.get("audio_not_built_by", ()))
+    archs = raw.data.get("architectures")
+    if outside and isinstance(archs, list) and archs and all(a in outside for a in archs):
         return None
     mt = raw.data[key].get("model_type")
     return key, str(mt) if mt else None

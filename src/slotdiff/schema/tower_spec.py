@@ -48,7 +48,18 @@ def _round(value: Any) -> int:
     return round(value)
 
 
+def _count_of(values: Any, value: Any, limit: Any = None) -> int:
+    """How many of the first ``limit`` entries of a list equal ``value`` (a per-layer type list
+    such as ``layer_types`` counted for one kind: ``count_of(layer_types, 'conv', layers)``)."""
+    if not isinstance(values, (list, tuple)):
+        raise ExprError(f"count_of needs a list, got {values!r}")
+    if limit is not None and (isinstance(limit, bool) or not isinstance(limit, int) or limit < 0):
+        raise ExprError(f"count_of limit must be a whole number, got {limit!r}")
+    return sum(1 for v in (values if limit is None else values[:limit]) if v == value)
+
+
 FUNCTIONS: dict[str, Any] = {
+    "count_of": _count_of,
     "len": len,
     "count": _count,
     "min": min,
@@ -129,11 +140,10 @@ def _check_items(items: list[dict[str, Any]], where: str) -> None:
             _check_items(item["tensors"], where)
 
 
-@cache
-def vision_types() -> dict[str, dict[str, Any]]:
-    """Every tower file, by its name (the file stem); ``extends`` chains merged (child wins)."""
-    folder = data_dir("schemas") / "vision_types"
-    raw = {p.stem: load_schema_file(f"vision_types/{p.name}") for p in sorted(folder.glob("*.json"))}
+def _load_towers(folder_name: str) -> dict[str, dict[str, Any]]:
+    """Every tower file of ``schemas/<folder_name>``, by file stem; ``extends`` merged (child wins)."""
+    folder = data_dir("schemas") / folder_name
+    raw = {p.stem: load_schema_file(f"{folder_name}/{p.name}") for p in sorted(folder.glob("*.json"))}
 
     def merged(name: str, seen: tuple[str, ...] = ()) -> dict[str, Any]:
         spec = raw[name]
@@ -141,7 +151,7 @@ def vision_types() -> dict[str, dict[str, Any]]:
         if not parent:
             return spec
         if parent in seen or parent not in raw:
-            raise ValueError(f"vision_types/{name}.json extends unknown or cyclic {parent!r}")
+            raise ValueError(f"{folder_name}/{name}.json extends unknown or cyclic {parent!r}")
         base = merged(parent, (*seen, name))
         out = {**base, **spec}
         out["fields"] = {**base.get("fields", {}), **spec.get("fields", {})}
@@ -150,8 +160,29 @@ def vision_types() -> dict[str, dict[str, Any]]:
     out: dict[str, dict[str, Any]] = {}
     for name in raw:
         out[name] = merged(name)
-        _check_items(out[name].get("tensors", []), f"vision_types/{name}.json")
+        _check_items(out[name].get("tensors", []), f"{folder_name}/{name}.json")
     return out
+
+
+@cache
+def vision_types() -> dict[str, dict[str, Any]]:
+    """Every vision tower file, by its name (the file stem); ``extends`` chains merged (child wins)."""
+    return _load_towers("vision_types")
+
+
+@cache
+def audio_types() -> dict[str, dict[str, Any]]:
+    """Every audio encoder file (``schemas/audio_types``), in the tower files' grammar.
+
+    A composite model's file names one under ``audio`` (``tower``, ``config_key``,
+    ``tower_module``); its fields are read from that config key and kept in the vision
+    mapping under :data:`AUDIO_PREFIX` so the rest of the model's figures need no new stage.
+    """
+    return _load_towers("audio_types")
+
+
+# Audio encoder fields sit in the vision mapping under this prefix (``audio.hidden``).
+AUDIO_PREFIX = "audio."
 
 
 @cache
@@ -287,4 +318,23 @@ def spec_fields(data: Mapping[str, Any], key: str | None) -> dict[str, Value]:
             parent.get("fields", {}), data, "", defaults.get(str(parent_type), {}), str(parent_type)
         )
     )
+    out.update(_audio_fields(parent, data, defaults))
+    return out
+
+
+def _audio_fields(
+    parent: Mapping[str, Any], data: Mapping[str, Any], defaults: Mapping[str, Any]
+) -> dict[str, Value]:
+    """The audio encoder's fields (prefixed) when the composite model's file names one."""
+    audio = parent.get("audio")
+    if not audio or audio.get("tower") not in audio_types():
+        return {}
+    key = str(audio.get("config_key", "audio_config"))
+    node = data.get(key)
+    node = node if isinstance(node, Mapping) else {}
+    tower = audio_types()[audio["tower"]]
+    source = tower.get("defaults_from", audio["tower"])
+    fields = resolve_fields(tower.get("fields", {}), node, key, defaults.get(source, {}), source)
+    out = {AUDIO_PREFIX + name: val for name, val in fields.items()}
+    out["audio_tower"] = Value(audio["tower"], "model_type", (), "fixed by the parent")
     return out

@@ -97,7 +97,7 @@ def optimizer_bytes(tensors: list[Tensor] | tuple[Tensor, ...], optimizer: str) 
 def _gathered_unit(params: ParamCount, layers: int) -> int:
     """ZeRO-3 gathers one wrapped unit at a time: an average decoder layer, or the embedding
     table / LM head when larger (parameters)."""
-    outside = {"embedding", "position", "head", "vision", "connector"}
+    outside = {"embedding", "position", "head", "vision", "connector", "audio"}
     inner = sum(t.params for t in params.tensors if t.slot not in outside and t.part != "norms/final")
     big = max((t.rows * t.cols for t in params.tensors if t.slot in ("embedding", "head")), default=0)
     return max(inner // max(layers, 1), big)

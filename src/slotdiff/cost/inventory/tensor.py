@@ -24,6 +24,7 @@ PARTS = (
     "head",
     "vision",
     "connector",
+    "audio",
 )
 
 

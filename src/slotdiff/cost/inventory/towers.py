@@ -24,7 +24,15 @@ from dataclasses import dataclass
 from typing import Any
 
 from ...schema.arch import Architecture
-from ...schema.tower_spec import ExprError, as_int, evaluate, multimodal_types, vision_types
+from ...schema.tower_spec import (
+    AUDIO_PREFIX,
+    ExprError,
+    as_int,
+    audio_types,
+    evaluate,
+    multimodal_types,
+    vision_types,
+)
 from .tensor import Tensor, Unsupported
 
 
@@ -55,13 +63,62 @@ class VisionModel:
     env: Mapping[str, Any]  # field values the expressions saw
     verified: bool  # counts checked against transformers' own instantiation
     note: str  # where the structure was read from, and why it is unverified if so
+    # The audio encoder the composite model's file names (slot ``audio``; not in any image's cost).
+    audio: tuple[VisionTensor, ...] = ()
 
 
 def _env(arch: Architecture) -> dict[str, Any]:
     vis = arch.vision or {}
-    env: dict[str, Any] = {name: val.value for name, val in vis.items()}
+    env: dict[str, Any] = {name: val.value for name, val in vis.items() if not name.startswith(AUDIO_PREFIX)}
     env["d_model"] = arch.get("d_model")
     return env
+
+
+def _audio_env(arch: Architecture) -> dict[str, Any]:
+    """The audio encoder's own field values (prefix dropped) and the text width."""
+    vis = arch.vision or {}
+    env = {n.removeprefix(AUDIO_PREFIX): v.value for n, v in vis.items() if n.startswith(AUDIO_PREFIX)}
+    env["d_model"] = arch.get("d_model")
+    return env
+
+
+def _requires(
+    spec: Mapping[str, Any], env: Mapping[str, Any], arch: Architecture, what: str, key: str
+) -> None:
+    """Raise Unsupported when one of ``spec``'s ``requires`` expressions is false."""
+    for need in spec.get("requires", []):
+        try:
+            ok = evaluate(need["expr"], env)
+        except (ArithmeticError, TypeError, ValueError, KeyError, IndexError) as err:
+            ok, need = False, {"why": str(err)}
+        if not ok:
+            raise Unsupported(arch.name, f"cannot count the {what}: {need['why']}", key=key)
+
+
+def _audio(arch: Architecture, parent: Mapping[str, Any]) -> tuple[VisionTensor, ...]:
+    """Tensors of the audio encoder ``parent`` names (slot ``audio``), or () when it names none."""
+    audio = parent.get("audio")
+    vis = arch.vision or {}
+    if not audio or "audio_tower" not in vis:
+        return ()
+    name = vis["audio_tower"].value
+    tower = audio_types()[name]
+    env = {**tower.get("const", {}), **_audio_env(arch)}
+    key = str(audio.get("config_key", "audio_config"))
+    _requires(tower, env, arch, f"audio encoder ({name})", key)
+    out: list[VisionTensor] = []
+    try:
+        module = str(audio.get("tower_module", "model.audio_tower")) + "."
+        _build(tower.get("tensors", []), env, "audio", module, "", 1, out, [], "frame")
+    except (ArithmeticError, TypeError, ValueError, KeyError, IndexError) as err:  # ExprError too
+        raise Unsupported(arch.name, f"cannot count the audio encoder ({name}): {err}", key=key) from err
+    return tuple(out)
+
+
+def audio_counted(arch: Architecture) -> bool:
+    """Whether the composite model's data names the config's audio encoder (then it is counted)."""
+    vis = arch.vision or {}
+    return "audio_tower" in vis and vis["audio_tower"].value in audio_types()
 
 
 NORM_KINDS = ("layernorm", "rmsnorm", "rmsnorm_noscale")
@@ -178,17 +235,7 @@ def vision_model(arch: Architecture) -> VisionModel | None:
     tower = vision_types()[tower_val.value]
     env = {**tower.get("const", {}), **parent.get("const", {}), **_env(arch)}
     for spec in (tower, parent):
-        for need in spec.get("requires", []):
-            try:
-                ok = evaluate(need["expr"], env)
-            except (ArithmeticError, TypeError, ValueError, KeyError, IndexError) as err:
-                ok, need = False, {"why": str(err)}
-            if not ok:
-                raise Unsupported(
-                    arch.name,
-                    f"cannot count the vision encoder ({tower_val.value}): {need['why']}",
-                    key=config_key,
-                )
+        _requires(spec, env, arch, f"vision encoder ({tower_val.value})", config_key)
     out: list[VisionTensor] = []
     stacks: list[AttentionStack] = []
     try:
@@ -222,6 +269,7 @@ def vision_model(arch: Architecture) -> VisionModel | None:
         env=env,
         verified=verified,
         note="; ".join(n for n in notes if n),
+        audio=_audio(arch, parent),
     )
 
 
@@ -232,7 +280,8 @@ _TENSORS: dict[int, tuple[Mapping[str, Any], Any, tuple[Tensor, ...]]] = {}
 
 
 def vision_tensors(arch: Architecture) -> tuple[Tensor, ...]:
-    """Tensors of the vision tower (slot ``vision``) and connector (slot ``connector``).
+    """Tensors of the vision tower (slot ``vision``), connector (``connector``) and the audio
+    encoder the composite model's data names (``audio``).
 
     Empty for a text-only config; raises :class:`Unsupported` when the tower is unknown.
     """
@@ -243,7 +292,7 @@ def vision_tensors(arch: Architecture) -> tuple[Tensor, ...]:
     if hit is not None and hit[0] is vis and type(hit[1]) is type(d_model) and hit[1] == d_model:
         return hit[2]
     model = vision_model(arch)
-    out = () if model is None else tuple(vt.tensor for vt in model.tensors)
+    out = () if model is None else tuple(vt.tensor for vt in model.tensors + model.audio)
     if len(_TENSORS) >= 64:
         _TENSORS.clear()
     _TENSORS[id(vis)] = (vis, d_model, out)

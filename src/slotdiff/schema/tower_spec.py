@@ -158,11 +158,27 @@ def vision_types() -> dict[str, dict[str, Any]]:
 def multimodal_types() -> dict[str, dict[str, Any]]:
     """Every composite-model file, by the top-level model_type it describes."""
     folder = data_dir("schemas") / "multimodal"
+    raw = {p.stem: load_schema_file(f"multimodal/{p.name}") for p in sorted(folder.glob("*.json"))}
+
+    def merged(name: str, seen: tuple[str, ...] = ()) -> dict[str, Any]:
+        # ``extends``: a sibling file's connector, fields and images, the child's keys winning
+        # (its ``fields`` merged key by key), as vision_types do.
+        spec = raw[name]
+        parent = spec.get("extends")
+        if not parent:
+            return spec
+        if parent in seen or parent not in raw:
+            raise ValueError(f"multimodal/{name}.json extends unknown or cyclic {parent!r}")
+        base = {k: v for k, v in merged(parent, (*seen, name)).items() if k != "model_types"}
+        out = {**base, **spec}
+        out["fields"] = {**base.get("fields", {}), **spec.get("fields", {})}
+        return out
+
     out: dict[str, dict[str, Any]] = {}
-    for path in sorted(folder.glob("*.json")):
-        spec = load_schema_file(f"multimodal/{path.name}")
-        _check_items(spec.get("connector", []), path.name)
-        for name in spec.get("model_types", [path.stem]):
+    for stem in raw:
+        spec = merged(stem)
+        _check_items(spec.get("connector", []), f"{stem}.json")
+        for name in spec.get("model_types", [stem]):
             out[name] = spec
     return out
 

@@ -87,7 +87,11 @@ def _build(
     out: list[VisionTensor],
     stacks: list[AttentionStack],
     default_per: str,
+    runs: bool = True,
 ) -> None:
+    """Append ``items``' tensors to ``out``; ``runs`` false: an image never passes through them
+    (a second copy of the tower that only encodes video), so they carry no FLOPs."""
+
     def num(expr: Any) -> int:
         return as_int(evaluate(expr, env), expr)
 
@@ -99,7 +103,7 @@ def _build(
             continue
         if "group" in item:
             name = item["group"]
-            if "attention" in item:
+            if "attention" in item and runs:
                 stacks.append(AttentionStack(n, num(item["attention"]["width"])))
             _build(
                 item["tensors"],
@@ -111,13 +115,14 @@ def _build(
                 out,
                 stacks,
                 default_per,
+                runs,
             )
             continue
         kind = next(k for k in ("linear", "conv", "norm", "param") if k in item)
         name = item[kind]
         module = prefix + name
         part = f"{slot}/{(part_prefix + name).removeprefix('model.')}"
-        per = item.get("per", default_per)
+        per = item.get("per", default_per) if runs else "none"
         rows: list[tuple[str, int, int, str, str]] = []
         if kind in ("linear", "conv"):
             width_out, width_in = num(item["out"]), num(item["in"])
@@ -191,18 +196,23 @@ def vision_model(arch: Architecture) -> VisionModel | None:
                 )
     out: list[VisionTensor] = []
     stacks: list[AttentionStack] = []
+    # ``tower_modules``: the composite builds several copies of the tower (Video-LLaVA's
+    # image_tower and video_tower); an image runs through the first one only.
+    modules = parent.get("tower_modules") or [parent.get("tower_module", "model.vision_tower")]
     try:
-        _build(
-            tower.get("tensors", []),
-            env,
-            "vision",
-            parent.get("tower_module", "model.vision_tower") + ".",
-            "",
-            1,
-            out,
-            stacks,
-            "patch",
-        )
+        for i, module in enumerate(modules):
+            _build(
+                tower.get("tensors", []),
+                env,
+                "vision",
+                module + ".",
+                "" if len(modules) == 1 else module.rsplit(".", 1)[-1] + ".",
+                1,
+                out,
+                stacks,
+                "patch",
+                runs=i == 0,
+            )
         _build(parent.get("connector", []), env, "connector", "", "", 1, out, stacks, "token")
     except (ArithmeticError, TypeError, ValueError, KeyError, IndexError) as err:  # ExprError too
         raise Unsupported(

@@ -296,6 +296,20 @@ def spec_fields(data: Mapping[str, Any], key: str | None) -> dict[str, Value]:
         out["tower"] = Value(tower_name, "model_type", (), how)
         source = tower.get("defaults_from", tower_name)
         out.update(resolve_fields(tower.get("fields", {}), node, node_key, defaults.get(source, {}), source))
+    for extra in parent.get("extra_towers", []):
+        # A second encoder with its own config node (DeepSeek-VL-Hybrid's SAM tower under
+        # high_res_vision_config): its fields carry the entry's prefix (``hr_hidden``).
+        spec = vision_types()[extra["tower"]]
+        sub = data.get(extra["config_key"])
+        source = spec.get("defaults_from", extra["tower"])
+        got = resolve_fields(
+            spec.get("fields", {}),
+            sub if isinstance(sub, Mapping) else {},
+            extra["config_key"],
+            defaults.get(source, {}),
+            source,
+        )
+        out.update({extra["prefix"] + name: value for name, value in got.items()})
     out.update(
         resolve_fields(
             parent.get("fields", {}), data, "", defaults.get(str(parent_type), {}), str(parent_type)

@@ -213,6 +213,24 @@ def vision_model(arch: Architecture) -> VisionModel | None:
                 "patch",
                 runs=i == 0,
             )
+        for extra in parent.get("extra_towers", []):
+            # A second encoder, its fields under the entry's prefix; it reads the image at
+            # its own resolution, which no image rule models: no FLOPs (runs=False).
+            second = vision_types()[extra["tower"]]
+            names = {n: env.get(extra["prefix"] + n) for n in second.get("fields", {})}
+            module = extra["module"]
+            _build(
+                second.get("tensors", []),
+                {**second.get("const", {}), **names, "d_model": env["d_model"]},
+                "vision",
+                module + ".",
+                module.rsplit(".", 1)[-1] + ".",
+                1,
+                out,
+                stacks,
+                "patch",
+                runs=False,
+            )
         _build(parent.get("connector", []), env, "connector", "", "", 1, out, stacks, "token")
     except (ArithmeticError, TypeError, ValueError, KeyError, IndexError) as err:  # ExprError too
         raise Unsupported(

@@ -1,0 +1,311 @@
+"""Tower and connector constructs on hand-made configs, every expected number by hand.
+
+The constructs: a multimodal file that ``extends`` another (LLaVA-NeXT on LLaVA), several
+copies of one tower (Video-LLaVA's ``tower_modules``), a second tower read from its own
+config node (DeepSeek-VL hybrid's SAM tower, ``extra_towers``), the SAM/GOT-OCR2 ViT with
+windowed and global relative position tables, the BLIP-2 Q-Former, Idefics2's perceiver
+resampler, Granite-Docling's optional density router, and the ``fixed_queries`` image rule.
+The defaults of the real families are held to transformers' own counts by
+tests/test_conformance.py; here each term is written out so a wrong construct cannot hide.
+"""
+
+from __future__ import annotations
+
+import copy
+from typing import Any
+
+import pytest
+
+from slotdiff.cost.images import image_tokens, vision_flops
+from slotdiff.cost.inventory.tensor import Unsupported
+from slotdiff.cost.inventory.towers import vision_model, vision_tensors
+from slotdiff.schema.arch import Architecture
+
+from conftest import arch_from
+
+D = 16  # text width of every tiny config below
+TEXT = {
+    "model_type": "llama",
+    "hidden_size": D,
+    "num_hidden_layers": 1,
+    "num_attention_heads": 2,
+    "num_key_value_heads": 2,
+    "intermediate_size": 32,
+    "vocab_size": 64,
+}
+# A CLIP ViT: hidden 8, one layer, d_ff 16, 2×2 patches of a 4×4 image (4 patches + class).
+CLIP = {
+    "model_type": "clip_vision_model",
+    "hidden_size": 8,
+    "num_hidden_layers": 1,
+    "num_attention_heads": 2,
+    "intermediate_size": 16,
+    "patch_size": 2,
+    "image_size": 4,
+    "num_channels": 3,
+}
+CLIP_TOWER = (
+    8  # class_embedding
+    + 8 * 3 * 2 * 2  # patch conv, no bias
+    + 5 * 8  # position table: (4 // 2)² + 1 rows
+    + 2 * 8  # pre_layrnorm
+    + 4 * (8 * 8 + 8)  # q, k, v, out_proj with bias
+    + 2 * 2 * 8  # layer_norm1, layer_norm2
+    + (8 * 16 + 16)  # fc1
+    + (16 * 8 + 8)  # fc2
+    + 2 * 8  # post_layernorm
+)
+
+
+def total(arch: Architecture, prefix: str = "") -> int:
+    return sum(t.params for t in vision_tensors(arch) if t.part.startswith(prefix))
+
+
+def test_clip_tower_by_hand() -> None:
+    cfg = {"model_type": "llava", "text_config": TEXT, "vision_config": CLIP, "vision_feature_layer": -2}
+    assert total(arch_from(cfg), "vision/") == CLIP_TOWER == 776
+
+
+def test_llava_next_extends_llava_and_adds_the_newline_vector() -> None:
+    cfg = {"model_type": "llava_next", "text_config": TEXT, "vision_config": CLIP, "vision_feature_layer": -2}
+    connector = (8 * D + D) + (D * D + D) + D  # linear_1, linear_2 (LlavaNextConfig bias default), newline
+    assert total(arch_from(cfg), "connector/") == connector
+    assert total(arch_from(cfg)) == CLIP_TOWER + connector
+
+
+def test_vipllava_projector_reads_every_feature_layer() -> None:
+    cfg = {
+        "model_type": "vipllava",
+        "text_config": TEXT,
+        "vision_config": CLIP,
+        "vision_feature_layer": [-2, -5, 1],
+    }
+    width = 8 * 3  # three feature layers concatenated
+    assert total(arch_from(cfg), "connector/") == 2 * width + (width * D + D) + (D * D + D)
+
+
+def test_video_llava_builds_two_towers_and_an_image_runs_through_one() -> None:
+    cfg = {
+        "model_type": "video_llava",
+        "text_config": TEXT,
+        "vision_config": CLIP,
+        "vision_feature_layer": -2,
+    }
+    arch = arch_from(cfg)
+    assert total(arch, "vision/image_tower.") == total(arch, "vision/video_tower.") == CLIP_TOWER
+    assert total(arch) == 2 * CLIP_TOWER + (8 * D + D) + (D * D + D)
+    cost = vision_flops(arch, 640, 480)
+    assert cost.image.encoder_len == 5 and cost.image.tokens == 4  # class token dropped
+    # matmuls of one tower only: every weight of q/k/v/out, fc1, fc2 (2·params·positions) and
+    # the patch conv; the video tower's copy carries no FLOPs
+    one_tower = 4 * 8 * 8 + 8 * 16 + 16 * 8 + 8 * 12
+    assert cost.tower_matmul_flops == 2 * one_tower * 5
+    model = vision_model(arch)
+    assert model is not None and len(model.attention) == 1
+
+
+SAM = {
+    "model_type": "sam_vision_model",
+    "hidden_size": 8,
+    "num_hidden_layers": 2,
+    "num_attention_heads": 2,
+    "mlp_dim": 16,
+    "patch_size": 2,
+    "image_size": 8,
+    "num_channels": 3,
+    "window_size": 2,
+    "global_attn_indexes": [1],
+    "output_channels": 4,
+    "qkv_bias": True,
+    "use_abs_pos": True,
+    "use_rel_pos": True,
+}
+SAM_TOWER = (
+    (8 * 3 * 2 * 2 + 8)  # patch conv with bias
+    + (8 // 2) ** 2 * 8  # absolute position table, 4×4 grid
+    + 2 * (2 * 2 * 8 + (8 * 24 + 24) + (8 * 8 + 8) + (8 * 16 + 16) + (16 * 8 + 8))  # two layers
+    + 2 * (2 * 2 - 1) * 4  # windowed layer: rel_pos_h, rel_pos_w of 2·window−1 rows × head_dim
+    + 2 * (2 * 4 - 1) * 4  # global layer: 2·grid−1 rows
+    + 8 * 4
+    + 2 * 4
+    + 4 * 4 * 9
+    + 2 * 4  # neck: 1×1 conv, LayerNorm, 3×3 conv, LayerNorm
+)
+
+
+def test_a_second_tower_from_its_own_config_node() -> None:
+    siglip = {
+        "model_type": "siglip_vision_model",
+        "hidden_size": 8,
+        "num_hidden_layers": 1,
+        "num_attention_heads": 2,
+        "intermediate_size": 16,
+        "patch_size": 2,
+        "image_size": 4,
+        "num_channels": 3,
+        "vision_use_head": False,
+    }
+    cfg = {
+        "model_type": "deepseek_vl_hybrid",
+        "text_config": TEXT,
+        "vision_config": siglip,
+        "high_res_vision_config": SAM,
+    }
+    arch = arch_from(cfg)
+    assert total(arch, "vision/vision_encoder.") == SAM_TOWER == 1704
+    connector = (
+        8 * 4
+        + 2 * 4
+        + 4 * 4 * 9
+        + 2 * 4  # the second neck
+        + 4 * 9 * 8
+        + 8 * 9 * 16  # two stride-2 3×3 convs: 4 → 8 → 16 channels
+        + 1  # high_res_vision_alpha
+        + (8 * (D // 2) + D // 2)  # aligner.vision_proj from the SigLIP width
+        + (16 * (D // 2) + D // 2)  # aligner.high_res_vision_proj from 4·output_channels
+        + (D * D + D)  # aligner.proj
+    )
+    assert total(arch, "connector/") == connector
+    with pytest.raises(Unsupported, match="not described"):
+        image_tokens(arch, 640, 480)  # two encoders at two resolutions: no image rule
+
+
+def test_sam_tower_without_windows_gives_every_layer_the_global_table() -> None:
+    cfg = {
+        "model_type": "got_ocr2",
+        "text_config": TEXT,
+        "vision_config": {**SAM, "model_type": "got_ocr2_vision", "window_size": 0},
+    }
+    rel = sum(t.params for t in vision_tensors(arch_from(cfg)) if "rel_pos" in t.part)
+    assert rel == 2 * 2 * (2 * 4 - 1) * 4  # two layers × (h, w) × (2·grid − 1) × head_dim
+
+
+QFORMER = {"hidden_size": 8, "num_hidden_layers": 3, "intermediate_size": 16, "cross_attention_frequency": 2}
+BLIP2_VISION = {
+    "model_type": "blip_2_vision_model",
+    "hidden_size": 6,
+    "num_hidden_layers": 1,
+    "num_attention_heads": 2,
+    "intermediate_size": 12,
+    "patch_size": 2,
+    "image_size": 4,
+    "qkv_bias": False,
+}
+
+
+def _blip2(**qformer: Any) -> dict[str, Any]:
+    return {
+        "model_type": "blip-2",
+        "num_query_tokens": 4,
+        "text_config": TEXT,
+        "vision_config": BLIP2_VISION,
+        "qformer_config": {**QFORMER, "encoder_hidden_size": 6, **qformer},
+    }
+
+
+SELF = 4 * (8 * 8 + 8) + 2 * 8  # q, k, v, output.dense with bias, output LayerNorm
+QUERY_FFN = (8 * 16 + 16) + (16 * 8 + 8) + 2 * 8
+CROSS = (8 * 8 + 8) + 2 * (6 * 8 + 8) + (8 * 8 + 8) + 2 * 8  # k, v read the 6-wide patches
+
+
+def test_qformer_by_hand() -> None:
+    connector = (
+        4 * 8  # query tokens
+        + 2 * 8  # qformer.layernorm
+        + 3 * (SELF + QUERY_FFN)
+        + 2 * CROSS  # layers 0 and 2 (layer_idx % 2 == 0)
+        + (8 * D + D)  # language_projection
+    )
+    assert total(arch_from(_blip2()), "connector/") == connector == 2536
+    with_text = total(arch_from(_blip2(use_qformer_text_input=True)), "connector/")
+    assert with_text == connector + 3 * QUERY_FFN  # the text FFN in every layer
+    tower = (
+        6
+        + (6 * 3 * 4 + 6)
+        + 5 * 6  # class token, patch conv with bias, (4/2)²+1 positions
+        + (2 * 2 * 6 + 6 * 18 + (6 * 6 + 6) + (6 * 12 + 12) + (12 * 6 + 6))  # qkv without bias
+        + 2 * 6  # post_layernorm
+    )
+    assert total(arch_from(_blip2()), "vision/") == tower
+
+
+def test_instructblip_qformer_reads_the_instruction() -> None:
+    cfg = _blip2(vocab_size=10, max_position_embeddings=6)
+    cfg["model_type"] = "instructblip"
+    cfg["vision_config"] = {**BLIP2_VISION, "model_type": "instructblip_vision_model"}
+    connector = (
+        4 * 8
+        + 10 * 8
+        + 6 * 8
+        + 2 * 8  # queries, word and position embeddings, their LayerNorm
+        + 3 * (SELF + 2 * QUERY_FFN)  # the text FFN always
+        + 2 * CROSS
+        + (8 * D + D)
+    )
+    assert total(arch_from(cfg), "connector/") == connector
+
+
+def test_fixed_queries_image_rule() -> None:
+    img = image_tokens(arch_from(_blip2()), 1920, 1080)
+    assert (img.tokens, img.patches, img.encoder_len, img.resize) == (4, 4, 5, (4, 4))
+
+
+def test_perceiver_resampler_by_hand() -> None:
+    cfg = {
+        "model_type": "idefics2",
+        "text_config": {**TEXT, "model_type": "mistral"},
+        "vision_config": {
+            "model_type": "idefics2_vision",
+            "hidden_size": 8,
+            "num_hidden_layers": 1,
+            "num_attention_heads": 2,
+            "intermediate_size": 16,
+            "patch_size": 2,
+            "image_size": 4,
+        },
+        "perceiver_config": {
+            "hidden_size": D,
+            "resampler_n_latents": 3,
+            "resampler_depth": 2,
+            "resampler_n_heads": 2,
+            "resampler_head_dim": 4,
+            "num_key_value_heads": 1,
+        },
+    }
+    layer = (
+        2 * D  # latents and context RMSNorms
+        + D * 8
+        + 2 * (D * 4)
+        + 8 * D  # q (2 heads × 4), k and v (1 head × 4), o
+        + D  # post_attention_layernorm
+        + 3 * D * 4 * D  # gated MLP 4× wide
+    )
+    # modality MLP (vision 8 → text intermediate 32 → text 16), 3 latents, 2 layers, final norm
+    connector = (8 * 32 + 8 * 32 + 32 * D) + 3 * D + 2 * layer + D
+    assert total(arch_from(cfg), "connector/") == connector
+
+
+def test_granite_docling_density_router_is_optional() -> None:
+    vision = {
+        "model_type": "granite_docling_vision",
+        "hidden_size": 8,
+        "num_hidden_layers": 1,
+        "num_attention_heads": 2,
+        "intermediate_size": 16,
+        "patch_size": 2,
+        "image_size": 8,
+        "out_hidden_size": 12,
+        "scale_factor": 2,
+        "use_fine_route": False,
+        "deepstack_visual_indexes": [0],
+    }
+    cfg = {"model_type": "granite_docling", "text_config": TEXT, "vision_config": vision}
+    without = total(arch_from(cfg), "connector/")
+    path = 32 * 12 + (2 * 32 + (32 * 12 + 12) + (12 * 12 + 12))  # projection, one DeepStack merger
+    assert without == 2 * 8 + path + 2 * 12 + 12 * 12 + 2 * 12  # ln_in, coarse path, ln_mid, fc2, ln_out
+    fine = copy.deepcopy(cfg)
+    fine["vision_config"]["use_fine_route"] = True  # scale_factor // 2 = 1: 8-wide features
+    assert total(arch_from(fine), "connector/") == without + 8 * 12 + (2 * 8 + (8 * 12 + 12) + (12 * 12 + 12))
+    routed = {**cfg, "density_router_hidden_size": 4}
+    router = (8 + 1) + 2 * 8 + (8 * 4 + 4) + (4 + 1)  # att, norm, fc1, fc2 (all with bias)
+    assert total(arch_from(routed), "connector/") == without + router

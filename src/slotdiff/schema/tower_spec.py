@@ -12,7 +12,11 @@ Python branch:
     the composite model named by the top-level ``model_type`` (``llava``, ``qwen2_vl``...):
     which tower it builds (fixed, or chosen by ``vision_config.model_type``), where the
     tower sits in the module tree, the connector's tensors, the top-level keys they read,
-    and the processor rule that turns a W×H image into tokens (see ``images.py``).
+    and the processor rule that turns a W×H image into tokens (see ``images.py``). It may
+    ``extends`` a sibling file (fields merged, the child's keys winning), build several
+    copies of its tower (``tower_modules``: Video-LLaVA's image and video towers) or a
+    second tower read from its own config node (``extra_towers``: a tower file, the node's
+    key, the module path and a prefix for that tower's field names, ``hr_hidden``).
 
 Sizes are small arithmetic expressions over the fields (``(image_size // patch_size) ** 2
 + 1``) in the strict dialect of ``expr.py``'s language: names, numbers, + - * / // % **,

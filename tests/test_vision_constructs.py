@@ -309,3 +309,80 @@ def test_granite_docling_density_router_is_optional() -> None:
     routed = {**cfg, "density_router_hidden_size": 4}
     router = (8 + 1) + 2 * 8 + (8 * 4 + 4) + (4 + 1)  # att, norm, fc1, fc2 (all with bias)
     assert total(arch_from(routed), "connector/") == without + router
+
+
+def _resnet(cin: int, cout: int) -> int:
+    """A VQ-GAN ResNet block: GroupNorm (weight, bias), 3×3 conv, GroupNorm, 3×3 conv (all
+    with bias) and a 1×1 shortcut conv when the width changes."""
+    return (
+        2 * cin
+        + (cin * 9 * cout + cout)
+        + 2 * cout
+        + (cout * 9 * cout + cout)
+        + (cin * cout + cout if cin != cout else 0)
+    )
+
+
+def _attn(ch: int) -> int:
+    return 2 * ch + 4 * (ch * ch + ch)  # GroupNorm and the 1×1 q, k, v, proj_out convs
+
+
+def test_indexed_groups_build_each_resolution_level_of_a_vq_gan() -> None:
+    vq = {
+        "model_type": "janus_vqgan",
+        "base_channels": 4,
+        "channel_multiplier": [1, 2],
+        "num_res_blocks": 1,
+        "in_channels": 3,
+        "out_channels": 3,
+        "latent_channels": 5,
+        "double_latent": False,
+        "embed_dim": 2,
+        "num_embeddings": 7,
+        "projection_dim": 6,
+        "num_hidden_layers": 2,
+        "image_token_embed_dim": 6,
+    }
+    cfg = {
+        "model_type": "janus",
+        "text_config": TEXT,
+        "vision_config": {
+            "model_type": "janus_vision_model",
+            "hidden_size": 8,
+            "num_hidden_layers": 1,
+            "num_attention_heads": 2,
+            "mlp_ratio": 2.0,
+            "patch_size": 2,
+            "image_size": 4,
+            "projection_dim": 6,
+            "depth": 2,
+        },
+        "vq_config": vq,
+    }
+    mid = _resnet(8, 8) + _attn(8) + _resnet(8, 8)
+    encoder = (
+        (3 * 9 * 4 + 4)  # conv_in
+        + _resnet(4, 4)
+        + (4 * 9 * 4 + 4)  # level 0: one block, downsample conv
+        + _resnet(4, 8)
+        + _attn(8)  # level 1 (last): one block widening 4 → 8, attention
+        + mid
+        + 2 * 8
+        + (8 * 9 * 5 + 5)  # norm_out, conv_out to latent_channels
+    )
+    codebook = 7 * 2 + (5 * 2 + 2) + (2 * 5 + 5)  # embedding, quant_conv, post_quant_conv
+    decoder = (
+        (5 * 9 * 8 + 8)  # conv_in
+        + mid
+        + 2 * _resnet(8, 8)
+        + 2 * _attn(8)
+        + (8 * 9 * 8 + 8)  # level 1: 2 blocks, 2 attns, upsample
+        + _resnet(8, 4)
+        + _resnet(4, 4)  # level 0: narrowing 8 → 4, no upsample
+        + 2 * 4
+        + (4 * 9 * 3 + 3)  # norm_out, conv_out
+    )
+    assert total(arch_from(cfg), "vision/vqmodel.") == encoder + codebook + decoder
+    generation = 7 * 2 + (2 * 6 + 6) + (6 * 6 + 6) + (6 * 6 + 6) + (6 * 7 + 7)  # embeddings, aligner, head
+    aligner = (8 * 6 + 6) + (6 * 6 + 6)  # fc1 to projection_dim, depth − 1 = 1 hidden layer
+    assert total(arch_from(cfg), "connector/") == aligner + generation

@@ -117,7 +117,7 @@ _ITEM_KEYS = {
     "conv": {"in", "out", "bias", "when", "per", "count"},
     "norm": {"kind", "width", "when", "count"},
     "param": {"rows", "cols", "kind", "when", "per", "count"},
-    "group": {"count", "tensors", "attention", "when"},
+    "group": {"count", "tensors", "attention", "when", "each", "over"},
 }
 
 

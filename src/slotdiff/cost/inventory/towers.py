@@ -8,7 +8,8 @@ items of those files into :class:`~slotdiff.cost.params.Tensor` rows:
   true, a bias vector ``out``;
 - ``norm``: LayerNorm (weight and bias), RMSNorm (weight) or a scale-free RMSNorm (nothing);
 - ``param``: a bare parameter ``rows × cols`` (class token, position table, gates...);
-- ``group``: its ``tensors`` repeated ``count`` times (the encoder layers).
+- ``group``: its ``tensors`` repeated ``count`` times (the encoder layers); with ``each``
+  and ``over``, once per index 0..over-1 with the index bound to the name ``each``.
 
 Every item may carry ``when`` (an expression; the item exists only when it is true) and
 ``count``. Tower tensors go to slot ``vision``, connector tensors to slot ``connector``.
@@ -100,6 +101,24 @@ def _build(
             continue
         n = count * num(item.get("count", 1))
         if n <= 0:
+            continue
+        if "group" in item and "each" in item:
+            # An indexed group: its tensors once per index 0..over-1, the index bound to the
+            # name ``each`` (a VQ-GAN's resolution levels, each with its own widths).
+            name, var = item["group"], item["each"]
+            for k in range(num(item["over"])):
+                _build(
+                    item["tensors"],
+                    {**env, var: k},
+                    slot,
+                    f"{prefix}{name}.{k}.",
+                    f"{part_prefix}{name}.",
+                    n,
+                    out,
+                    stacks,
+                    default_per,
+                    runs,
+                )
             continue
         if "group" in item:
             name = item["group"]

@@ -386,3 +386,28 @@ def test_indexed_groups_build_each_resolution_level_of_a_vq_gan() -> None:
     generation = 7 * 2 + (2 * 6 + 6) + (6 * 6 + 6) + (6 * 6 + 6) + (6 * 7 + 7)  # embeddings, aligner, head
     aligner = (8 * 6 + 6) + (6 * 6 + 6)  # fc1 to projection_dim, depth − 1 = 1 hidden layer
     assert total(arch_from(cfg), "connector/") == aligner + generation
+
+
+def test_decoder_side_blocks_of_a_composite_are_priced_per_text_token() -> None:
+    from slotdiff.cost.flops import weight_flops_per_token
+    from slotdiff.cost.params import count
+
+    text = {k: v for k, v in TEXT.items() if k != "model_type"} | {"num_hidden_layers": 2}
+    vision = {**CLIP, "model_type": "idefics_vision", "embed_dim": 8}
+    del vision["hidden_size"]
+    cfg = {"model_type": "idefics", **text, "cross_layer_interval": 2, "vision_config": vision}
+    arch = arch_from(cfg)
+    c = count(arch)
+    # one gated block (2 layers // interval 2): q, o over the text width, k, v from the 8-wide
+    # vision states, two RMSNorms, a gated MLP, two one-value tanh gates (alpha_type float)
+    matmuls = (D * D) + 2 * (8 * D) + (D * D) + 3 * (D * 32)
+    block = matmuls + 2 * D + 2
+    gated = [t for t in c.tensors if "gated_cross_attn_layers" in t.part]
+    assert sum(t.params for t in gated) == block
+    assert {t.slot for t in gated} == {"attention", "ffn", "norms"}
+    assert total(arch, "vision/") == CLIP_TOWER
+    plain = arch_from({"model_type": "llama", **text})
+    assert weight_flops_per_token(arch, c) - weight_flops_per_token(plain, count(plain)) == 2 * matmuls
+    vector = arch_from({**cfg, "alpha_type": "vector", "qk_layer_norms": True})
+    extra = 2 * (D - 1) + 2 * (D // 2)  # gates as text-width vectors, q/k RMSNorm over head_dim
+    assert sum(t.params for t in count(vector).tensors if "gated_cross" in t.part) == block + extra

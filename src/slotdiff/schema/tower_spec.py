@@ -113,10 +113,10 @@ def as_int(value: Any, expr: Any) -> int:
 # --------------------------------------------------------------------------- data files
 
 _ITEM_KEYS = {
-    "linear": {"in", "out", "bias", "when", "per", "count"},
+    "linear": {"in", "out", "bias", "when", "per", "count", "slot"},
     "conv": {"in", "out", "bias", "when", "per", "count"},
-    "norm": {"kind", "width", "when", "count"},
-    "param": {"rows", "cols", "kind", "when", "per", "count"},
+    "norm": {"kind", "width", "when", "count", "slot"},
+    "param": {"rows", "cols", "kind", "when", "per", "count", "slot"},
     "group": {"count", "tensors", "attention", "when", "each", "over"},
 }
 

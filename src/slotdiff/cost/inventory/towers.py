@@ -12,7 +12,9 @@ items of those files into :class:`~slotdiff.cost.params.Tensor` rows:
   and ``over``, once per index 0..over-1 with the index bound to the name ``each``.
 
 Every item may carry ``when`` (an expression; the item exists only when it is true) and
-``count``. Tower tensors go to slot ``vision``, connector tensors to slot ``connector``.
+``count``. Tower tensors go to slot ``vision``, connector tensors to slot ``connector``; a
+connector item with ``slot`` (attention, ffn, norms) is a decoder-side block the composite
+adds, priced per text token like the decoder's own tensors.
 Each tensor also keeps the token stream it is applied to (``per``: ``patch`` = every
 encoder position, ``token`` = every image token the connector emits, ``seq`` = once per
 encoder sequence, ``none`` = not a matmul), which ``images.vision_flops`` uses.
@@ -66,6 +68,7 @@ def _env(arch: Architecture) -> dict[str, Any]:
 
 
 NORM_KINDS = ("layernorm", "rmsnorm", "rmsnorm_noscale")
+DECODER_SLOTS = ("attention", "ffn", "norms")
 
 
 def _norm_tensors(kind: str, width: int) -> list[tuple[str, int, int, str]]:
@@ -140,8 +143,13 @@ def _build(
         kind = next(k for k in ("linear", "conv", "norm", "param") if k in item)
         name = item[kind]
         module = prefix + name
-        part = f"{slot}/{(part_prefix + name).removeprefix('model.')}"
-        per = item.get("per", default_per) if runs else "none"
+        # ``slot``: a decoder-side tensor the composite adds (Idefics' gated cross-attention
+        # blocks), priced per text token with the decoder's slot, not per image.
+        own = item.get("slot", slot)
+        if own not in (*DECODER_SLOTS, slot):
+            raise ExprError(f"unknown slot {own!r} for {name!r}")
+        part = f"{own}/{(part_prefix + name).removeprefix('model.')}"
+        per = item.get("per", default_per) if runs and own == slot else "none"
         rows: list[tuple[str, int, int, str, str]] = []
         if kind in ("linear", "conv"):
             width_out, width_in = num(item["out"]), num(item["in"])
@@ -167,7 +175,7 @@ def _build(
         for suffix, r, c, tkind, tper in rows:
             if r <= 0 or c <= 0:
                 continue
-            out.append(VisionTensor(Tensor(part + suffix, slot, r, c, n, tkind, module), tper))
+            out.append(VisionTensor(Tensor(part + suffix, own, r, c, n, tkind, module), tper))
 
 
 def vision_model(arch: Architecture) -> VisionModel | None:

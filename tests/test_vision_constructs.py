@@ -411,3 +411,24 @@ def test_decoder_side_blocks_of_a_composite_are_priced_per_text_token() -> None:
     vector = arch_from({**cfg, "alpha_type": "vector", "qk_layer_norms": True})
     extra = 2 * (D - 1) + 2 * (D // 2)  # gates as text-width vectors, q/k RMSNorm over head_dim
     assert sum(t.params for t in count(vector).tensors if "gated_cross" in t.part) == block + extra
+
+
+def test_blip_cross_attention_in_every_text_layer_and_the_untied_second_bias() -> None:
+    from slotdiff.cost.params import count
+
+    text = {
+        "model_type": "blip_text_model",
+        "hidden_size": D,
+        "num_hidden_layers": 3,
+        "num_attention_heads": 2,
+        "intermediate_size": 32,
+        "vocab_size": 50,
+        "max_position_embeddings": 10,
+    }
+    vision = {**CLIP, "model_type": "blip_vision_model"}
+    cfg = {"model_type": "blip", "text_config": text, "vision_config": vision, "tie_word_embeddings": True}
+    tied = count(arch_from(cfg))
+    cross = 3 * ((D * D + D) + 2 * (8 * D + D) + (D * D + D) + 2 * D)  # q, k/v from width 8, dense, LN
+    assert sum(t.params for t in tied.tensors if "crossattention" in t.part) == cross
+    untied = count(arch_from({**cfg, "tie_word_embeddings": False}))
+    assert untied.total - tied.total == 50 * D + 50  # the projection's weight and its own bias

@@ -13,7 +13,7 @@ items of those files into :class:`~slotdiff.cost.params.Tensor` rows:
 
 Every item may carry ``when`` (an expression; the item exists only when it is true) and
 ``count``. Tower tensors go to slot ``vision``, connector tensors to slot ``connector``; a
-connector item with ``slot`` (attention, ffn, norms) is a decoder-side block the composite
+connector item with ``slot`` (attention, ffn, norms, head) is a decoder-side tensor the composite
 adds, priced per text token like the decoder's own tensors.
 Each tensor also keeps the token stream it is applied to (``per``: ``patch`` = every
 encoder position, ``token`` = every image token the connector emits, ``seq`` = once per
@@ -68,7 +68,7 @@ def _env(arch: Architecture) -> dict[str, Any]:
 
 
 NORM_KINDS = ("layernorm", "rmsnorm", "rmsnorm_noscale")
-DECODER_SLOTS = ("attention", "ffn", "norms")
+DECODER_SLOTS = ("attention", "ffn", "norms", "head")
 
 
 def _norm_tensors(kind: str, width: int) -> list[tuple[str, int, int, str]]:

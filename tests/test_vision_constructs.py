@@ -432,3 +432,61 @@ def test_blip_cross_attention_in_every_text_layer_and_the_untied_second_bias() -
     assert sum(t.params for t in tied.tensors if "crossattention" in t.part) == cross
     untied = count(arch_from({**cfg, "tie_word_embeddings": False}))
     assert untied.total - tied.total == 50 * D + 50  # the projection's weight and its own bias
+
+
+def _wn(cin: int, cout: int, k: int) -> int:
+    return cout * cin * k + cout + cout  # weight_norm's v and g, and the bias
+
+
+def test_an_audio_tower_the_composite_describes_is_counted_not_excluded() -> None:
+    from slotdiff.cost.params import count
+
+    audio = {
+        "model_type": "wavtokenizer_encoder",
+        "audio_channels": 1,
+        "num_filters": 2,
+        "upsampling_ratios": [3, 2],
+        "num_residual_layers": 1,
+        "compress": 2,
+        "use_conv_shortcut": True,
+        "norm_type": "weight_norm",
+        "kernel_size": 5,
+        "last_kernel_size": 3,
+        "residual_kernel_size": 3,
+        "num_lstm_layers": 1,
+        "hidden_size": 6,
+    }
+    vision = {
+        "model_type": "apertus1p5_vision_tokenizer",
+        "base_channels": 4,
+        "channel_multiplier": [1],
+        "num_res_blocks": 1,
+        "latent_channels": 4,
+        "embed_dim": 4,
+        "codebook_size": 8,
+        "resolution": 8,
+        "attn_resolutions": [],
+    }
+    text = {**TEXT, "model_type": "apertus1p5_text"}
+    cfg = {"model_type": "apertus1p5", "text_config": text, "vision_config": vision, "audio_config": audio}
+    c = count(arch_from(cfg))
+    assert c.excluded == ()
+    expected = (
+        _wn(1, 2, 5)  # input conv
+        + _wn(2, 1, 3)
+        + _wn(1, 2, 1)
+        + _wn(2, 2, 1)
+        + _wn(2, 4, 2 * 2)  # ratio 2 first (reversed)
+        + _wn(4, 2, 3)
+        + _wn(2, 4, 1)
+        + _wn(4, 4, 1)
+        + _wn(4, 8, 2 * 3)  # then ratio 3
+        + (2 * 32 * 8 + 2 * 32)  # one LSTM layer over 8 channels: w_ih, w_hh, b_ih, b_hh
+        + _wn(8, 6, 3)  # last conv to hidden_size
+    )
+    assert sum(t.params for t in c.tensors if t.part.startswith("vision/audio_tokenizer.")) == expected
+    group_norm = copy.deepcopy(cfg)
+    group_norm["audio_config"]["norm_type"] = "time_group_norm"
+    refused = count(arch_from(group_norm))
+    assert any("time_group_norm" in e for e in refused.excluded)
+    assert any("audio tower" in e for e in refused.excluded)  # not silently counted either

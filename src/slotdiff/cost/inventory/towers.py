@@ -245,10 +245,14 @@ def vision_model(arch: Architecture) -> VisionModel | None:
             # its own resolution, which no image rule models: no FLOPs (runs=False).
             second = vision_types()[extra["tower"]]
             names = {n: env.get(extra["prefix"] + n) for n in second.get("fields", {})}
+            env2 = {**second.get("const", {}), **names, "d_model": env["d_model"]}
+            for need in second.get("requires", []):
+                if not evaluate(need["expr"], env2):
+                    raise ValueError(f"{extra['config_key']}: {need['why']}")
             module = extra["module"]
             _build(
                 second.get("tensors", []),
-                {**second.get("const", {}), **names, "d_model": env["d_model"]},
+                env2,
                 "vision",
                 module + ".",
                 module.rsplit(".", 1)[-1] + ".",
@@ -303,3 +307,12 @@ def vision_tensors(arch: Architecture) -> tuple[Tensor, ...]:
         _TENSORS.clear()
     _TENSORS[id(vis)] = (vis, d_model, out)
     return out
+
+
+def extra_config_keys(arch: Architecture) -> frozenset[str]:
+    """Config keys of the encoders the composite's data counts besides the vision tower
+    (``extra_towers``: DeepSeek-VL hybrid's high_res_vision_config, Apertus 1.5's audio_config)."""
+    vis = arch.vision or {}
+    parent = vis.get("multimodal")
+    spec = multimodal_types().get(parent.value) if parent is not None and parent.value else None
+    return frozenset(e["config_key"] for e in (spec or {}).get("extra_towers", []))

@@ -490,3 +490,52 @@ def test_an_audio_tower_the_composite_describes_is_counted_not_excluded() -> Non
     refused = count(arch_from(group_norm))
     assert any("time_group_norm" in e for e in refused.excluded)
     assert any("audio tower" in e for e in refused.excluded)  # not silently counted either
+
+
+def test_conformer_audio_tower_by_hand() -> None:
+    from slotdiff.cost.params import count
+
+    audio = {
+        "model_type": "phi4_multimodal_audio",
+        "hidden_size": 4,
+        "num_attention_heads": 2,
+        "num_blocks": 1,
+        "intermediate_size": 6,
+        "kernel_size": 3,
+        "depthwise_multiplier": 1,
+        "depthwise_separable_out_channel": 4,
+        "ext_pw_out_channel": 4,
+        "nemo_conv_channels": 2,
+        "nemo_final_size": 3,
+        "time_reduction": 4,
+        "bias_max_distance": 5,
+        "bias_symmetric": False,
+        "downsample_rate": 1,
+    }
+    vision = {
+        "model_type": "phi4_multimodal_vision",
+        "hidden_size": 8,
+        "num_hidden_layers": 1,
+        "num_attention_heads": 2,
+        "intermediate_size": 16,
+        "patch_size": 2,
+        "image_size": 4,
+        "num_channels": 3,
+    }
+    text = {k: v for k, v in TEXT.items() if k != "model_type"}
+    cfg = {"model_type": "phi4_multimodal", **text, "vision_config": vision, "audio_config": audio}
+    c = count(arch_from(cfg))
+    assert c.excluded == ()
+    subsampling = (2 * 9 + 2) + (2 * 9 + 2) + (2 * 2 + 2) + (2 * 3 * 4 + 4)  # conv, dw/pw pair, out
+    rel_bias = 2 * 5 * 2  # 2 × bias_max_distance buckets (not symmetric) × heads
+    ffn = 2 * 4 + (4 * 12 + 12) + (6 * 4 + 4)  # LayerNorm, gate_up to 2·6, down
+    conv = (
+        2 * 4 + (4 * 8 + 8) + 2 * 4 + (3 * 4 + 4) + (4 * 4 + 4) + (4 * 4 + 4)
+    )  # LN, GLU, b1 b2, dw, pw, out
+    block = 2 * ffn + 2 * 4 + 4 * (4 * 4 + 4) + conv + 2 * 4  # two FFNs, LN, q/k/v/o, conv module, LN
+    audio_module = "model.embed_tokens_extend.audio_embed.encoder."
+    encoder = sum(t.params for t in c.tensors if t.module.startswith(audio_module))
+    assert encoder == sum(t.params for t in c.tensors if t.part.startswith("vision/audio_encoder."))
+    assert encoder == subsampling + rel_bias + block == 494
+    projections = 2 * ((4 * D + D) + (D * D + D))  # speech and vision-speech: up, down
+    assert sum(t.params for t in c.tensors if "proj_for_" in t.part) == projections

@@ -52,7 +52,15 @@ def _round(value: Any) -> int:
     return round(value)
 
 
+def _ilog2(value: Any) -> int:
+    """``int(math.log2(x))`` as transformers writes it (NeMo subsampling stages); x must be > 0."""
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or value <= 0:
+        raise ValueError(f"ilog2 needs a positive number, got {value!r}")
+    return int(math.log2(value))
+
+
 FUNCTIONS: dict[str, Any] = {
+    "ilog2": _ilog2,
     "len": len,
     "count": _count,
     "min": min,

@@ -255,7 +255,7 @@ def vision_model(arch: Architecture) -> VisionModel | None:
                 env2,
                 "vision",
                 module + ".",
-                module.rsplit(".", 1)[-1] + ".",
+                extra.get("part", module.rsplit(".", 1)[-1]) + ".",
                 1,
                 out,
                 stacks,

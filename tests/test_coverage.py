@@ -32,7 +32,7 @@ def _with_table(monkeypatch: pytest.MonkeyPatch, rows: dict[str, Any]) -> None:
 
 def test_an_unknown_vision_tower_leaves_the_text_decoder_counted_exactly() -> None:
     cfg = copy.deepcopy(LLAVA)
-    cfg["vision_config"]["model_type"] = "pixtral"  # a tower slotdiff has no data for
+    cfg["vision_config"]["model_type"] = "future_vit"  # no tower data (pixtral, once)
     counted = count(load(cfg).arch)
     text = {**cfg["text_config"], "vocab_size": cfg["text_config"].get("vocab_size", 32064)}
     text["model_type"] = "llama"
@@ -40,18 +40,18 @@ def test_an_unknown_vision_tower_leaves_the_text_decoder_counted_exactly() -> No
     theirs = hf_oracle.param_count(text)["total"]  # LlamaForCausalLM from the same text config
     assert counted.total == theirs
     assert counted.part("vision") == counted.part("connector") == 0
-    assert len(counted.excluded) == 1 and "vision tower (pixtral)" in counted.excluded[0]
+    assert len(counted.excluded) == 1 and "vision tower (future_vit)" in counted.excluded[0]
 
 
 def test_the_report_keeps_its_figures_and_says_what_they_exclude() -> None:
     cfg = copy.deepcopy(LLAVA)
-    cfg["vision_config"]["model_type"] = "pixtral"
+    cfg["vision_config"]["model_type"] = "future_vit"
     out = slotdiff.analyze(cfg).to_dict()
     assert out["cost"] is not None
     assert out["cost"]["kv"]["bytes_per_token"] > 0 and out["cost"]["decode"]["step_ms"] > 0
-    assert any("pixtral" in e for e in out["cost"]["params"]["excluded"])
+    assert any("future_vit" in e for e in out["cost"]["params"]["excluded"])
     assert out["coverage"]["status"] == "unverified"
-    assert any("figures exclude the vision tower (pixtral)" in r for r in out["coverage"]["reasons"])
+    assert any("figures exclude the vision tower (future_vit)" in r for r in out["coverage"]["reasons"])
 
 
 def test_an_audio_tower_is_named_as_excluded_not_silently_dropped() -> None:

@@ -56,6 +56,15 @@ def _fixed_square(s: Mapping[str, Any], width: int, height: int) -> dict[str, An
     return dict(tokens=tokens, patches=patches, encoder_len=patches + cls, resize=(size, size))
 
 
+@rule("fixed_queries")
+def _fixed_queries(s: Mapping[str, Any], width: int, height: int) -> dict[str, Any]:
+    """BLIP-2 / InstructBLIP: resize to the tower's square input; a Q-Former's learned queries
+    (``tokens_per_image``) read every patch state and become the image's decoder tokens."""
+    size, p, tokens = s["image_size"], s["patch_size"], s["tokens_per_image"]
+    patches = (size // p) ** 2
+    return dict(tokens=tokens, patches=patches, encoder_len=patches + s["class_tokens"], resize=(size, size))
+
+
 @rule("fixed_pool")
 def _fixed_pool(s: Mapping[str, Any], width: int, height: int) -> dict[str, Any]:
     size, p, tokens = s["image_size"], s["patch_size"], s["tokens_per_image"]

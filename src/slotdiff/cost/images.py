@@ -19,6 +19,7 @@ The rules themselves are small named functions that transcribe transformers' pro
                         the decoder's cross-attention, not as tokens;
 - ``tiled_best_fit``    Llama 4: best canvas of up to max_patches tiles plus a global tile,
                         pixel shuffle, tile separators;
+- ``fixed_queries``     BLIP-2: resize to the tower's square input, a Q-Former's queries as tokens;
 - ``tiled_aspect``      InternVL: grid of closest aspect ratio within [min, max] tiles plus
                         a thumbnail, pixel shuffle.
 """

@@ -17,7 +17,7 @@ from ..schema.arch import Architecture
 from .inventory.decoder import tensors
 from .inventory.mtp import mtp_tensors
 from .inventory.tensor import PARTS, Tensor, Unsupported
-from .inventory.towers import audio_counted, vision_tensors
+from .inventory.towers import audio_counted, extra_config_keys, vision_tensors
 
 
 @dataclass(frozen=True)
@@ -76,7 +76,9 @@ def count(arch: Architecture, mtp_of: tuple[Tensor, ...] | None = None) -> Param
     except Unsupported as err:  # the text decoder's figures still stand
         tower = ()
         excluded.append(f"the vision tower ({_tower_name(arch)}): {err.reason}")
-    if arch.audio is not None and not counted_audio:
+    # An audio encoder the composite's data counts (an `audio` entry, or an extra tower read
+    # from the audio config) is in ``tower`` already; any other is named as excluded.
+    if arch.audio is not None and not (counted_audio or (tower and arch.audio[0] in extra_config_keys(arch))):
         key, audio_type = arch.audio
         excluded.append(f"the audio tower ({audio_type or key}): slotdiff has no data for audio encoders")
     built = tensors(arch)

@@ -12,7 +12,11 @@ Python branch:
     the composite model named by the top-level ``model_type`` (``llava``, ``qwen2_vl``...):
     which tower it builds (fixed, or chosen by ``vision_config.model_type``), where the
     tower sits in the module tree, the connector's tensors, the top-level keys they read,
-    and the processor rule that turns a W×H image into tokens (see ``images.py``).
+    and the processor rule that turns a W×H image into tokens (see ``images.py``). It may
+    ``extends`` a sibling file (fields merged, the child's keys winning), build several
+    copies of its tower (``tower_modules``: Video-LLaVA's image and video towers) or a
+    second tower read from its own config node (``extra_towers``: a tower file, the node's
+    key, the module path and a prefix for that tower's field names, ``hr_hidden``).
 
 Sizes are small arithmetic expressions over the fields (``(image_size // patch_size) ** 2
 + 1``) in the strict dialect of ``expr.py``'s language: names, numbers, + - * / // % **,
@@ -58,8 +62,16 @@ def _count_of(values: Any, value: Any, limit: Any = None) -> int:
     return sum(1 for v in (values if limit is None else values[:limit]) if v == value)
 
 
+def _ilog2(value: Any) -> int:
+    """``int(math.log2(x))`` as transformers writes it (NeMo subsampling stages); x must be > 0."""
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or value <= 0:
+        raise ValueError(f"ilog2 needs a positive number, got {value!r}")
+    return int(math.log2(value))
+
+
 FUNCTIONS: dict[str, Any] = {
     "count_of": _count_of,
+    "ilog2": _ilog2,
     "len": len,
     "count": _count,
     "min": min,
@@ -120,11 +132,11 @@ def as_int(value: Any, expr: Any) -> int:
 # --------------------------------------------------------------------------- data files
 
 _ITEM_KEYS = {
-    "linear": {"in", "out", "bias", "when", "per", "count"},
+    "linear": {"in", "out", "bias", "when", "per", "count", "slot"},
     "conv": {"in", "out", "bias", "when", "per", "count"},
-    "norm": {"kind", "width", "when", "count"},
-    "param": {"rows", "cols", "kind", "when", "per", "count"},
-    "group": {"count", "tensors", "attention", "when"},
+    "norm": {"kind", "width", "when", "count", "slot"},
+    "param": {"rows", "cols", "kind", "when", "per", "count", "slot"},
+    "group": {"count", "tensors", "attention", "when", "each", "over"},
 }
 
 
@@ -189,11 +201,27 @@ AUDIO_PREFIX = "audio."
 def multimodal_types() -> dict[str, dict[str, Any]]:
     """Every composite-model file, by the top-level model_type it describes."""
     folder = data_dir("schemas") / "multimodal"
+    raw = {p.stem: load_schema_file(f"multimodal/{p.name}") for p in sorted(folder.glob("*.json"))}
+
+    def merged(name: str, seen: tuple[str, ...] = ()) -> dict[str, Any]:
+        # ``extends``: a sibling file's connector, fields and images, the child's keys winning
+        # (its ``fields`` merged key by key), as vision_types do.
+        spec = raw[name]
+        parent = spec.get("extends")
+        if not parent:
+            return spec
+        if parent in seen or parent not in raw:
+            raise ValueError(f"multimodal/{name}.json extends unknown or cyclic {parent!r}")
+        base = {k: v for k, v in merged(parent, (*seen, name)).items() if k != "model_types"}
+        out = {**base, **spec}
+        out["fields"] = {**base.get("fields", {}), **spec.get("fields", {})}
+        return out
+
     out: dict[str, dict[str, Any]] = {}
-    for path in sorted(folder.glob("*.json")):
-        spec = load_schema_file(f"multimodal/{path.name}")
-        _check_items(spec.get("connector", []), path.name)
-        for name in spec.get("model_types", [path.stem]):
+    for stem in raw:
+        spec = merged(stem)
+        _check_items(spec.get("connector", []), f"{stem}.json")
+        for name in spec.get("model_types", [stem]):
             out[name] = spec
     return out
 
@@ -313,6 +341,20 @@ def spec_fields(data: Mapping[str, Any], key: str | None) -> dict[str, Value]:
         out["tower"] = Value(tower_name, "model_type", (), how)
         source = tower.get("defaults_from", tower_name)
         out.update(resolve_fields(tower.get("fields", {}), node, node_key, defaults.get(source, {}), source))
+    for extra in parent.get("extra_towers", []):
+        # A second encoder with its own config node (DeepSeek-VL-Hybrid's SAM tower under
+        # high_res_vision_config): its fields carry the entry's prefix (``hr_hidden``).
+        spec = vision_types()[extra["tower"]]
+        sub = data.get(extra["config_key"])
+        source = spec.get("defaults_from", extra["tower"])
+        got = resolve_fields(
+            spec.get("fields", {}),
+            sub if isinstance(sub, Mapping) else {},
+            extra["config_key"],
+            defaults.get(source, {}),
+            source,
+        )
+        out.update({extra["prefix"] + name: value for name, value in got.items()})
     out.update(
         resolve_fields(
             parent.get("fields", {}), data, "", defaults.get(str(parent_type), {}), str(parent_type)

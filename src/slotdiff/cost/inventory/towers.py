@@ -8,10 +8,13 @@ items of those files into :class:`~slotdiff.cost.params.Tensor` rows:
   true, a bias vector ``out``;
 - ``norm``: LayerNorm (weight and bias), RMSNorm (weight) or a scale-free RMSNorm (nothing);
 - ``param``: a bare parameter ``rows × cols`` (class token, position table, gates...);
-- ``group``: its ``tensors`` repeated ``count`` times (the encoder layers).
+- ``group``: its ``tensors`` repeated ``count`` times (the encoder layers); with ``each``
+  and ``over``, once per index 0..over-1 with the index bound to the name ``each``.
 
 Every item may carry ``when`` (an expression; the item exists only when it is true) and
-``count``. Tower tensors go to slot ``vision``, connector tensors to slot ``connector``.
+``count``. Tower tensors go to slot ``vision``, connector tensors to slot ``connector``; a
+connector item with ``slot`` (attention, ffn, norms, head) is a decoder-side tensor the composite
+adds, priced per text token like the decoder's own tensors.
 Each tensor also keeps the token stream it is applied to (``per``: ``patch`` = every
 encoder position, ``token`` = every image token the connector emits, ``seq`` = once per
 encoder sequence, ``none`` = not a matmul), which ``images.vision_flops`` uses.
@@ -122,6 +125,7 @@ def audio_counted(arch: Architecture) -> bool:
 
 
 NORM_KINDS = ("layernorm", "rmsnorm", "rmsnorm_noscale")
+DECODER_SLOTS = ("attention", "ffn", "norms", "head")
 
 
 def _norm_tensors(kind: str, width: int) -> list[tuple[str, int, int, str]]:
@@ -144,7 +148,11 @@ def _build(
     out: list[VisionTensor],
     stacks: list[AttentionStack],
     default_per: str,
+    runs: bool = True,
 ) -> None:
+    """Append ``items``' tensors to ``out``; ``runs`` false: an image never passes through them
+    (a second copy of the tower that only encodes video), so they carry no FLOPs."""
+
     def num(expr: Any) -> int:
         return as_int(evaluate(expr, env), expr)
 
@@ -154,9 +162,27 @@ def _build(
         n = count * num(item.get("count", 1))
         if n <= 0:
             continue
+        if "group" in item and "each" in item:
+            # An indexed group: its tensors once per index 0..over-1, the index bound to the
+            # name ``each`` (a VQ-GAN's resolution levels, each with its own widths).
+            name, var = item["group"], item["each"]
+            for k in range(num(item["over"])):
+                _build(
+                    item["tensors"],
+                    {**env, var: k},
+                    slot,
+                    f"{prefix}{name}.{k}.",
+                    f"{part_prefix}{name}.",
+                    n,
+                    out,
+                    stacks,
+                    default_per,
+                    runs,
+                )
+            continue
         if "group" in item:
             name = item["group"]
-            if "attention" in item:
+            if "attention" in item and runs:
                 stacks.append(AttentionStack(n, num(item["attention"]["width"])))
             _build(
                 item["tensors"],
@@ -168,13 +194,19 @@ def _build(
                 out,
                 stacks,
                 default_per,
+                runs,
             )
             continue
         kind = next(k for k in ("linear", "conv", "norm", "param") if k in item)
         name = item[kind]
         module = prefix + name
-        part = f"{slot}/{(part_prefix + name).removeprefix('model.')}"
-        per = item.get("per", default_per)
+        # ``slot``: a decoder-side tensor the composite adds (Idefics' gated cross-attention
+        # blocks), priced per text token with the decoder's slot, not per image.
+        own = item.get("slot", slot)
+        if own not in (*DECODER_SLOTS, slot):
+            raise ExprError(f"unknown slot {own!r} for {name!r}")
+        part = f"{own}/{(part_prefix + name).removeprefix('model.')}"
+        per = item.get("per", default_per) if runs and own == slot else "none"
         rows: list[tuple[str, int, int, str, str]] = []
         if kind in ("linear", "conv"):
             width_out, width_in = num(item["out"]), num(item["in"])
@@ -200,7 +232,7 @@ def _build(
         for suffix, r, c, tkind, tper in rows:
             if r <= 0 or c <= 0:
                 continue
-            out.append(VisionTensor(Tensor(part + suffix, slot, r, c, n, tkind, module), tper))
+            out.append(VisionTensor(Tensor(part + suffix, own, r, c, n, tkind, module), tper))
 
 
 def vision_model(arch: Architecture) -> VisionModel | None:
@@ -238,18 +270,45 @@ def vision_model(arch: Architecture) -> VisionModel | None:
         _requires(spec, env, arch, f"vision encoder ({tower_val.value})", config_key)
     out: list[VisionTensor] = []
     stacks: list[AttentionStack] = []
+    # ``tower_modules``: the composite builds several copies of the tower (Video-LLaVA's
+    # image_tower and video_tower); an image runs through the first one only.
+    modules = parent.get("tower_modules") or [parent.get("tower_module", "model.vision_tower")]
     try:
-        _build(
-            tower.get("tensors", []),
-            env,
-            "vision",
-            parent.get("tower_module", "model.vision_tower") + ".",
-            "",
-            1,
-            out,
-            stacks,
-            "patch",
-        )
+        for i, module in enumerate(modules):
+            _build(
+                tower.get("tensors", []),
+                env,
+                "vision",
+                module + ".",
+                "" if len(modules) == 1 else module.rsplit(".", 1)[-1] + ".",
+                1,
+                out,
+                stacks,
+                "patch",
+                runs=i == 0,
+            )
+        for extra in parent.get("extra_towers", []):
+            # A second encoder, its fields under the entry's prefix; it reads the image at
+            # its own resolution, which no image rule models: no FLOPs (runs=False).
+            second = vision_types()[extra["tower"]]
+            names = {n: env.get(extra["prefix"] + n) for n in second.get("fields", {})}
+            env2 = {**second.get("const", {}), **names, "d_model": env["d_model"]}
+            for need in second.get("requires", []):
+                if not evaluate(need["expr"], env2):
+                    raise ValueError(f"{extra['config_key']}: {need['why']}")
+            module = extra["module"]
+            _build(
+                second.get("tensors", []),
+                env2,
+                "vision",
+                module + ".",
+                extra.get("part", module.rsplit(".", 1)[-1]) + ".",
+                1,
+                out,
+                stacks,
+                "patch",
+                runs=False,
+            )
         _build(parent.get("connector", []), env, "connector", "", "", 1, out, stacks, "token")
     except (ArithmeticError, TypeError, ValueError, KeyError, IndexError) as err:  # ExprError too
         raise Unsupported(
@@ -297,3 +356,12 @@ def vision_tensors(arch: Architecture) -> tuple[Tensor, ...]:
         _TENSORS.clear()
     _TENSORS[id(vis)] = (vis, d_model, out)
     return out
+
+
+def extra_config_keys(arch: Architecture) -> frozenset[str]:
+    """Config keys of the encoders the composite's data counts besides the vision tower
+    (``extra_towers``: DeepSeek-VL hybrid's high_res_vision_config, Apertus 1.5's audio_config)."""
+    vis = arch.vision or {}
+    parent = vis.get("multimodal")
+    spec = multimodal_types().get(parent.value) if parent is not None and parent.value else None
+    return frozenset(e["config_key"] for e in (spec or {}).get("extra_towers", []))

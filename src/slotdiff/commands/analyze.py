@@ -20,8 +20,11 @@ examples:
   HF_HUB_OFFLINE=1 slotdiff openai/gpt-oss-20b  served from the bundled catalog offline
 
 other commands: {commands}  (slotdiff COMMAND --help)
-exit codes: 0 ok, 1 findings (lint errors, scan --fail-on-new), 2 bad input or usage
 """
+EXIT_1 = (
+    "the analysis never returns it; other commands do for a finding (lint errors, "
+    "scan --fail-on-new found something new, fit or train does not fit)"
+)
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:

@@ -29,8 +29,8 @@ examples:
   slotdiff fit meta-llama/Llama-3.1-8B --engine vllm --max-model-len 32768 --gpu-memory-utilization 0.9
   slotdiff fit Qwen/Qwen3-30B-A3B --engine vllm --available-kv-gib 10.55 --kv-cache-dtype fp8
 engines: --engine-version defaults to vLLM {DEFAULT_VLLM} / SGLang {DEFAULT_SGLANG} accounting
-exit codes: 0 fits, 1 does not fit (or the layout is invalid), 2 bad input or usage
 """
+EXIT_1 = "does not fit (or the layout is invalid)"
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:

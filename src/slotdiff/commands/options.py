@@ -11,9 +11,15 @@ from ..cost.gpus import resolve_gpu
 from ..cost.workload import Workload
 from ..render import REPORTER_BY_NAME
 
+COUNT_FORMS = "takes 8K = 8192, 8k = 8000, 1M = 1048576"
+SIZE_FORMS = "takes 80 (GiB), 80GiB, 96GB, 512MiB"
 
-def _argtype(parse: Callable[[str], object], name: str) -> Callable[[str], object]:
-    """Wrap a core.quantity parser so argparse names the flag in its one-line error."""
+
+def _argtype(
+    parse: Callable[[str], object], name: str, accepts: str | None = None
+) -> Callable[[str], object]:
+    """Wrap a core.quantity parser so argparse names the flag in its one-line error; ``accepts``
+    is what the CLI's help formatter adds under each flag of this type (the suffixes it takes)."""
 
     def convert(text: str) -> object:
         try:
@@ -22,16 +28,17 @@ def _argtype(parse: Callable[[str], object], name: str) -> Callable[[str], objec
             raise argparse.ArgumentTypeError(err.reason) from None
 
     convert.__name__ = name
+    convert.accepts = accepts  # type: ignore[attr-defined]
     return convert
 
 
 # Every numeric flag takes one of these: suffixes (128K, 80GiB) and the bounds are the same
 # in every command, and NaN, infinity and negative values are refused with exit status 2.
-COUNT = _argtype(lambda t: parse_count(t, minimum=1), "count")
-COUNT0 = _argtype(lambda t: parse_count(t, minimum=0), "count")
-TOKENS = _argtype(lambda t: parse_count(t, minimum=1), "tokens")
-GIB = _argtype(parse_gib, "size")
-GIB0 = _argtype(lambda t: parse_gib(t, allow_zero=True), "size")
+COUNT = _argtype(lambda t: parse_count(t, minimum=1), "count", COUNT_FORMS)
+COUNT0 = _argtype(lambda t: parse_count(t, minimum=0), "count", COUNT_FORMS)
+TOKENS = _argtype(lambda t: parse_count(t, minimum=1), "tokens", COUNT_FORMS)
+GIB = _argtype(parse_gib, "size", SIZE_FORMS)
+GIB0 = _argtype(lambda t: parse_gib(t, allow_zero=True), "size", SIZE_FORMS)
 POSITIVE = _argtype(lambda t: parse_real(t, exclusive_minimum=True), "number")
 NONNEGATIVE = _argtype(parse_real, "number")
 SHARE = _argtype(lambda t: parse_real(t, exclusive_minimum=True, maximum=1.0), "share")

@@ -30,8 +30,8 @@ examples:
   slotdiff scan --state s.json --update-fingerprints proposed/   # family files for new designs
 
 environment: HF_TOKEN (gated repos), HF_ENDPOINT (another Hub), HF_HUB_CACHE (config cache)
-exit codes: 0 ok, 1 --fail-on-new and something new was found, 2 bad input, 130 interrupted
 """
+EXIT_1 = "--fail-on-new and something new was found"
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:

@@ -18,7 +18,7 @@ from ..deploy.serving import deployment
 from ..deploy.sweep import sweep_batch, sweep_context
 from ..render.deploy import render_sweeps
 from ..render.plot import plot_sweeps, require_matplotlib
-from .options import COUNT, add_workload_arguments, workload_from
+from .options import COUNT, COUNT_FORMS, add_workload_arguments, workload_from
 
 EPILOG = """\
 examples:
@@ -40,6 +40,9 @@ def parse_points(text: str) -> tuple[int, ...]:
         except UsageError as err:
             raise UsageError(f"bad point {part.strip()!r}: {err} (expected 8, 8K or 1M)") from None
     return tuple(sorted(out))
+
+
+parse_points.accepts = "each point " + COUNT_FORMS  # type: ignore[attr-defined]  # shown under --help
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:

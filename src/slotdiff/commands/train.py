@@ -37,8 +37,8 @@ optimizers: adamw (fp32 moments), adamw-8bit (bitsandbytes block-wise), sgd (no 
 no state), sgd-momentum (one fp32 buffer)
 LoRA targets: q, k, v, o, gate, up, down, experts, router; "attention" = q,k,v,o;
 "all-linear" = q,k,v,o,gate,up,down (the default)
-exit codes: 0 fits, 1 does not fit, 2 bad input or usage
 """
+EXIT_1 = "does not fit"
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:

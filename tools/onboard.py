@@ -307,7 +307,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--draft", action="store_true", help="print a drafted model_type file")
     parser.add_argument("--write", action="store_true", help="write the draft and compare again")
     args = parser.parse_args(argv)
-    if not re.fullmatch(r"[a-z0-9_]+", args.model_type) or args.model_type not in CONFIG_MAPPING:
+    if not re.fullmatch(r"[a-z0-9][a-z0-9_.-]*", args.model_type) or args.model_type not in CONFIG_MAPPING:
         parser.error(f"transformers has no model_type {args.model_type!r}")
     cfg = hf_oracle.load_config(args.config) if args.config else default_config(args.model_type)
     existing = MODEL_TYPES / f"{args.model_type}.json"

@@ -40,13 +40,18 @@ _BYTE_SCALE = {
 _NUMBER = re.compile(r"\s*([+-]?(?:\d+(?:\.\d*)?|\.\d+)(?:[eE][+-]?\d+)?)\s*([A-Za-z]*)\s*")
 
 
+def _shown(text: str) -> str:
+    """The typed value for an error message, cut short: a 400-digit number is one line too."""
+    return repr(text if len(text) <= 32 else text[:29] + "...")
+
+
 def _split(text: str) -> tuple[float, str]:
     m = _NUMBER.fullmatch(text)
     if not m:
-        raise UsageError(f"{text!r} is not a number")
+        raise UsageError(f"{_shown(text)} is not a number")
     value = float(m.group(1))
     if not math.isfinite(value):
-        raise UsageError(f"{text!r} is not a finite number")
+        raise UsageError(f"{_shown(text)} is not a finite number")
     return value, m.group(2)
 
 
@@ -54,15 +59,15 @@ def parse_count(text: str, *, minimum: int = 0, maximum: int | None = None) -> i
     """``8192``, ``128K`` (131,072), ``1M``, ``25.6k`` (25,600) → an integer within the bounds."""
     value, suffix = _split(text)
     if suffix not in _COUNT_SCALE:
-        raise UsageError(f"{text!r}: unknown suffix {suffix!r} (use k/m/g for 10^3.., K/M/G for 2^10..)")
+        raise UsageError(f"{_shown(text)}: unknown suffix {suffix!r} (k/m/g: 10^3.., K/M/G: 2^10..)")
     scaled = value * _COUNT_SCALE[suffix]
     if scaled != int(scaled):
-        raise UsageError(f"{text!r} is not a whole number")
+        raise UsageError(f"{_shown(text)} is not a whole number")
     out = int(scaled)
     if out < minimum:
-        raise UsageError(f"{text!r} must be at least {minimum}")
+        raise UsageError(f"{_shown(text)} must be at least {minimum}")
     if maximum is not None and out > maximum:
-        raise UsageError(f"{text!r} must be at most {maximum:,}")
+        raise UsageError(f"{_shown(text)} must be at most {maximum:,}")
     return out
 
 
@@ -77,11 +82,11 @@ def parse_real(
     """A finite decimal number within the bounds (no suffix: rates, shares, seconds)."""
     value, suffix = _split(text)
     if suffix:
-        raise UsageError(f"{text!r}: expected a plain number, not one with {suffix!r}")
+        raise UsageError(f"{_shown(text)}: expected a plain number, not one with {suffix!r}")
     if value < minimum or (exclusive_minimum and value == minimum):
-        raise UsageError(f"{text!r} must be {'above' if exclusive_minimum else 'at least'} {minimum:g}")
+        raise UsageError(f"{_shown(text)} must be {'above' if exclusive_minimum else 'at least'} {minimum:g}")
     if maximum is not None and (value > maximum or (exclusive_maximum and value == maximum)):
-        raise UsageError(f"{text!r} must be {'below' if exclusive_maximum else 'at most'} {maximum:g}")
+        raise UsageError(f"{_shown(text)} must be {'below' if exclusive_maximum else 'at most'} {maximum:g}")
     return value
 
 
@@ -90,8 +95,8 @@ def parse_gib(text: str, *, allow_zero: bool = False) -> float:
     value, suffix = _split(text)
     unit = suffix.lower() or "gib"
     if unit not in _BYTE_SCALE:
-        raise UsageError(f"{text!r}: unknown unit {suffix!r} (use GiB, GB, MiB, MB, TiB, TB)")
+        raise UsageError(f"{_shown(text)}: unknown unit {suffix!r} (use GiB, GB, MiB, MB, TiB, TB)")
     gib = value * _BYTE_SCALE[unit] / 2**30
     if gib < 0 or (gib == 0 and not allow_zero):
-        raise UsageError(f"{text!r} must be {'at least 0' if allow_zero else 'above 0'}")
+        raise UsageError(f"{_shown(text)} must be {'at least 0' if allow_zero else 'above 0'}")
     return gib

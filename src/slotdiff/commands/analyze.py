@@ -45,5 +45,6 @@ def run(args: argparse.Namespace) -> int:
         workload=workload_from(args),
         cost=not args.no_cost,
     )
-    sys.stdout.write(REPORTER_BY_NAME[args.format](report))
+    layout = {"width": args.width} if args.format == "table" else {}
+    sys.stdout.write(REPORTER_BY_NAME[args.format](report, **layout))
     return 0

@@ -3,13 +3,14 @@
 from __future__ import annotations
 
 import argparse
+import sys
 from collections.abc import Callable
 
 from ..core.errors import UsageError
 from ..core.quantity import parse_count, parse_gib, parse_real
 from ..cost.gpus import resolve_gpu
 from ..cost.workload import Workload
-from ..render import REPORTER_BY_NAME
+from ..render import REPORTER_BY_NAME, json_report
 
 COUNT_FORMS = "takes 8K = 8192, 8k = 8000, 1M = 1048576"
 SIZE_FORMS = "takes 80 (GiB), 80GiB, 96GB, 512MiB"
@@ -109,6 +110,41 @@ def workload_from(args: argparse.Namespace, gpus: int = 1) -> Workload:
     )
 
 
+def add_width_argument(parser: argparse.ArgumentParser | argparse._ArgumentGroup) -> None:
+    """``--width N``: lay tables and text out at N columns (default: COLUMNS, else the
+    terminal's width, else 120 when piped)."""
+    parser.add_argument(
+        "--width",
+        type=COUNT,
+        metavar="N",
+        help="columns to lay the text out at (default: COLUMNS, the terminal's width, or 120 when piped)",
+    )
+
+
+def add_style_arguments(parser: argparse.ArgumentParser, schema: str) -> None:
+    """``--json`` (validated by ``schemas/<schema>``) or ``--markdown`` instead of the text
+    view (``args.style``), and ``--width``; for the commands whose answer is one page."""
+    out = parser.add_argument_group("output")
+    style = out.add_mutually_exclusive_group()
+    style.add_argument(
+        "--json", dest="style", action="store_const", const="json", help=f"JSON validated by schemas/{schema}"
+    )
+    style.add_argument(
+        "--markdown",
+        dest="style",
+        action="store_const",
+        const="markdown",
+        help="Markdown for a pull request or wiki",
+    )
+    parser.set_defaults(style="text")
+    add_width_argument(out)
+
+
+def write_json(data: object) -> None:
+    """Every command's JSON goes through render.json_report's one writer (strict: no NaN)."""
+    sys.stdout.write(json_report.dumps(data))
+
+
 def add_output_arguments(parser: argparse.ArgumentParser) -> None:
     """``--format`` with the report renderers' names, and ``--json`` / ``--markdown`` for short."""
     out = parser.add_mutually_exclusive_group()
@@ -127,3 +163,4 @@ def add_output_arguments(parser: argparse.ArgumentParser) -> None:
         const="markdown",
         help="Markdown for a pull request or wiki",
     )
+    add_width_argument(parser)

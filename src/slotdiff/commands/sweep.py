@@ -7,7 +7,6 @@ models to the same table run and chart.
 from __future__ import annotations
 
 import argparse
-import json
 import sys
 from pathlib import Path
 
@@ -18,7 +17,14 @@ from ..deploy.serving import deployment
 from ..deploy.sweep import sweep_batch, sweep_context
 from ..render.deploy import render_sweeps
 from ..render.plot import plot_sweeps, require_matplotlib
-from .options import COUNT, COUNT_FORMS, add_workload_arguments, workload_from
+from .options import (
+    COUNT,
+    COUNT_FORMS,
+    add_style_arguments,
+    add_workload_arguments,
+    workload_from,
+    write_json,
+)
 
 EPILOG = """\
 examples:
@@ -56,7 +62,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--plot", metavar="FILE", help="draw to FILE.png or FILE.svg (pip install 'slotdiff[plot]')"
     )
-    parser.add_argument("--json", action="store_true", help="the sweeps as JSON")
+    add_style_arguments(parser, "sweep.schema.json")
     add_workload_arguments(parser)
 
 
@@ -75,11 +81,10 @@ def run(args: argparse.Namespace) -> int:
             sweeps.append(sweep_context(dep, wl.batch, args.points))
     if args.plot:
         plot_sweeps(sweeps, Path(args.plot))
-    if args.json:
-        out = {"over": args.over, "plot": args.plot, "models": [s.to_dict() for s in sweeps]}
-        sys.stdout.write(json.dumps(out, indent=2, allow_nan=False) + "\n")
+    if args.style == "json":
+        write_json({"over": args.over, "plot": args.plot, "models": [s.to_dict() for s in sweeps]})
     else:
-        sys.stdout.write(render_sweeps(sweeps))
+        sys.stdout.write(render_sweeps(sweeps, args.style, args.width))
         if args.plot:
             sys.stdout.write(f"wrote {args.plot}\n")
     return 0

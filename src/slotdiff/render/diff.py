@@ -8,6 +8,7 @@ import sys
 from typing import Any
 
 from . import fmt
+from .page import output_width
 
 
 def _value(v: Any) -> str:
@@ -28,7 +29,7 @@ def _delta_lines(result: Any) -> list[str]:
     ]
 
 
-def render_table(result: Any) -> str:
+def render_table(result: Any, width: int | None = None) -> str:
     from rich.console import Console
     from rich.table import Table
     from rich.text import Text
@@ -37,14 +38,16 @@ def render_table(result: Any) -> str:
     tty = sys.stdout.isatty()
     console = Console(
         file=buf,
-        width=100,
+        width=output_width(width),
         force_terminal=tty,
         color_system="auto" if tty else None,
         highlight=False,
         markup=False,  # model names and config values are text, never rich markup
     )
-    console.print(Text(result.a.raw.name, style="bold") + Text(" → ") + Text(result.b.raw.name, style="bold"))
-    console.print(f"A: {result.class_a.label}\nB: {result.class_b.label}")
+    # prose wraps at spaces only (overflow="ignore"): a model path is never cut
+    head = Text(result.a.raw.name, style="bold") + Text(" → ") + Text(result.b.raw.name, style="bold")
+    console.print(head, overflow="ignore")
+    console.print(f"A: {result.class_a.label}\nB: {result.class_b.label}", overflow="ignore")
     table = Table(box=None, expand=True, header_style="bold", pad_edge=False)
     for col, ratio in (("facet", 2), ("A", 4), ("B", 4), ("status", 1)):
         table.add_column(col, ratio=ratio, no_wrap=col in ("facet", "status"))
@@ -56,9 +59,9 @@ def render_table(result: Any) -> str:
     if table.row_count:
         console.print(table)
     else:
-        console.print("no slot changes")
+        console.print("no slot changes", overflow="ignore")
     for line in _delta_lines(result):
-        console.print(line)
+        console.print(line, overflow="ignore")
     keys = Table(
         title="raw key changes",
         title_justify="left",

@@ -1,21 +1,22 @@
 """The terminal view: slot table, class line, main costs and the price of each change.
 
-Laid out to read at 100 columns. Only this module imports rich.
+Laid out at the output width (render/page.py); cells and prose break at spaces, never
+inside a word. Only this module imports rich.
 """
 
 from __future__ import annotations
 
 import io
-import shutil
 import sys
 from typing import Any
 
-from rich.console import Console, Group
+from rich.console import Console
 from rich.table import Table
 from rich.text import Text
 
 from . import fmt
 from .fmt import short_name
+from .page import output_width, word_breaks
 
 STATUS_STYLE = {"same": "dim", "resized": "cyan", "changed": "bold yellow"}
 
@@ -236,8 +237,9 @@ _SHOWN = frozenset(
 
 
 def render(report: Any, width: int | None = None) -> str:
-    """Render a report for a terminal (colour only when stdout is a terminal)."""
-    width = width or min(max(shutil.get_terminal_size((100, 24)).columns, 80), 120)
+    """Render a report for a terminal (colour only when stdout is a terminal), at ``width``
+    (page.output_width: --width, COLUMNS, the terminal's, or 120 when piped)."""
+    width = output_width(width)
     buf = io.StringIO()
     console = Console(
         file=buf,
@@ -252,5 +254,24 @@ def render(report: Any, width: int | None = None) -> str:
     if changes is not None:
         parts += [Text(""), changes]
     parts += [Text(""), notes(report)]
-    console.print(Group(*parts))
+    for part in parts:
+        if isinstance(part, Text):  # prose: broken at spaces only, never inside a path
+            console.print(prose(part, width), soft_wrap=True)
+        else:
+            console.print(part)
     return buf.getvalue().rstrip() + "\n"
+
+
+def prose(text: Text, width: int) -> Text:
+    """``text`` with line breaks where words start, so that rich need not fold a long word."""
+    out = Text()
+    for k, line in enumerate(text.split("\n", allow_blank=True)):
+        if k:
+            out.append("\n")
+        pieces = line.divide(word_breaks(line.plain, width - 2))  # room for the indent
+        for n, piece in enumerate(pieces):
+            piece.rstrip()
+            out.append_text(piece if not n else Text("  ") + piece)
+            if n < len(pieces) - 1:
+                out.append("\n")
+    return out

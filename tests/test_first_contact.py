@@ -208,3 +208,296 @@ def test_help_lists_every_exit_code(command: str) -> None:
     block = res.stdout.split("exit codes:", 1)[1]
     codes = [line.split()[0] for line in block.strip().splitlines()]
     assert codes == ["0", "1", "2", "3", "130"], block
+
+
+# ------------------------------------------------------------------ 7. files get the umask
+
+
+@pytest.mark.parametrize(("umask", "mode"), [(0o022, 0o644), (0o002, 0o664), (0o077, 0o600)])
+def test_written_files_get_the_users_umask(tmp_path: Path, umask: int, mode: int) -> None:
+    """A fingerprint file and a scan-style report written by the CLI: 0666 less the umask."""
+    code = (
+        "import os, sys; os.umask(int(sys.argv[1], 8)); from slotdiff.cli import main; "
+        "sys.exit(main(sys.argv[2:]))"
+    )
+    out = tmp_path / "fp"
+    res = subprocess.run(
+        [
+            sys.executable,
+            "-c",
+            code,
+            oct(umask),
+            "fingerprint",
+            str(raw("Qwen/Qwen3-8B")),
+            "--name",
+            "Fam",
+            "--out",
+            str(out),
+        ],
+        capture_output=True,
+        text=True,
+        env=ENV,
+        timeout=120,
+        check=False,
+    )
+    assert res.returncode == 0, res.stderr
+    written = out / "fam.json"
+    assert written.stat().st_mode & 0o777 == mode, oct(written.stat().st_mode)
+    # an existing file replaced keeps the rule (the temp file is renamed over it)
+    written.chmod(0o600)
+    res = subprocess.run(
+        [
+            sys.executable,
+            "-c",
+            code,
+            oct(umask),
+            "fingerprint",
+            str(raw("Qwen/Qwen3-8B")),
+            "--name",
+            "Fam",
+            "--out",
+            str(out),
+            "--force",
+        ],
+        capture_output=True,
+        text=True,
+        env=ENV,
+        timeout=120,
+        check=False,
+    )
+    assert res.returncode == 0 and written.stat().st_mode & 0o777 == mode
+
+
+# ------------------------------------------------------------------ 2. piped output
+
+
+CATALOG_PATH = (
+    "ai-dynamo/aiconfigurator:aic-core/src/aiconfigurator_core/model_configs/Qwen--Qwen3-8B_config.json"
+)
+
+
+def _one_line(text: str, *cells: str) -> bool:
+    """Whether some line holds every cell, in order (a table row not wrapped)."""
+    for line in text.splitlines():
+        at = 0
+        for c in cells:
+            at = line.find(c, at)
+            if at < 0:
+                break
+            at += len(c)
+        else:
+            return True
+    return False
+
+
+@pytest.mark.parametrize(
+    ("how", "limit"), [((), 120), (("--width", "80"), 80), (("COLUMNS=80",), 80), (("--width", "160"), 160)]
+)
+def test_piped_analysis_keeps_rows_and_paths_whole(how: tuple[str, ...], limit: int) -> None:
+    env = dict(h.split("=", 1) for h in how if "=" in h)
+    res = run("Qwen/Qwen3-8B", *(h for h in how if "=" not in h), **env)
+    assert res.returncode == 0, res.stderr
+    out = res.stdout
+    # the source path is longer than 80 columns: it stands whole on its own line, never cut
+    assert CATALOG_PATH in out, out[:600]
+    for line in out.splitlines():
+        assert len(line) <= limit or CATALOG_PATH in line, (limit, line)
+    # rows whose cells fit stay on one line at every width
+    assert _one_line(out, "attention.range", "full causal", "full causal", "same", "same", "05")
+    assert _one_line(out, "attention.qk_norm", "none", "QK-norm per head", "changed", "changed", "10")
+    if limit >= 120:
+        assert _one_line(out, "attention.kv", "MHA 12/12, head_dim 64", "GQA 32/8, head_dim 128", "changed")
+        assert _one_line(out, "ffn.bias", "bias on the FFN matrices", "no bias", "changed", "same")
+    # prose is broken at spaces only: no word of the page is split over two lines
+    words = set(" ".join(run("Qwen/Qwen3-8B", "--width", "400").stdout.split()).split())
+    for word in out.split():
+        assert word in words, (limit, word)
+
+
+@pytest.mark.parametrize("width", ["80", None])
+def test_piped_deploy_tables_never_wrap_a_row(width: str | None) -> None:
+    extra = ("--width", width) if width else ()
+    res = run("sweep", "meta-llama/Llama-3.1-8B", "--over", "batch", *extra)
+    assert res.returncode == 0, res.stderr
+    first = [
+        (line, line.split()[0].rstrip("*").replace(",", "") if line.split() else "")
+        for line in res.stdout.splitlines()
+    ]
+    body = [line for line, cell in first if cell.isdigit()]  # one row per batch
+    assert len(body) >= 10, res.stdout
+    for line in body:  # batch, KV, weight FLOP, attn FLOP, bytes, memory, compute, binds, tokens/s
+        cells = line.split()
+        assert "memory" in cells or "compute" in cells, line
+        assert line.count(" ms") + line.count(" µs") >= 2, line
+    gpus = run("gpus", *extra).stdout
+    for gid, name in (("a100-80gb", "NVIDIA A100 80GB Tensor Core GPU"), ("mi300x", "AMD Instinct MI300X")):
+        assert _one_line(gpus, gid, name, "GiB", "TB/s"), gpus
+
+
+# ------------------------------------------------------------------ 3. --json / --markdown everywhere
+
+
+VISION = ROOT / "tests" / "fixtures" / "vision"
+JSON_CASES = [
+    (["Qwen/Qwen3-8B"], "report.schema.json"),
+    (["fit", "meta-llama/Llama-3.1-70B", "--gpus", "8", "--context", "128K"], "fit.schema.json"),
+    (["fit", "Qwen/Qwen3-30B-A3B", "--engine", "vllm"], "fit.schema.json"),
+    (["fit", "meta-llama/Llama-3.1-70B", "--gpus", "3"], "fit.schema.json"),
+    (
+        ["sweep", "meta-llama/Llama-3.1-8B", "--over", "batch", "--vs", "deepseek-ai/DeepSeek-V3"],
+        "sweep.schema.json",
+    ),
+    (["sweep", "google/gemma-2-9b", "--over", "context"], "sweep.schema.json"),
+    (["moe", "deepseek-ai/DeepSeek-V3", "--batch", "32"], "moe.schema.json"),
+    (["specdec", "deepseek-ai/DeepSeek-V3", "--gpus", "8"], "specdec.schema.json"),
+    (["formats", "openai/gpt-oss-20b", "--gpu", "a100"], "formats-report.schema.json"),
+    (["image", "Qwen/Qwen3-VL-30B-A3B-Instruct", "--image", "1920x1080"], "image.schema.json"),
+    (["image", str(VISION / "defaults__mllama.json")], "image.schema.json"),
+    (["gpus"], "gpus.schema.json"),
+    (["catalog"], "catalog.schema.json"),
+    (["train", "Qwen/Qwen3-30B-A3B", "--lora-rank", "16"], "train.schema.json"),
+    (["diff", "meta-llama/Meta-Llama-3-8B", "deepseek-ai/DeepSeek-V3"], "diff.schema.json"),
+    (["fingerprint", "Qwen/Qwen3-8B", "--name", "Qwen3 test"], "fingerprint.schema.json"),
+]
+
+
+@pytest.mark.parametrize(("argv", "schema"), JSON_CASES, ids=lambda x: x if isinstance(x, str) else x[0])
+def test_every_command_writes_json_its_schema_accepts(argv: list[str], schema: str) -> None:
+    import jsonschema
+
+    res = run(*argv, "--json")
+    assert res.returncode in (0, 1) and not res.stderr, res.stderr
+    data = json.loads(res.stdout)
+    spec = json.loads((ROOT / "schemas" / schema).read_text())
+    jsonschema.Draft202012Validator.check_schema(spec)
+    jsonschema.Draft202012Validator(spec, format_checker=jsonschema.FormatChecker()).validate(data)
+    md = run(*argv, "--markdown")
+    assert md.returncode in (0, 1) and not md.stderr, md.stderr
+    assert md.stdout.startswith(("#", "### ", "## ")), md.stdout[:200]
+    if argv[0] not in ("fit", "image"):  # their answers are lines, not tables
+        assert "|---" in md.stdout, md.stdout[:400]
+
+
+def test_every_command_has_json_and_markdown() -> None:
+    """Each command's --help offers both (lint and scan keep their own --format with them)."""
+    from slotdiff import cli
+
+    for name in ("", *cli.COMMANDS):
+        text = run(*([name] if name else []), "--help").stdout
+        if name == "lint":
+            assert "--format {text,json,sarif,github}" in text
+            continue
+        assert "--json" in text and "--markdown" in text, name
+
+
+def test_markdown_escapes_what_markdown_would_read() -> None:
+    md = run("sweep", "meta-llama/Llama-3.1-70B", "--over", "batch", "--gpu", "rtx-4090", "--markdown").stdout
+    # rows that do not fit carry a '*': in prose it is escaped, in a cell it is plain text
+    assert "\\* does not fit" in md and "| 1\\*" not in md
+
+
+# ------------------------------------------------------------------ 6. progress on a terminal only
+
+
+def _with_pty_stderr(argv: list[str], env: dict[str, str], cwd: Path | None = None) -> tuple[int, str, bytes]:
+    """Run with stderr on a pseudo-terminal (stdout piped): what a user's terminal would get."""
+    import pty
+    import select
+
+    master, slave = pty.openpty()
+    proc = subprocess.Popen(
+        argv, stdout=subprocess.PIPE, stderr=slave, stdin=subprocess.DEVNULL, env=env, cwd=cwd
+    )
+    os.close(slave)
+    err = b""
+    try:
+        while True:
+            ready, _, _ = select.select([master], [], [], 0.1)
+            if ready:
+                try:
+                    chunk = os.read(master, 65536)
+                except OSError:  # the child closed its end
+                    break
+                if not chunk:
+                    break
+                err += chunk
+            elif proc.poll() is not None:
+                break
+        out = proc.stdout.read().decode() if proc.stdout else ""
+        proc.wait(timeout=60)
+    finally:
+        os.close(master)
+    return proc.returncode, out, err
+
+
+def test_long_sweep_shows_progress_on_a_terminal_and_nothing_when_piped() -> None:
+    points = ",".join(str(1024 * i) for i in range(1, 120))
+    argv = ["sweep", "deepseek-ai/DeepSeek-V3", "--over", "context", "--points", points]
+    piped = run(*argv)
+    assert piped.returncode == 0 and piped.stderr == "", piped.stderr
+    code, out, err = _with_pty_stderr([sys.executable, "-m", "slotdiff", *argv], ENV)
+    assert code == 0
+    assert b"context sweep of deepseek-ai/DeepSeek-V3" in err and b"\x1b[" in err, err[:200]
+    assert out == piped.stdout  # the answer is the same; only stderr differs
+    short = _with_pty_stderr(
+        [sys.executable, "-m", "slotdiff", "sweep", "openai-community/gpt2", "--over", "batch"], ENV
+    )
+    assert short[0] == 0 and short[2] == b""  # a few points finish before a bar would show
+
+
+def test_scan_progress_only_on_a_terminal(tmp_path: Path) -> None:
+    from test_scan import LLAMA3, _env, _scan_cmd, config, make_families, repo
+
+    from hubserver import HubServer
+
+    for sub in ("", "again", "log"):  # three scans, each from a fresh state
+        make_families(tmp_path / sub / "families")
+    repos = [repo(f"org/m{i:02d}", config(LLAMA3, _name_or_path=f"m{i}"), hours=1 + i) for i in range(6)]
+    with HubServer(repos, page_size=10) as hub:
+        env = _env(hub, tmp_path)
+        piped = subprocess.run(
+            _scan_cmd(tmp_path, "--json"), env=env, capture_output=True, text=True, timeout=120
+        )
+        assert piped.returncode == 0, piped.stderr
+        assert piped.stderr == ""  # no progress lines when stderr is not a terminal
+        code, _, err = _with_pty_stderr(_scan_cmd(tmp_path / "again", "--json"), env)
+        assert code == 0, err
+        assert b"scan" in err and b"\x1b[" in err
+        logged = subprocess.run(
+            _scan_cmd(tmp_path / "log", "--json", "--progress-log"),
+            env=env,
+            capture_output=True,
+            text=True,
+            timeout=120,
+        )
+        assert logged.returncode == 0 and logged.stderr.count("org/m") == 6, logged.stderr
+
+
+def test_conformance_report_progress_only_on_a_terminal() -> None:
+    """tools/conformance.py's report compares every stored row; a subset shows the same bar."""
+    code = (
+        "import sys, json; sys.path.insert(0, 'tools'); import conformance as c; "
+        "ref = c.read_json(c.REFERENCE); types = dict(sorted(ref['types'].items())[:40]); "
+        "rs = c.evaluate({**ref, 'types': types}, progress=True); print(len(rs))"
+    )
+    argv = [sys.executable, "-c", code]
+    piped = subprocess.run(argv, capture_output=True, text=True, env=ENV, cwd=ROOT, timeout=300, check=False)
+    assert piped.returncode == 0, piped.stderr
+    assert int(piped.stdout) >= 32 and piped.stderr == ""
+    rc, _, err = _with_pty_stderr(argv, ENV, cwd=ROOT)
+    assert rc == 0 and b"conformance rows" in err
+
+
+# ------------------------------------------------------------------ 7. no figure shown that is not there
+
+
+def test_gpus_show_a_dash_and_say_why_for_a_missing_peak() -> None:
+    out = run("gpus").stdout
+    a100 = next(line for line in out.splitlines() if line.startswith("a100-80gb "))
+    cells = a100.split()
+    assert "—" in cells and "0" not in cells and "0 T" not in a100, a100
+    # the dash is explained: the datasheet lists no fp8 peak for Ampere
+    assert "— in fp8 or fp4: the part has no dense tensor-core peak" in " ".join(out.split())
+    data = json.loads(run("gpus", "--json").stdout)
+    a100_data = next(g for g in data["gpus"] if g["id"] == "a100-80gb")
+    assert a100_data["peak_flops"]["fp8"] is None  # the source says none; the table says —

@@ -125,7 +125,14 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     out.add_argument(
         "--fail-on-new", action="store_true", help="exit 1 when something new was found (for CI)"
     )
-    out.add_argument("--quiet", action="store_true", help="no progress output")
+    talk = out.add_mutually_exclusive_group()
+    talk.add_argument("--quiet", action="store_true", help="no progress output")
+    talk.add_argument(
+        "--progress-log",
+        action="store_true",
+        help="one line per model on stderr even when it is not a terminal (a CI log); by default "
+        "progress shows only on a terminal",
+    )
 
 
 class _PlainProgress:
@@ -221,7 +228,8 @@ def run(args: argparse.Namespace) -> int:
 
     progress: Any = None
     if not args.quiet:
-        progress = _RichProgress() if sys.stderr.isatty() else _PlainProgress()
+        # a bar on a terminal; piped or redirected, nothing unless asked for a log
+        progress = _RichProgress() if sys.stderr.isatty() else _PlainProgress() if args.progress_log else None
     previous = signal.signal(signal.SIGTERM, _sigterm)
     verbosity = hf_logging.get_verbosity()
     hf_logging.set_verbosity_error()  # failures are in the report, one line each

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import argparse
 import sys
+from collections.abc import Iterable
 from pathlib import Path
 
 from ..analysis.analyze import load
@@ -17,6 +18,7 @@ from ..deploy.serving import deployment
 from ..deploy.sweep import sweep_batch, sweep_context
 from ..render.deploy import render_sweeps
 from ..render.plot import plot_sweeps, require_matplotlib
+from ..render.progress import track
 from .options import (
     COUNT,
     COUNT_FORMS,
@@ -75,10 +77,14 @@ def run(args: argparse.Namespace) -> int:
     sweeps = []
     for name in (args.model, *args.vs):
         dep = deployment(load(name).arch, wl, args.gpus)
+
+        def each(points: tuple[int, ...], name: str = name) -> Iterable[int]:
+            return track(points, f"{args.over} sweep of {name}")  # a bar on a terminal only
+
         if args.over == "batch":
-            sweeps.append(sweep_batch(dep, wl.context, args.points))
+            sweeps.append(sweep_batch(dep, wl.context, args.points, each))
         else:
-            sweeps.append(sweep_context(dep, wl.batch, args.points))
+            sweeps.append(sweep_context(dep, wl.batch, args.points, each))
     if args.plot:
         plot_sweeps(sweeps, Path(args.plot))
     if args.style == "json":

@@ -501,3 +501,59 @@ def test_gpus_show_a_dash_and_say_why_for_a_missing_peak() -> None:
     data = json.loads(run("gpus", "--json").stdout)
     a100_data = next(g for g in data["gpus"] if g["id"] == "a100-80gb")
     assert a100_data["peak_flops"]["fp8"] is None  # the source says none; the table says —
+
+
+# ------------------------------------------------------------------ 8. the README's first screen
+
+
+def _readme_blocks() -> list[tuple[str, str]]:
+    """(language, text) of each fenced block of the README, in order."""
+    out, lang, buf = [], None, []
+    for line in (ROOT / "README.md").read_text(encoding="utf-8").splitlines():
+        if line.startswith("```"):
+            if lang is None:
+                lang, buf = line[3:].strip(), []
+            else:
+                out.append((lang, "\n".join(buf)))
+                lang = None
+        elif lang is not None:
+            buf.append(line)
+    return out
+
+
+def test_readme_first_screen_answers_the_three_uses() -> None:
+    text = (ROOT / "README.md").read_text(encoding="utf-8")
+    blocks = _readme_blocks()
+    assert blocks[0][1].splitlines() == [
+        "pip install . && HF_HUB_OFFLINE=1 slotdiff Qwen/Qwen3-30B-A3B",
+        "pip install '.[test]' && python3 -m pytest",
+    ]
+    first_screen = text[: text.index("## Setting up")]
+    assert len(first_screen.splitlines()) <= 60
+    read, hook, scan = blocks[1], blocks[2], blocks[3]
+    assert read[1].startswith("slotdiff ") and hook[0] == "yaml" and "slotdiff scan" in scan[1]
+    for code in ("0", "1", "2", "130"):
+        assert f"{code}:" in first_screen.split("Exit status", 1)[1]
+
+
+def test_readme_hook_snippet_names_a_hook_the_manifest_has() -> None:
+    import yaml
+
+    manifest = yaml.safe_load((ROOT / ".pre-commit-hooks.yaml").read_text())
+    ids = {h["id"] for h in manifest}
+    snippet = next(t for lang, t in _readme_blocks() if lang == "yaml" and "hooks:" in t)
+    config = yaml.safe_load(snippet)
+    named = [h["id"] for r in config["repos"] for h in r["hooks"]]
+    assert named and set(named) <= ids, (named, ids)
+    assert "slotdiff-lint-diff" in ids  # the README names it in prose too
+
+
+def test_readme_commands_run_as_pasted(tmp_path: Path) -> None:
+    """The read-a-model command answers offline; the scan cron line's command parses."""
+    read = _readme_blocks()[1][1].split()
+    res = run(*read[1:])
+    assert res.returncode == 0 and "Llama-3.1-8B" in res.stdout, res.stderr
+    cron = _readme_blocks()[3][1].split("&&", 1)[1].split()
+    assert cron[:2] == ["slotdiff", "scan"]
+    usage = run(*cron[1:], "--help")
+    assert usage.returncode == 0 and "--fail-on-new" in usage.stdout

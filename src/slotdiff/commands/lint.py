@@ -9,7 +9,6 @@ also compared with its version at REV and every slot change is reported with its
 from __future__ import annotations
 
 import argparse
-import json
 import sys
 from pathlib import Path
 
@@ -18,6 +17,7 @@ from ..lint import engine, policy, registry
 from ..lint.diffmode import changed_files
 from ..lint.discover import discover, summary
 from ..lint.reporters import REPORTER_BY_NAME
+from ..render.json_report import dumps
 
 EPILOG = """\
 examples:
@@ -75,7 +75,7 @@ def run(args: argparse.Namespace) -> int:
     if args.list_rules:
         if args.format == "json":
             rows = [vars(r) | {"params": dict(r.params)} for r in registry.table()]
-            sys.stdout.write(json.dumps(rows, indent=2) + "\n")
+            sys.stdout.write(dumps(rows))
         else:
             sys.stdout.write(registry.rules_text())
         return 0

@@ -8,11 +8,11 @@ differ with their article pointers. Unchanged models are only counted.
 from __future__ import annotations
 
 import io
-import json
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 from ..read.hub_errors import looks_like_repo_id
+from ..render.json_report import dumps
 from .listing import iso
 from .verdict import NEW, SKIP_REASONS, TITLES, VERDICTS, Record
 
@@ -298,8 +298,7 @@ def _table(verdict: str, models: Sequence[Mapping[str, Any]], base: str) -> list
 
 
 def render_json(data: Mapping[str, Any]) -> str:
-
-    return json.dumps(data, indent=2, ensure_ascii=False, allow_nan=False, default=str) + "\n"
+    return dumps(data)  # the one JSON writer (render/json_report.py)
 
 
 def render_terminal(data: Mapping[str, Any], width: int | None = None) -> str:

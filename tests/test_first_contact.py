@@ -128,6 +128,7 @@ def test_no_numeric_flag_bypasses_the_shared_parser() -> None:
         options.FRACTION,
         options.RESERVE,
         options.SECONDS,
+        options.COLUMNS,
     }
     seen = 0
     for command, parser in _parsers().items():
@@ -557,3 +558,24 @@ def test_readme_commands_run_as_pasted(tmp_path: Path) -> None:
     assert cron[:2] == ["slotdiff", "scan"]
     usage = run(*cron[1:], "--help")
     assert usage.returncode == 0 and "--fail-on-new" in usage.stdout
+
+
+def test_unknown_repo_on_the_hub_suggests_catalog_entries(tmp_path: Path) -> None:
+    """Online, a repo the Hub does not have (404) gets the same "did you mean"."""
+    from test_scan import _env
+
+    from hubserver import HubServer
+
+    with HubServer([], page_size=10) as hub:
+        res = subprocess.run(
+            [sys.executable, "-m", "slotdiff", "meta-llama/Llama-3.1-8b-instruct"],
+            env=_env(hub, tmp_path),
+            capture_output=True,
+            text=True,
+            timeout=120,
+            check=False,
+        )
+    assert res.returncode == 2, res.stderr
+    line = res.stderr.strip()
+    assert "not found" in line and "did you mean meta-llama/Llama-3.1-8B?" in line, line
+    assert line.count("\n") == 0

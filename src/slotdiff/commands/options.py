@@ -45,6 +45,7 @@ NONNEGATIVE = _argtype(parse_real, "number")
 SHARE = _argtype(lambda t: parse_real(t, exclusive_minimum=True, maximum=1.0), "share")
 FRACTION = _argtype(lambda t: parse_real(t, maximum=1.0), "share")
 RESERVE = _argtype(lambda t: parse_real(t, maximum=1.0, exclusive_maximum=True), "share")
+COLUMNS = _argtype(lambda t: parse_count(t, minimum=40, maximum=10_000), "columns")
 SECONDS = _argtype(lambda t: parse_real(t, exclusive_minimum=True), "seconds")
 
 
@@ -115,7 +116,7 @@ def add_width_argument(parser: argparse.ArgumentParser | argparse._ArgumentGroup
     terminal's width, else 120 when piped)."""
     parser.add_argument(
         "--width",
-        type=COUNT,
+        type=COLUMNS,
         metavar="N",
         help="columns to lay the text out at (default: COLUMNS, the terminal's width, or 120 when piped)",
     )

@@ -18,9 +18,9 @@ from ..core.files import atomic_write_text
 from ..read.retry import RetryPolicy
 from ..scan.engine import ScanOptions, run_scan
 from ..scan.propose import write_proposals
-from ..scan.report import RENDERERS, new_fingerprints, to_dict
+from ..scan.report import RENDERERS, new_fingerprints, render_terminal, to_dict
 from ..scan.verdict import NEW
-from .options import COUNT, NONNEGATIVE, SECONDS
+from .options import COUNT, NONNEGATIVE, SECONDS, add_width_argument
 
 EPILOG = """\
 examples:
@@ -118,6 +118,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         const="markdown",
         help="Markdown, for an issue or a chat post (the default when stdout is not a terminal)",
     )
+    add_width_argument(out)
     out.add_argument(
         "--write-markdown", type=Path, metavar="PATH", help="also write the Markdown report here"
     )
@@ -250,5 +251,5 @@ def run(args: argparse.Namespace) -> int:
     if args.write_json:
         atomic_write_text(args.write_json, RENDERERS["json"](data))
     fmt = args.format or ("table" if sys.stdout.isatty() else "markdown")
-    sys.stdout.write(RENDERERS[fmt](data))
+    sys.stdout.write(render_terminal(data, args.width) if fmt == "table" else RENDERERS[fmt](data))
     return 1 if args.fail_on_new and data["new"] else 0

@@ -13,6 +13,7 @@ from typing import Any
 
 from ..read.hub_errors import looks_like_repo_id
 from ..render.json_report import dumps
+from ..render.page import output_width
 from .listing import iso
 from .verdict import NEW, SKIP_REASONS, TITLES, VERDICTS, Record
 
@@ -310,7 +311,12 @@ def render_terminal(data: Mapping[str, Any], width: int | None = None) -> str:
 
     buf = io.StringIO()
     console = Console(
-        file=buf, width=width or 100, force_terminal=False, color_system=None, highlight=False, markup=False
+        file=buf,
+        width=output_width(width),
+        force_terminal=False,
+        color_system=None,
+        highlight=False,
+        markup=False,
     )
     scan = data["scan"]
     console.print(

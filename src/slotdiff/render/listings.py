@@ -52,11 +52,15 @@ def gpus_page(gpus: Sequence[Any], aliases: Mapping[str, str], style: str, width
 
 
 def catalog_page(entries: Sequence[Any], style: str, width: int | None) -> str:
-    body = [[e.repo_id, "complete" if e.complete else "trimmed", e.source] for e in entries]
     blocks: list[Block] = [
-        f"bundled catalog: {len(entries)} published configs, served when the Hub is unreachable",
-        *page.rows(["repo id", "copy", "taken from"], body, left=3),
+        f"bundled catalog: {len(entries)} published configs, served when the Hub is unreachable"
     ]
+    if style == "markdown":
+        body = [[e.repo_id, "complete" if e.complete else "trimmed", e.source] for e in entries]
+        blocks += page.rows(["repo id", "copy", "taken from"], body, left=3)
+    else:  # two lines an entry: the sources are paths too long for a column
+        for e in entries:
+            blocks += [e.repo_id + ("" if e.complete else "  (trimmed copy)"), f"    from {e.source}"]
     notes = ["trimmed: that copy lacks some keys of the published file (the analysis says which)"]
     return page.render(blocks, notes, style, width, notes_title="notes:")
 

@@ -9,6 +9,7 @@ a path, a repo id or a number is never broken, and a table row is never wrapped 
 
 from __future__ import annotations
 
+import itertools
 import os
 import shutil
 import sys
@@ -100,7 +101,9 @@ def word_breaks(line: str, width: int) -> list[int]:
     while i < n:
         j = line.find(" ", i)
         end = n if j < 0 else j  # the word is line[i:end]
-        if end - start > width and i > start:
+        # a word too long for any line stays beside a short lead-in ("from <path>")
+        lone = end - i > width and i - start <= 16
+        if end - start > width and i > start and not lone:
             breaks.append(i)
             start = i
         i = end + 1
@@ -115,9 +118,9 @@ def wrap(line: str, width: int) -> list[str]:
     if len(line) <= width:
         return [line]
     indent = " " * (len(line) - len(line.lstrip()) + 2)
-    return textwrap.wrap(
-        line, width, subsequent_indent=indent, break_long_words=False, break_on_hyphens=False
-    ) or [line]
+    cuts = [0, *word_breaks(line, width - len(indent)), len(line)]
+    pieces = [line[a:b].rstrip() for a, b in itertools.pairwise(cuts)]
+    return [pieces[0], *(indent + p.lstrip() for p in pieces[1:] if p.strip())]
 
 
 def to_text(

@@ -8,10 +8,12 @@ config, the test says why and checks what slotdiff does instead.
 from __future__ import annotations
 
 import copy
+import json
 from pathlib import Path
 
 import pytest
 
+import slotdiff
 from slotdiff.analysis.analyze import load
 from slotdiff.cost.inventory.tensor import Unsupported
 from slotdiff.cost.params import count
@@ -92,3 +94,20 @@ def test_repaired_defaults_fail_in_transformers_as_they_are() -> None:
     for name in REPAIRS:
         with pytest.raises(hf_oracle.OracleUnsupported):
             hf_oracle.build_meta(hf_oracle.load_config(DEFAULTS / name))
+
+
+def test_experts_beside_a_dense_ffn_counterfactual_is_what_transformers_builds() -> None:
+    """The ffn.experts counterfactual of Gemma 4 (MoE beside a dense MLP) is one dense MLP of
+    the dense width plus top_k expert widths: transformers' own model of that config."""
+    path = RAW / "google__gemma-4-26B-A4B.json"
+    cfg = json.loads(path.read_text())
+    text = cfg["text_config"]
+    wide = copy.deepcopy(cfg)
+    wide["text_config"].update(
+        enable_moe_block=False,
+        intermediate_size=text["intermediate_size"] + text["top_k_experts"] * text["moe_intermediate_size"],
+    )
+    report = slotdiff.analyze(path).to_dict()
+    change = next(c for c in report["changes"] if c["facet"] == "ffn.experts")
+    ours = report["cost"]["params"]["total"] - change["deltas"]["params"]
+    assert ours == hf_oracle.param_count(wide)["total"]

@@ -32,6 +32,7 @@ COMMANDS: dict[str, str] = {
     "lint": "slotdiff.commands.lint",
     "fit": "slotdiff.commands.fit",
     "train": "slotdiff.commands.train",
+    "choose": "slotdiff.commands.choose",
     "sweep": "slotdiff.commands.sweep",
     "moe": "slotdiff.commands.moe",
     "specdec": "slotdiff.commands.specdec",

@@ -668,7 +668,10 @@ def expert_groups(model: PreTrainedModel) -> list[ExpertGroup]:
     leading dimension is an expert tensor (fused ``gate_up_proj`` [E, 2f, d], its bias [E, 2f]);
     routers ([E, d], 2-D only) and shared experts (no expert dimension) are not; (b) a
     ``ModuleList`` named ``*experts`` (one child per expert); (c) a module named ``*experts``
-    without ``num_experts`` whose 3-D parameters share one leading dimension.  Each group's
+    without ``num_experts`` whose 3-D parameters share one leading dimension; (d) the
+    ``nn.Embedding`` children of ``num_experts`` rows of a module with an integer
+    ``num_experts``: experts that are one row each, gathered by the routed indices (Doge's
+    CDMoE ``down_embed`` / ``up_embed``: a token reads top_k rows of each).  Each group's
     top-k comes from :func:`_top_k`.  Grouped per module name with layer indices normalised.
     """
     text = model.config.get_text_config(decoder=True)
@@ -691,6 +694,17 @@ def expert_groups(model: PreTrainedModel) -> list[ExpertGroup]:
                 tensors = [p for p in own if p.ndim >= 3]
                 dims = sorted({int(p.shape[0]) for p in tensors})
                 count = dims[0] if len(dims) == 1 else None
+            elif isinstance(ne, int) and not isinstance(ne, bool) and ne > 0:
+                rows = [
+                    child.weight
+                    for child in mod.children()
+                    if isinstance(child, torch.nn.Embedding)
+                    and child.num_embeddings == ne
+                    and id(child.weight) not in taken
+                ]
+                if not rows:
+                    continue
+                tensors, count, dims = rows, ne, [ne]
             else:
                 continue
         if not tensors:

@@ -125,7 +125,17 @@ def _experts(arch: Architecture, base: Fill) -> Architecture | None:
     width = k * (arch.get("d_ff_expert") or 0)
     shared = arch.get("d_ff_shared") or (arch.get("n_shared_experts") or 0) * (arch.get("d_ff_expert") or 0)
     width += shared
-    layers = tuple(evolve(s, ffn="dense", d_ff=width) if s.ffn == "moe" else s for s in arch.layers)
+    d_ff = arch.get("d_ff") or 0
+
+    def dense(s: LayerSpec) -> LayerSpec:
+        if s.ffn == "moe":
+            return evolve(s, ffn="dense", d_ff=width)
+        if s.ffn2 == "moe":
+            # Experts beside a dense FFN (Gemma 4): one dense FFN as wide as both together.
+            return evolve(s, ffn2=None, d_ff=(s.d_ff or d_ff) + width)
+        return s
+
+    layers = tuple(dense(s) for s in arch.layers)
     return with_fields(arch, layers, n_experts=0, top_k=None, n_shared_experts=0, d_ff_shared=None)
 
 

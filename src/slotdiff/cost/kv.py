@@ -74,6 +74,19 @@ def _mixer_state(arch: Architecture, mixer: str | None, variant: str | None) -> 
         h = arch.get("n_heads") or 0
         hd = arch.get("head_dim") or (d // h if h else 0)
         return 0, h * hd * hd
+    if mixer == "linear_attention" and variant == "rglru":
+        # The RG-LRU state (lru_width, fp32) and the conv window over x.
+        lru = arch.get("recurrent_width") or 0
+        return lru, lru * max((arch.get("linear_conv_kernel") or 1) - 1, 0)
+    if mixer == "linear_attention" and variant == "rwkv":
+        # RWKV-4: numerator, denominator and running max of the WKV recurrence (fp32), and
+        # the previous token of the time mix and the channel mix (token shift).
+        return 3 * (arch.get("recurrent_width") or d), 2 * d
+    if mixer == "linear_attention" and variant == "mlstm":
+        # Per head the matrix memory C (dk × dv), the normaliser n (dk) and the stabiliser m.
+        h = arch.get("linear_n_v_heads") or 0
+        dk, dv = arch.get("linear_k_head_dim") or 0, arch.get("linear_v_head_dim") or 0
+        return h * (dk * dv + dk + 1), 0
     if mixer == "linear_attention":
         nk, nv = arch.get("linear_n_k_heads") or 0, arch.get("linear_n_v_heads") or 0
         dk, dv = arch.get("linear_k_head_dim") or 0, arch.get("linear_v_head_dim") or 0

@@ -135,6 +135,10 @@ FUNCTIONS: dict[str, Any] = {
     "ceil": math.ceil,
     "uniform": _uniform,
     "isqrt": math.isqrt,  # Doge's product-key router: 2 * isqrt(num_experts) keys
+    # The first / last entry of a per-modality list (ERNIE-4.5-VL moe_intermediate_size:
+    # [text, vision]); a plain value is its own first and last entry.
+    "first": lambda v: (v[0] if v else None) if isinstance(v, list) else v,
+    "last": lambda v: (v[-1] if v else None) if isinstance(v, list) else v,
 }
 
 
@@ -156,10 +160,11 @@ def evaluate(expr: str, env: Mapping[str, Any]) -> Any:
     Allowed: names, numbers, strings, True/False/None; ``+ - * / // %``; comparisons
     (chained), ``is None`` / ``is not None``; ``and``/``or``/``not`` and ``a if cond else b``
     with Python's truthiness; the calls in FUNCTIONS (``int``, ``len``, ``ceil``,
-    ``uniform``, ``isqrt``). Enough to restate a config class's ``__post_init__`` arithmetic and facts
-    that depend on a switch, e.g. ``'parallel' if use_parallel_residual else 'pre'``. An
-    unknown name is None and arithmetic or ordering on None gives None (the value is then
-    unknown); only equality, ``is`` tests and conditionals look at None.
+    ``uniform``, ``isqrt``, ``first``, ``last``). Enough to restate a config class's
+    ``__post_init__`` arithmetic and facts that depend on a switch, e.g.
+    ``'parallel' if use_parallel_residual else 'pre'``. An unknown name is None and
+    arithmetic or ordering on None gives None (the value is then unknown); only equality,
+    ``is`` tests and conditionals look at None.
     """
     return _compiled(expr)(env)
 

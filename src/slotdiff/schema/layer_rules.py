@@ -120,7 +120,8 @@ def layer_type_list(res: Resolver, args: dict[str, Any]) -> tuple[list[Any] | No
     step names ``runs`` (``{"key": ..., "default": ...}``), that key's run-length groups
     expanded (see _expand_runs); else, when the step names a ``pattern`` (``{"key": ...,
     "map": {char: type}}``, Nemotron-H's ``hybrid_override_pattern``) and the config has that
-    string, one type per character;
+    string, one type per character; else, when it names ``tile`` (see _tile), that key's
+    block of types repeated over the layers;
     else the layer_types default (transformers' or the model_type file's).
     """
     val = res.resolve("layer_types")
@@ -140,6 +141,9 @@ def layer_type_list(res: Resolver, args: dict[str, Any]) -> tuple[list[Any] | No
     runs = args.get("runs")
     if runs and val.how not in ("explicit", "alias"):
         return _expand_runs(res, runs)
+    tile = args.get("tile")
+    if tile and val.how not in ("explicit", "alias"):
+        return _tile(res, tile)
     types = val.value
     if types is not None and not isinstance(types, list):
         raise SlotdiffError(res.raw.name, "expected a list of layer types", key=key)
@@ -168,6 +172,23 @@ def _expand_runs(res: Resolver, runs: dict[str, Any]) -> tuple[list[Any], str]:
         if total > cap:  # checked before expanding: a hostile repeat must not allocate
             raise SlotdiffError(res.raw.name, f"expands to more than {cap:,} layers", key=key)
     return [kind for kinds, repeat in raw for _ in range(repeat) for kind in kinds], key
+
+
+def _tile(res: Resolver, tile: dict[str, Any]) -> tuple[list[Any], str]:
+    """A block of layer types under ``tile["key"]`` repeated over the layers and cut to the
+    layer count, as the config class does (RecurrentGemma ``block_types``: ``[recurrent,
+    recurrent, attention]`` repeated); ``tile["default"]`` when the key is absent or null."""
+    key = res.cite(tile["key"])
+    raw = raw_value(res, tile["key"])
+    if raw is None:
+        raw = tile.get("default")
+    if not isinstance(raw, list) or not raw:
+        raise SlotdiffError(res.raw.name, "expected a non-empty list of layer types", key=key)
+    n = field_value(res, "n_layers")
+    if not isinstance(n, int) or isinstance(n, bool) or n <= 0:
+        return [], key  # the layout refuses the layer count itself
+    n = min(n, res.field_spec("n_layers")["maximum"])
+    return [raw[i % len(raw)] for i in range(n)], key
 
 
 @rule("index_list")
@@ -268,10 +289,13 @@ def _cycle(res: Resolver, layers: list[LayerSpec], args: dict[str, Any]) -> list
     """Number the layers where ``attr`` is set 0, 1, ... modulo the config key ``period``.
 
     Zamba2 ties its shared transformer blocks in a cycle of ``num_mem_blocks``: the k-th
-    hybrid layer uses block ``k % num_mem_blocks``.
+    hybrid layer uses block ``k % num_mem_blocks``. Without ``period`` every such layer gets
+    its own number: blocks built per layer and left untied (transformers ties Zamba2's blocks
+    only with the head, under tie_word_embeddings).
     """
     attr = args["attr"]
-    period = raw_value(res, args["period"]) or 1
+    # Without a period the numbering never wraps: one number per layer.
+    period = raw_value(res, args["period"]) or 1 if "period" in args else len(layers) + 1
     if not isinstance(period, int) or period < 1:
         raise SlotdiffError(
             res.raw.name,

@@ -254,12 +254,14 @@ def spec_fields(data: Mapping[str, Any], key: str | None) -> dict[str, Value]:
 
     Empty when the top-level model_type has no multimodal data file. ``key`` is where the
     vision config sits (None when absent: transformers then builds its default vision config,
-    so every tower field takes the config class's default).
+    so every tower field takes the config class's default; unless the parent's file says
+    ``"tower_optional": true``, a sub-config transformers leaves out when it is absent or null,
+    building no tower: Gemma 4's ``vision_config``).
     """
 
     parent_type = data.get("model_type")
     parent = multimodal_types().get(str(parent_type)) if parent_type else None
-    if parent is None:
+    if parent is None or (key is None and parent.get("tower_optional")):
         return {}
     node_key = key or parent.get("config_key", "vision_config")
     node = data.get(key) if key else {}

@@ -69,11 +69,16 @@ def _shared_blocks(b: Builder, layers: tuple[LayerSpec, ...]) -> None:
     b.norm("norms/shared.pre_ff", d, blocks, f"{mod}.pre_ff_layernorm")
     rank = a.get("shared_adapter_rank") or 0
     if rank:
-        # Block k keeps adapters for the slots i of the users list with i % M == k.
+        # The k-th user builds its block with block_id k % M, which keeps adapters for the
+        # slots i of the users list with i % M == block_id; a block built once (tied) counts
+        # its first user's adapters only.
         period = a.get("n_shared_blocks") or 1
         listed = a.get("shared_block_users")
         slots = len(listed) if isinstance(listed, list) else len(users)
-        adapters = sum(1 for i in range(slots) if i % period < blocks)
+        owners: dict[int, int] = {}
+        for k, s in enumerate(users):
+            owners.setdefault(s.shared_block, k % period)
+        adapters = sum(1 for i in range(slots) for owner in owners.values() if i % period == owner)
         up = ff * (2 if a.get("ffn_gated") else 1)
         amod = f"{mod}.feed_forward.gate_up_proj_adapter_list.0"
         b.add("ffn/shared.adapter_a", rank, d, adapters, "linear", f"{amod}.0", "ffn")
@@ -185,7 +190,8 @@ def tensors(arch: Architecture) -> tuple[Tensor, ...]:
     altup_laurel(b, own)
     hyper_connections(b, own)
     if arch.get("final_norm", True):
-        b.norm("norms/final", d, 1, "model.norm")
+        no_bias = arch.get("final_norm_no_bias")
+        b.norm("norms/final", d, 1, "model.norm", bias=False if no_bias else None)
     if d_embed != d:
         b.add("head/project_out", d_embed, d, 1, "linear", "model.project_out")
     if arch.get("head_transform"):  # BERT-style prediction head: dense, activation, norm

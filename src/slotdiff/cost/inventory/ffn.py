@@ -27,6 +27,11 @@ def dense_ffn(
     b.add(f"{part}/down", d, width, count, "linear", f"{mod}.down_proj", slot, routed)
     if a.get("ffn_inner_norm"):  # normed hidden activations before down (BitNet ffn_sub_norm)
         b.norm(f"{part}/inner_norm", width, count, f"{mod}.ffn_sub_norm", slot or part)
+    if a.get("ffn_out_gate"):
+        # RWKV's channel mix: sigmoid(receptance(x)) gates the output; token-shift mixes for
+        # the key and the receptance inputs.
+        b.add(f"{part}/out_gate", d, d, count, "linear", f"{mod}.receptance", slot, routed)
+        b.add(f"{part}/shift_mix", d, 1, 2 * count, "vector", f"{mod}.time_mix_key", slot, routed)
     act = a.get("ffn_act_params") or 0
     if act:  # learned scalars of the activation itself (xIELU's alpha_p, alpha_n: Apertus)
         b.add(f"{part}/act", act, 1, count, "vector", f"{mod}.act_fn", slot, routed)
@@ -76,6 +81,19 @@ def moe(b: Builder, n: int) -> None:
     # transformers' LongCat-Flash allocates gate/up rows for the zero (identity) experts too.
     allocated = zero if a.get("zero_experts_allocated") else 0
     expert_bank(b, n, width, e, latent or d, extra_in=allocated)
+    modal = a.get("modal_expert_width")
+    if modal:
+        # A second, modality-isolated bank (ERNIE-4.5-VL's vision experts): its own router
+        # (and score bias) over n_experts experts of this width, reached only by image tokens.
+        vmod = "model.layers.0.mlp.vision_moe"
+        b.add("router/modal.weight", e, d, n, "linear", f"{vmod}.gate")
+        if a.get("router_score_bias"):
+            b.add("router/modal.score_bias", e, 1, n, "vector", f"{vmod}.gate")
+        gated = bool(a.get("experts_gated", a.get("ffn_gated")))
+        if gated:
+            b.add("experts/modal.gate", modal, d, n * e, "linear", f"{vmod}.experts.gate_proj", None, True)
+        b.add("experts/modal.up", modal, d, n * e, "linear", f"{vmod}.experts.up_proj", None, True)
+        b.add("experts/modal.down", d, modal, n * e, "linear", f"{vmod}.experts.down_proj", None, True)
     shared = a.get("n_shared_experts") or 0
     shared_width = a.get("d_ff_shared")
     if shared_width:

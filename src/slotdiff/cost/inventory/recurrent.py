@@ -72,6 +72,15 @@ def linear_attention(b: Builder, n: int, layer: LayerSpec) -> None:
         b.add("attention/linear.norm", hd, 1, n, "vector", f"{mod}.o_norm")
         b.add("attention/linear.out", d, proj, n, "linear", f"{mod}.o_proj")
         return
+    if variant == "rglru":
+        rglru(b, n)
+        return
+    if variant == "rwkv":
+        rwkv_time_mix(b, n)
+        return
+    if variant == "mlstm":
+        mlstm(b, n)
+        return
     raise Unsupported(
         a.name,
         f"cannot count parameters of {variant.replace('_', ' ')} layers yet",
@@ -146,3 +155,72 @@ def short_conv(b: Builder, n: int) -> None:
         b.add("attention/conv.in_proj.bias", 3 * d, 1, n, "vector", f"{mod}.in_proj")
         b.add("attention/conv.conv.bias", d, 1, n, "vector", f"{mod}.conv")
         b.add("attention/conv.out_proj.bias", d, 1, n, "vector", f"{mod}.out_proj")
+
+
+def rglru(b: Builder, n: int) -> None:
+    """Griffin's recurrent block (RecurrentGemma): two biased input branches of ``lru_width``
+    (y: the GELU gate, x: the recurrence), a biased depthwise causal conv on x, the RG-LRU
+    (a per-channel recurrence ``recurrent_param`` and block-diagonal input and recurrence
+    gates of n_heads blocks of lru_width / n_heads, with biases), a biased output projection."""
+    a = b.arch
+    d, h = need_int(a, "d_model"), need_int(a, "n_heads")
+    lru, kernel = need_int(a, "recurrent_width"), need_int(a, "linear_conv_kernel")
+    if lru % h:
+        why = f"lru_width {lru} is not a multiple of {h} heads"
+        raise Unsupported(a.name, why, key=a.key("recurrent_width"))
+    block = lru // h
+    mod = "model.layers.0.temporal_block"
+    for name in ("y", "x"):
+        b.add(f"attention/rglru.linear_{name}", lru, d, n, "linear", f"{mod}.linear_{name}")
+        b.add(f"attention/rglru.linear_{name}.bias", lru, 1, n, "vector", f"{mod}.linear_{name}")
+    b.add("attention/rglru.conv", lru, kernel, n, "conv", f"{mod}.conv_1d")
+    b.add("attention/rglru.conv.bias", lru, 1, n, "vector", f"{mod}.conv_1d")
+    b.add("attention/rglru.recurrent_param", lru, 1, n, "vector", f"{mod}.rg_lru.recurrent_param")
+    for gate in ("input", "recurrent"):
+        gmod = f"{mod}.rg_lru.{gate}_gate_weight"
+        b.add(f"attention/rglru.{gate}_gate", block, block, n * h, "linear", gmod)
+        b.add(f"attention/rglru.{gate}_gate.bias", lru, 1, n, "vector", gmod)
+    b.add("attention/rglru.linear_out", d, lru, n, "linear", f"{mod}.linear_out")
+    b.add("attention/rglru.linear_out.bias", d, 1, n, "vector", f"{mod}.linear_out")
+
+
+def rwkv_time_mix(b: Builder, n: int) -> None:
+    """RWKV-4's time mix (the attention of an RWKV block): key, value and receptance
+    projections to ``recurrent_width`` and an output projection back, no biases; a learned
+    per-channel decay and first-token bonus; token-shift interpolation vectors for k, v, r."""
+    a = b.arch
+    d, w = need_int(a, "d_model"), need_int(a, "recurrent_width")
+    mod = "rwkv.blocks.0.attention"
+    for name in ("key", "value", "receptance"):
+        b.add(f"attention/rwkv.{name}", w, d, n, "linear", f"{mod}.{name}")
+    b.add("attention/rwkv.output", d, w, n, "linear", f"{mod}.output")
+    b.add("attention/rwkv.time_decay", w, 1, n, "vector", f"{mod}.time_decay")
+    b.add("attention/rwkv.time_first", w, 1, n, "vector", f"{mod}.time_first")
+    b.add("attention/rwkv.time_mix", d, 1, 3 * n, "vector", f"{mod}.time_mix_key")
+
+
+def mlstm(b: Builder, n: int) -> None:
+    """xLSTM's mLSTM layer: q/k (linear_n_k_heads × linear_k_head_dim), v and a sigmoid
+    output gate (heads × linear_v_head_dim), with qkv_bias; per-head input and forget gate
+    pre-activations (always biased); a per-head norm over v (biased with qkv_bias) and an
+    output projection (o_bias)."""
+    a = b.arch
+    d = need_int(a, "d_model")
+    h = need_int(a, "linear_n_v_heads")
+    qk = need_int(a, "linear_n_k_heads") * need_int(a, "linear_k_head_dim")
+    v = h * need_int(a, "linear_v_head_dim")
+    bias = bool(a.get("qkv_bias"))
+    mod = "backbone.blocks.0.mlstm_layer"
+    for name, rows in (("q", qk), ("k", qk), ("v", v), ("ogate", v)):
+        b.add(f"attention/mlstm.{name}", rows, d, n, "linear", f"{mod}.{name}")
+        if bias:
+            b.add(f"attention/mlstm.{name}.bias", rows, 1, n, "vector", f"{mod}.{name}")
+    for gate in ("igate", "fgate"):
+        b.add(f"attention/mlstm.{gate}", h, d, n, "linear", f"{mod}.{gate}_preact")
+        b.add(f"attention/mlstm.{gate}.bias", h, 1, n, "vector", f"{mod}.{gate}_preact")
+    b.add("attention/mlstm.norm", v, 1, n, "vector", f"{mod}.multihead_norm")
+    if bias:
+        b.add("attention/mlstm.norm.bias", v, 1, n, "vector", f"{mod}.multihead_norm")
+    b.add("attention/mlstm.out", d, v, n, "linear", f"{mod}.out_proj")
+    if a.get("o_bias"):
+        b.add("attention/mlstm.out.bias", d, 1, n, "vector", f"{mod}.out_proj")

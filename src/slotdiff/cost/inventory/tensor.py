@@ -98,11 +98,14 @@ class Builder:
             fast_tensor(part, slot or part.split("/")[0], rows, cols, count, kind, module, routed)
         )
 
-    def norm(self, part: str, width: int, count: int, module: str, slot: str = "norms") -> None:
+    def norm(
+        self, part: str, width: int, count: int, module: str, slot: str = "norms", bias: bool | None = None
+    ) -> None:
+        """``count`` norms of ``width``; ``bias`` None: as ``norm_bias`` says."""
         if self.arch.get("norm_affine") is False:
             return  # LayerNorm without elementwise affine: no parameters
         self.add(part, width, 1, count, "vector", module, slot)
-        if self.arch.get("norm_bias"):
+        if self.arch.get("norm_bias") if bias is None else bias:
             self.add(part + ".bias", width, 1, count, "vector", module, slot)
 
 

@@ -1,0 +1,217 @@
+"""Constructs for attention-free and hybrid recurrent LMs and the families counted with them,
+on hand-made configs with every parameter added up by hand in the test: Griffin's RG-LRU block
+and tiled block_types (RecurrentGemma), RWKV-4's time and channel mix, xLSTM's mLSTM block,
+Zamba's shared block tied only with the head, ERNIE-4.5-VL's modality-isolated expert banks,
+and an optional vision sub-config. transformers' own counts for the real defaults and variants
+of these families are held by tests/test_conformance.py."""
+
+from __future__ import annotations
+
+import pytest
+
+from slotdiff.core.errors import SlotdiffError
+from slotdiff.cost.kv import kv_cost, layer_state_elements
+from slotdiff.cost.params import count
+from slotdiff.schema.keymap import evaluate
+from slotdiff.schema.tower_spec import spec_fields
+
+from conftest import arch_from
+
+RECURRENT_GEMMA = {
+    "model_type": "recurrent_gemma",
+    "hidden_size": 8,
+    "num_attention_heads": 2,
+    "num_key_value_heads": 1,
+    "head_dim": 4,
+    "num_hidden_layers": 3,
+    "block_types": ["recurrent", "attention"],
+    "lru_width": 8,
+    "conv1d_width": 3,
+    "intermediate_size": 12,
+    "vocab_size": 10,
+    "attention_window_size": 4,
+    "attention_bias": False,
+    "tie_word_embeddings": True,
+}
+
+
+def test_block_types_repeat_over_the_layers() -> None:
+    arch = arch_from(RECURRENT_GEMMA)
+    assert [(s.mixer, s.variant, s.window) for s in arch.layers] == [
+        ("linear_attention", "rglru", None),
+        ("attention", None, 4),
+        ("linear_attention", "rglru", None),
+    ]
+
+
+def test_rglru_block_counted_by_hand() -> None:
+    embed, norms = 10 * 8, 3 * 2 * 8 + 8  # two pre-norms per layer and the final norm
+    mlp = 3 * (2 * (8 * 6 + 6) + 6 * 8 + 8)  # GeGLU of intermediate_size // 2, biased
+    # y and x branches, the conv (kernel 3) with bias, recurrent_param, two block-diagonal
+    # gates of 2 blocks of 4 × 4 with biases, the output projection with bias
+    rglru = (8 * 8 + 8) * 2 + (8 * 3 + 8) + 8 + 2 * (2 * 4 * 4 + 8) + (8 * 8 + 8)
+    attention = 2 * 4 * 8 + 2 * (1 * 4 * 8) + 8 * 8 + 8  # q, k, v; o always has a bias
+    assert count(arch_from(RECURRENT_GEMMA)).total == embed + norms + mlp + 2 * rglru + attention
+
+
+def test_rglru_state_is_the_recurrence_and_the_conv_window() -> None:
+    arch = arch_from(RECURRENT_GEMMA)
+    assert layer_state_elements(arch, arch.layers[0]) == (8, 8 * 2)  # lru_width; width × (kernel - 1)
+
+
+RWKV = {
+    "model_type": "rwkv",
+    "hidden_size": 8,
+    "attention_hidden_size": 6,
+    "intermediate_size": 12,
+    "num_hidden_layers": 2,
+    "vocab_size": 10,
+    "tie_word_embeddings": False,
+}
+
+
+def test_rwkv_counted_by_hand() -> None:
+    time_mix = 3 * 6 * 8 + 8 * 6 + 6 + 6 + 3 * 8  # k, v, r; output; decay, first; 3 shift mixes
+    channel_mix = 12 * 8 + 8 * 12 + 8 * 8 + 2 * 8  # key, value, receptance; 2 shift mixes
+    layer = 2 * 2 * 8 + time_mix + channel_mix  # ln1 and ln2 with bias
+    total = 10 * 8 + 2 * 8 + 2 * layer + 2 * 8 + 10 * 8  # embeddings, pre_ln, layers, ln_out, head
+    arch = arch_from(RWKV)
+    assert count(arch).total == total
+    assert count(arch_from({**RWKV, "tie_word_embeddings": True})).total == total - 10 * 8
+    assert layer_state_elements(arch, arch.layers[0]) == (3 * 6, 2 * 8)
+    assert kv_cost(arch, 16).bytes_per_token == 0  # no attention: nothing grows with the context
+
+
+XLSTM = {
+    "model_type": "xlstm",
+    "hidden_size": 8,
+    "num_hidden_layers": 1,
+    "num_heads": 2,
+    "qk_dim_factor": 0.5,
+    "v_dim_factor": 1.0,
+    "ffn_proj_factor": 2.667,
+    "ffn_round_up_to_multiple_of": 4,
+    "vocab_size": 10,
+    "use_bias": True,
+    "tie_word_embeddings": False,
+}
+
+
+def test_xlstm_counted_by_hand() -> None:
+    # q and k of 4, v and the output gate of 8 (with bias), per-head input/forget gates (always
+    # biased), the per-head norm over v (bias too), the output projection (bias)
+    mlstm = (32 + 4) * 2 + (64 + 8) * 2 + 2 * (2 * 8 + 2) + (8 + 8) + (64 + 8)
+    ffn = 3 * 24 * 8 + 24 + 24 + 8  # 8 × 2.667 rounded up to 24; biased SwiGLU
+    block = 16 + mlstm + 16 + ffn  # two biased RMSNorms
+    total = 10 * 8 + block + 8 + 10 * 8  # the final norm has no bias; the head is never tied
+    assert count(arch_from(XLSTM)).total == total
+    assert count(arch_from({**XLSTM, "tie_word_embeddings": True})).total == total
+    arch = arch_from(XLSTM)
+    assert layer_state_elements(arch, arch.layers[0]) == (2 * (2 * 4 + 2 + 1), 0)  # C, n, m per head
+
+
+ZAMBA = {
+    "model_type": "zamba",
+    "hidden_size": 8,
+    "num_attention_heads": 2,
+    "num_key_value_heads": 2,
+    "attention_hidden_size": 16,
+    "attention_head_dim": 8,
+    "intermediate_size": 12,
+    "layers_block_type": ["mamba", "hybrid", "hybrid"],
+    "mamba_d_state": 2,
+    "mamba_d_conv": 2,
+    "mamba_expand": 2,
+    "mamba_dt_rank": 2,
+    "n_mamba_heads": 1,
+    "vocab_size": 10,
+    "tie_word_embeddings": True,
+}
+
+
+def test_zamba_shared_block_is_tied_only_with_the_head() -> None:
+    tied = arch_from(ZAMBA)
+    untied = arch_from({**ZAMBA, "tie_word_embeddings": False})
+    assert {s.shared_block for s in tied.layers} == {None, 0}
+    assert [s.shared_block for s in untied.layers] == [None, 0, 1]
+    # q, k, v of 2 heads × 8 over the 16-wide input, o back to 8, a SwiGLU MLP of 12, the
+    # 16-wide input norm and the pre-FFN norm: one more block, and the untied head
+    block = 3 * 16 * 16 + 8 * 16 + 3 * 8 * 12 + 16 + 8
+    assert count(untied).total - count(tied).total == block + 10 * 8
+
+
+ERNIE_VL_TEXT = {
+    "model_type": "ernie4_5_vl_moe_text",
+    "hidden_size": 8,
+    "num_attention_heads": 2,
+    "num_key_value_heads": 1,
+    "num_hidden_layers": 2,
+    "mlp_layer_types": ["dense", "sparse"],
+    "intermediate_size": 12,
+    "moe_intermediate_size": [6, 4],
+    "moe_num_experts": 2,
+    "moe_k": 1,
+    "moe_num_shared_experts": 1,
+    "vocab_size": 10,
+    "use_bias": False,
+    "tie_word_embeddings": True,
+}
+
+
+def test_modality_isolated_expert_banks_counted_by_hand() -> None:
+    attention = 2 * (8 * 8 + 2 * 4 * 8 + 8 * 8)
+    dense = 3 * 8 * 12
+    text_bank, vision_bank = 2 * 3 * 8 * 6, 2 * 3 * 8 * 4
+    routers = 2 * (2 * 8 + 2)  # one router and one score-correction bias per bank
+    shared = 3 * 8 * 6
+    total = 10 * 8 + 2 * 2 * 8 + 8 + attention + dense + text_bank + vision_bank + routers + shared
+    params = count(arch_from(ERNIE_VL_TEXT))
+    assert params.total == total
+    assert params.active == total - (text_bank + vision_bank) // 2  # top-1 of 2 in each bank
+
+
+@pytest.mark.parametrize(("expr", "value"), [("first(x)", 6), ("last(x)", 4), ("first(y)", 5)])
+def test_first_and_last_read_a_per_modality_list(expr: str, value: int) -> None:
+    assert evaluate(expr, {"x": [6, 4], "y": 5}) == value
+
+
+def test_an_optional_vision_sub_config_absent_builds_no_tower() -> None:
+    assert spec_fields({"model_type": "gemma4"}, None) == {}  # Gemma4Config: vision_config optional
+    assert spec_fields({"model_type": "gemma3"}, None)  # Gemma3Config builds its default tower
+
+
+def test_oracle_counts_embedding_row_experts_at_top_k() -> None:
+    """Doge's CDMoE experts are rows of two nn.Embedding tables: a token reads top_k of each."""
+    pytest.importorskip("torch")
+    pytest.importorskip("transformers")
+    from oracle import registry
+
+    d, experts, k, layers = 16, 16, 4, 2
+    cfg = {
+        "model_type": "doge",
+        "hidden_size": d,
+        "intermediate_size": 32,
+        "num_hidden_layers": layers,
+        "num_attention_heads": 2,
+        "num_key_value_heads": 1,
+        "vocab_size": 64,
+        "is_moe": True,
+        "num_experts": experts,
+        "num_experts_per_tok": k,
+    }
+    out = registry.measure_params(cfg)
+    rows = layers * 2 * experts * d  # down_embed and up_embed per layer
+    assert out["active"] == out["total"] - rows + rows * k // experts
+
+
+def test_zamba_default_layout_follows_the_config_class() -> None:
+    # ZambaConfig: [mamba, mamba, hybrid] + hybrid where i % attn_layer_period == offset
+    plain = {k: v for k, v in ZAMBA.items() if k != "layers_block_type"}
+    arch = arch_from({**plain, "num_hidden_layers": 10, "attn_layer_period": 3, "attn_layer_offset": 1})
+    assert [s.index for s in arch.layers if s.shared_block is not None] == [2, 4, 7]
+
+
+@pytest.mark.parametrize("blocks", ["recurrent", [], 3])
+def test_block_types_that_are_not_a_list_are_refused(blocks: object) -> None:
+    with pytest.raises(SlotdiffError, match="block_types"):
+        arch_from({**RECURRENT_GEMMA, "block_types": blocks})

@@ -202,7 +202,9 @@ def test_unknown_model_suggests_the_closest_catalog_entries() -> None:
     assert far.returncode == 2 and "did you mean" not in far.stderr
 
 
-@pytest.mark.parametrize("command", ["", "fit", "lint", "scan", "gpus", "sweep", "train", "catalog"])
+@pytest.mark.parametrize(
+    "command", ["", "fit", "lint", "scan", "gpus", "sweep", "train", "catalog", "choose"]
+)
 def test_help_lists_every_exit_code(command: str) -> None:
     res = run(*([command] if command else []), "--help")
     assert res.returncode == 0
@@ -359,6 +361,10 @@ JSON_CASES = [
     (["train", "Qwen/Qwen3-30B-A3B", "--lora-rank", "16"], "train.schema.json"),
     (["diff", "meta-llama/Meta-Llama-3-8B", "deepseek-ai/DeepSeek-V3"], "diff.schema.json"),
     (["fingerprint", "Qwen/Qwen3-8B", "--name", "Qwen3 test"], "fingerprint.schema.json"),
+    (
+        ["choose", "--candidates", "Qwen/Qwen3-8B,meta-llama/Llama-3.1-70B", "--no-catalog"],
+        "choose.schema.json",
+    ),
 ]
 
 

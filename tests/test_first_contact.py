@@ -585,3 +585,21 @@ def test_unknown_repo_on_the_hub_suggests_catalog_entries(tmp_path: Path) -> Non
     line = res.stderr.strip()
     assert "not found" in line and "did you mean meta-llama/Llama-3.1-8B?" in line, line
     assert line.count("\n") == 0
+
+
+@pytest.mark.parametrize(
+    "argv",
+    [
+        ["diff", "Qwen/Qwen3-VL-30B-A3B-Instruct", "Qwen/Qwen3.5-35B-A3B"],
+        ["diff", "meta-llama/Meta-Llama-3-8B", "deepseek-ai/DeepSeek-V3"],
+        ["Qwen/Qwen3-Next-80B-A3B-Thinking", "--against", "google/gemma-2-9b"],
+    ],
+)
+def test_rich_tables_never_cut_a_cell(argv: list[str]) -> None:
+    """Long config keys (text_config.linear_num_key_heads) and many columns at 80: no cell
+    ends in '…' and every word of the wide layout is there whole."""
+    whole = set(run(*argv, "--width", "1000").stdout.split())
+    for width in ("80", "100", "120"):
+        out = run(*argv, "--width", width).stdout
+        assert "…" not in out, (width, [line for line in out.splitlines() if "…" in line][:3])
+        assert set(out.split()) == whole, (width, set(out.split()) ^ whole)

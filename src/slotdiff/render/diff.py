@@ -8,7 +8,7 @@ import sys
 from typing import Any
 
 from . import fmt
-from .page import output_width
+from .page import output_width, print_table, wrap
 
 
 def _value(v: Any) -> str:
@@ -44,40 +44,41 @@ def render_table(result: Any, width: int | None = None) -> str:
         highlight=False,
         markup=False,  # model names and config values are text, never rich markup
     )
-    # prose wraps at spaces only (overflow="ignore"): a model path is never cut
+    # prose is never cut nor folded: the names' line as one line, the rest broken at spaces
     head = Text(result.a.raw.name, style="bold") + Text(" → ") + Text(result.b.raw.name, style="bold")
-    console.print(head, overflow="ignore")
-    console.print(f"A: {result.class_a.label}\nB: {result.class_b.label}", overflow="ignore")
-    table = Table(box=None, expand=True, header_style="bold", pad_edge=False)
-    for col, ratio in (("facet", 2), ("A", 4), ("B", 4), ("status", 1)):
-        table.add_column(col, ratio=ratio, no_wrap=col in ("facet", "status"))
+    console.print(head, soft_wrap=True)
+    for line in (f"A: {result.class_a.label}", f"B: {result.class_b.label}"):
+        console.print("\n".join(wrap(line, console.width)), soft_wrap=True)
+    table = Table(box=None, expand=False, header_style="bold", pad_edge=False)
+    for col in ("facet", "A", "B", "status"):  # no ratios: nothing is cut before it must be
+        table.add_column(col, no_wrap=col in ("facet", "status"))
     for f in result.facets:
         if f.status == "same":
             continue
         style = "bold yellow" if f.status == "changed" else "cyan"
         table.add_row(f.facet, f.a.detail, f.b.detail, Text(f.status, style=style))
     if table.row_count:
-        console.print(table)
+        print_table(console, table)
     else:
-        console.print("no slot changes", overflow="ignore")
+        console.print("no slot changes")
     for line in _delta_lines(result):
-        console.print(line, overflow="ignore")
+        console.print("\n".join(wrap(line, console.width)), soft_wrap=True)
     keys = Table(
         title="raw key changes",
         title_justify="left",
         box=None,
-        expand=True,
+        expand=False,
         header_style="bold",
         pad_edge=False,
     )
-    for col, ratio in (("key", 3), ("change", 1), ("old", 3), ("new", 3), ("slot", 2)):
-        keys.add_column(col, ratio=ratio)
+    for col in ("key", "change", "old", "new", "slot"):
+        keys.add_column(col)
     for k in result.keys:
         keys.add_row(
             k.path, k.change, _value(k.old), _value(k.new), k.facet or Text("unattributed", style="dim")
         )
     if result.keys:
-        console.print(keys)
+        print_table(console, keys)
     return buf.getvalue()
 
 

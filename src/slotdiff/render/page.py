@@ -16,7 +16,7 @@ import sys
 import textwrap
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
-from typing import TextIO
+from typing import Any, TextIO
 
 PIPED_WIDTH = 120  # stdout is a file or a pipe and COLUMNS is unset
 MIN_WIDTH = 40
@@ -110,6 +110,40 @@ def word_breaks(line: str, width: int) -> list[int]:
         while i < n and line[i] == " ":
             i += 1
     return breaks
+
+
+def print_table(console: Any, table: Any) -> None:
+    """Print a rich table with column widths of our own: each column at least its longest word
+    (no-wrap columns whole), the room left shared by how much each would wrap; past the
+    console's width only when even the narrowest layout does not fit. A cell is never cut to
+    "…" and a word never folded (rich's own collapse can narrow a column below its longest
+    word, and then cuts it)."""
+    from rich.measure import Measurement  # rich only where a table is drawn
+
+    wide = console.options.update_width(100_000)
+    pad = [table._get_padding_width(i) for i in range(len(table.columns))]  # cell padding
+    low, high = [], []
+    for column in table.columns:
+        sizes = [Measurement.get(console, wide, c) for c in (column.header, *column.cells)]
+        most = max(m.maximum for m in sizes)
+        low.append(most if column.no_wrap else max(m.minimum for m in sizes))
+        high.append(most)
+    room = console.width - table._extra_width - sum(pad)
+    widths = list(high)
+    if sum(high) > room:
+        spare = max(0, room - sum(low))
+        slack = [h - lo for lo, h in zip(low, high, strict=True)]
+        total = sum(slack) or 1
+        widths = [lo + spare * s // total for lo, s in zip(low, slack, strict=True)]
+    for column, w in zip(table.columns, widths, strict=True):
+        column.width = max(w, 1)
+    need = sum(widths) + sum(pad) + table._extra_width
+    width = console.width  # print(width=) cannot exceed the console's: widen it for this table
+    console.width = max(width, need)
+    try:
+        console.print(table)
+    finally:
+        console.width = width
 
 
 def wrap(line: str, width: int) -> list[str]:

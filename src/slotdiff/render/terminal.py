@@ -16,7 +16,7 @@ from rich.text import Text
 
 from . import fmt
 from .fmt import short_name
-from .page import output_width, word_breaks
+from .page import output_width, print_table, word_breaks
 
 STATUS_STYLE = {"same": "dim", "resized": "cyan", "changed": "bold yellow"}
 
@@ -29,10 +29,12 @@ def _status(value: str | None) -> Text:
 
 def slot_table(report: Any) -> Table:
     against = report.baselines.get("against")
-    table = Table(title=None, show_lines=False, expand=True, pad_edge=False, box=None, header_style="bold")
+    # no ratios: rich narrows wrapping columns to their longest word before anything is cut,
+    # and page.print_table widens the line if even that does not fit
+    table = Table(title=None, show_lines=False, expand=False, pad_edge=False, box=None, header_style="bold")
     table.add_column("slot", min_width=17, no_wrap=True)
-    table.add_column("GPT-2", ratio=3, style="dim")
-    table.add_column("this model", ratio=5)
+    table.add_column("GPT-2", style="dim")
+    table.add_column("this model")
     table.add_column("vs GPT-2", min_width=8, no_wrap=True)
     table.add_column("vs Llama", min_width=8, no_wrap=True)
     if against:
@@ -143,16 +145,16 @@ def changes_table(report: Any) -> Table | None:
     table = Table(
         title=f"price of each change vs {base} (this model − counterfactual)",
         title_justify="left",
-        expand=True,
+        expand=False,
         box=None,
         header_style="bold",
         pad_edge=False,
     )
     table.add_column("facet", min_width=17, no_wrap=True)
-    table.add_column("Δ params", ratio=1, justify="right")
-    table.add_column("Δ KV/token", ratio=1, justify="right")
-    table.add_column("Δ FLOPs/token", ratio=1, justify="right")
-    table.add_column("Δ decode", ratio=1, justify="right")
+    table.add_column("Δ params", justify="right")
+    table.add_column("Δ KV/token", justify="right")
+    table.add_column("Δ FLOPs/token", justify="right")
+    table.add_column("Δ decode", justify="right")
     for ch in priced:
         d = ch.deltas
         if not d:
@@ -258,7 +260,7 @@ def render(report: Any, width: int | None = None) -> str:
         if isinstance(part, Text):  # prose: broken at spaces only, never inside a path
             console.print(prose(part, width), soft_wrap=True)
         else:
-            console.print(part)
+            print_table(console, part)
     return buf.getvalue().rstrip() + "\n"
 
 

@@ -270,9 +270,11 @@ def test_modality_image_keeps_the_vision_models(capsys) -> None:
 
 def test_text_and_markdown(capsys) -> None:
     argv = ["choose", "--candidates", FOUR + f",{GPT2},someorg/x", "--no-catalog", "--max-decode-ms", "10"]
-    code, out, err = run(argv, capsys)
+    code, out, err = run([*argv, "--width", "100"], capsys)
     assert code == 0, err
     assert max(len(line) for line in out.splitlines()) <= 100
+    code, wide, _ = run(argv, capsys)  # piped without --width: 120 columns
+    assert code == 0 and max(len(line) for line in wide.splitlines()) <= 120
     assert "what bought it" in out and "why not" in out and "assumes:" in out
     assert "capability on a task is not in a config" in out
     code, md, _ = run([*argv, "--markdown"], capsys)

@@ -42,10 +42,15 @@ def test_commands_are_registered() -> None:
 
 @pytest.mark.parametrize("argv", CASES, ids=lambda a: " ".join(x.rsplit("/", 1)[-1] for x in a))
 def test_text_reads_at_100_columns(argv: list[str], capsys: pytest.CaptureFixture[str]) -> None:
-    code, out, err = run(argv, capsys)
+    code, out, err = run([*argv, "--width", "100"], capsys)
     assert code == 0, err
     assert out.endswith("\n") and "assumes:" in out
     assert max(len(line) for line in out.splitlines()) <= 100
+    # piped without --width or COLUMNS: 120 columns (page.PIPED_WIDTH), not a terminal's 80
+    code, wide, err = run(argv, capsys)
+    assert max(len(line) for line in wide.splitlines()) <= 120 and len(wide.splitlines()) <= len(
+        out.splitlines()
+    )
 
 
 @pytest.mark.parametrize("argv", CASES, ids=lambda a: " ".join(x.rsplit("/", 1)[-1] for x in a))

@@ -59,7 +59,7 @@ def test_clean_file_exits_0_and_prints_nothing() -> None:
     res = lint("--no-config", str(GOOD))
     assert res.returncode == 0, res.stderr
     assert res.stdout == ""
-    assert "no problems in 1 file" in res.stderr
+    assert "no problems; checked 1 config" in res.stderr
 
 
 def test_errors_exit_1_one_line_each_every_file_named() -> None:

@@ -782,14 +782,14 @@ def test_scan_killed_midway_resumes_and_counts_each_model_once(tmp_path: Path) -
         gets_before = {r: hub.count(method="GET", repo_id=r) for r in ids}
 
         out = subprocess.run(
-            _scan_cmd(tmp_path, "--workers", "4", "--json"),
+            _scan_cmd(tmp_path, "--workers", "4", "--json", "--progress-log"),
             env=_env(hub, tmp_path),
             capture_output=True,
             text=True,
             timeout=120,
         )
         assert out.returncode == 0, out.stderr
-        assert "] kill/m" in out.stderr  # not a terminal: one plain progress line per model
+        assert "] kill/m" in out.stderr  # --progress-log, not a terminal: one plain line per model
         report = json.loads(out.stdout)
         listed = [m["repo_id"] for m in report["models"]]
         assert sorted(listed) == sorted(ids) and len(listed) == len(set(listed)) == 40

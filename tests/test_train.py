@@ -356,7 +356,7 @@ def test_json_validates_and_text_reads_at_100_columns(argv: list[str], capsys) -
     total = sum(data["state_bytes_per_gpu"].values()) + data["activations"]["peak_bytes"]
     assert math.isclose(data["per_gpu"]["total_bytes"], total)
     assert sum(t["bytes"] for t in data["activations"]["tensors"]) == data["activations"]["saved_bytes"]
-    code, text, _ = run(["train", *argv], capsys)
+    code, text, _ = run(["train", *argv, "--width", "100"], capsys)
     assert "assumes:" in text and max(len(line) for line in text.splitlines()) <= 100
     code, md, _ = run(["train", *argv, "--markdown"], capsys)
     assert md.startswith("## Training memory")

@@ -324,9 +324,21 @@ def compare(row: Row) -> Result:
     return Result(row, status, verdicts, reason, parts, main.get("known"))
 
 
-def evaluate(reference: Mapping[str, Any]) -> list[Result]:
-    """Compare every stored row (slotdiff only; no torch or transformers needed)."""
-    return [compare(row) for row in rows(reference)]
+def evaluate(reference: Mapping[str, Any], progress: bool = False) -> list[Result]:
+    """Compare every stored row (slotdiff only; no torch or transformers needed); ``progress``
+    shows a bar on stderr when it is a terminal."""
+    todo = rows(reference)
+    return [compare(row) for row in (_tracked(todo, "conformance rows") if progress else todo)]
+
+
+def _tracked(items: list[Row], label: str) -> Iterable[Row]:
+    """``items`` with a transient rich bar on stderr if it is a terminal; nothing when piped."""
+    if not sys.stderr.isatty():
+        return items
+    from rich.console import Console
+    from rich.progress import track
+
+    return track(items, description=label, console=Console(stderr=True), transient=True)
 
 
 def expectations(results: Iterable[Result]) -> dict[str, Any]:
@@ -742,7 +754,7 @@ def report(accept_regressions: bool = False, coverage_json: Path | None = None) 
     table slotdiff reads at run time (schemas/coverage.json, or ``coverage_json``)."""
     start = time.perf_counter()
     reference, excluded = read_json(REFERENCE), read_json(EXCLUDED)
-    results = evaluate(reference)
+    results = evaluate(reference, progress=True)
     old = read_json(EXPECTED) if EXPECTED.exists() else {"rows": {}}
     diff = changes(old, results)
     for kind, items in diff.items():

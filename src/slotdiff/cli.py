@@ -3,10 +3,10 @@
 ``slotdiff MODEL`` analyzes one model; other commands are looked up in ``COMMANDS`` and
 imported only when used, so a run imports only what it needs.
 
-Exit codes: 0 success; 1 lint errors found / ``scan --fail-on-new`` found something new /
-``fit`` found the model does not fit;
-2 bad input or usage (one line on stderr, never a traceback); 3 internal error (a bug; one
-line unless SLOTDIFF_DEBUG=1); 130 interrupted.
+Exit codes (``EXIT_CODES``, printed under every --help): 0 success; 1 a finding, named by the
+command's ``EXIT_1`` (lint errors, ``scan --fail-on-new`` found something new, ``fit``/``train``
+found it does not fit); 2 bad input or usage (one line on stderr, never a traceback);
+3 internal error (a bug; one line unless SLOTDIFF_DEBUG=1); 130 interrupted.
 """
 
 from __future__ import annotations
@@ -42,6 +42,25 @@ COMMANDS: dict[str, str] = {
 }
 
 
+# What each exit status means, printed under every command's --help; a command names what
+# its own status 1 means in ``EXIT_1`` (commands without findings never return 1).
+EXIT_CODES = (
+    (0, "success"),
+    (1, "{exit_1}"),
+    (2, "bad input or usage (one line on stderr)"),
+    (3, "internal error, a bug (SLOTDIFF_DEBUG=1 for the traceback)"),
+    (130, "interrupted"),
+)
+
+
+def exit_codes_text(exit_1: str | None) -> str:
+    """The ``exit codes:`` block of a --help page."""
+    rows = [(c, t.format(exit_1=exit_1)) for c, t in EXIT_CODES if exit_1 or c != 1]
+    if not exit_1:
+        rows.insert(1, (1, "not used by this command"))
+    return "exit codes:\n" + "".join(f"  {c:<4} {t}\n" for c, t in rows)
+
+
 class _Parser(argparse.ArgumentParser):
     """argparse that reports usage errors as one line and exit status 2."""
 
@@ -49,16 +68,30 @@ class _Parser(argparse.ArgumentParser):
         raise SlotdiffError(self.prog, message)
 
 
+class _HelpFormatter(argparse.RawDescriptionHelpFormatter):
+    """Keeps the epilog's layout, and says under each numeric flag which forms it accepts
+    (the shared argparse types of commands/options.py carry that as ``accepts``)."""
+
+    def _get_help_string(self, action: argparse.Action) -> str | None:
+        text = action.help or ""
+        accepts = getattr(action.type, "accepts", None)
+        if accepts and accepts not in text:
+            text = f"{text} [{accepts}]" if text else f"[{accepts}]"
+        return text
+
+
 def _dispatch(argv: list[str]) -> int:
     """Import the one command module ``argv`` names (the analysis when it names none), build
     its parser and run it."""
     name = argv[0] if argv and argv[0] in COMMANDS else None
     module = importlib.import_module(COMMANDS[name] if name else DEFAULT_COMMAND)
+    epilog = getattr(module, "EPILOG", "").replace("{commands}", ", ".join(COMMANDS))
     parser = _Parser(
         prog=f"slotdiff {name}" if name else "slotdiff",
         description=module.__doc__,
-        formatter_class=argparse.RawDescriptionHelpFormatter,
-        epilog=getattr(module, "EPILOG", "").replace("{commands}", ", ".join(COMMANDS)) or None,
+        formatter_class=_HelpFormatter,
+        epilog=(epilog.rstrip("\n") + "\n\n" if epilog else "")
+        + exit_codes_text(getattr(module, "EXIT_1", None)),
     )
     module.add_arguments(parser)
     return int(module.run(parser.parse_args(argv[1:] if name else argv)))
@@ -73,7 +106,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     try:
         return _dispatch(argv)
     except SlotdiffError as err:
-        sys.stderr.write(f"slotdiff: error: {printable(err.line())}\n")
+        sys.stderr.write(f"slotdiff: error: {printable(err.message())}\n")
         return err.exit_code
     except KeyboardInterrupt:
         sys.stderr.write("slotdiff: interrupted\n")

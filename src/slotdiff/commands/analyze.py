@@ -20,8 +20,11 @@ examples:
   HF_HUB_OFFLINE=1 slotdiff openai/gpt-oss-20b  served from the bundled catalog offline
 
 other commands: {commands}  (slotdiff COMMAND --help)
-exit codes: 0 ok, 1 findings (lint errors, scan --fail-on-new), 2 bad input or usage
 """
+EXIT_1 = (
+    "the analysis never returns it; other commands do for a finding (lint errors, "
+    "scan --fail-on-new found something new, fit or train does not fit)"
+)
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -42,5 +45,6 @@ def run(args: argparse.Namespace) -> int:
         workload=workload_from(args),
         cost=not args.no_cost,
     )
-    sys.stdout.write(REPORTER_BY_NAME[args.format](report))
+    layout = {"width": args.width} if args.format == "table" else {}
+    sys.stdout.write(REPORTER_BY_NAME[args.format](report, **layout))
     return 0

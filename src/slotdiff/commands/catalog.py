@@ -3,32 +3,31 @@
 from __future__ import annotations
 
 import argparse
-import json
 import sys
 
 from ..read.source import catalog_entries
+from ..render.listings import catalog_page
+from .options import add_style_arguments, write_json
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("--json", action="store_true", help="one JSON object per line")
+    add_style_arguments(parser, "catalog.schema.json")
 
 
 def run(args: argparse.Namespace) -> int:
-
-    for e in catalog_entries():
-        if args.json:
-            sys.stdout.write(
-                json.dumps(
-                    {
-                        "repo_id": e.repo_id,
-                        "complete": e.complete,
-                        "source": e.source,
-                        "notes": e.notes,
-                    }
-                )
-                + "\n"
-            )
-        else:
-            flag = "" if e.complete else "  (trimmed copy)"
-            sys.stdout.write(f"{e.repo_id}{flag}\n    from {e.source}\n")
+    entries = catalog_entries()
+    if args.style == "json":
+        rows = [
+            {
+                "repo_id": e.repo_id,
+                "aliases": list(e.aliases),
+                "complete": e.complete,
+                "source": e.source,
+                "notes": e.notes,
+            }
+            for e in entries
+        ]
+        write_json({"entries": rows})
+        return 0
+    sys.stdout.write(catalog_page(entries, args.style, args.width))
     return 0

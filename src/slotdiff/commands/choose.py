@@ -23,7 +23,7 @@ from ..read.source import catalog, catalog_entries, from_catalog
 from ..render.choose import render_choose, render_choose_markdown
 from ..render.json_report import render as render_json
 from ..schema.precision import canonical_dtype
-from .options import COUNT, POSITIVE, RESERVE, add_workload_arguments, workload_from
+from .options import COUNT, POSITIVE, RESERVE, add_width_argument, add_workload_arguments, workload_from
 
 EPILOG = """\
 examples:
@@ -34,8 +34,8 @@ examples:
 optimise: tokens-per-s (default) and decode-ms order alike at one batch; gpus = fewest GPUs that
 hold it; params = most parameters first (size is not capability); kv = least KV + state per
 sequence at the context; max-batch = most sequences that fit
-exit codes: 0 some candidate fits, 1 none does, 2 bad input or usage
 """
+EXIT_1 = "no candidate fits"
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -81,6 +81,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     out = parser.add_mutually_exclusive_group()
     out.add_argument("--json", action="store_true", help="JSON validated by schemas/choose.schema.json")
     out.add_argument("--markdown", action="store_true", help="Markdown for a pull request or wiki")
+    add_width_argument(parser)
 
 
 def precisions_from(args: argparse.Namespace) -> tuple[str, ...]:
@@ -176,5 +177,5 @@ def run(args: argparse.Namespace) -> int:
     elif args.markdown:
         sys.stdout.write(render_choose_markdown(report.to_dict()))
     else:
-        sys.stdout.write(render_choose(report.to_dict()))
+        sys.stdout.write(render_choose(report.to_dict(), args.width))
     return 0 if report.any_fits else 1

@@ -7,12 +7,11 @@ feeds (or listed as unattributed). Works on two local files, two repo ids, or a 
 from __future__ import annotations
 
 import argparse
-import json
 import sys
 
 from ..analysis.compare import diff
 from ..render.diff import render_markdown, render_table
-from .options import add_workload_arguments, workload_from
+from .options import add_style_arguments, add_workload_arguments, workload_from, write_json
 
 EPILOG = """\
 examples:
@@ -24,19 +23,16 @@ examples:
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("a", help="the model before (path or repo id)")
     parser.add_argument("b", help="the model after (path or repo id)")
-    out = parser.add_mutually_exclusive_group()
-    out.add_argument("--json", dest="format", action="store_const", const="json")
-    out.add_argument("--markdown", dest="format", action="store_const", const="markdown")
-    parser.set_defaults(format="table")
+    add_style_arguments(parser, "diff.schema.json")
     add_workload_arguments(parser)
 
 
 def run(args: argparse.Namespace) -> int:
     result = diff(args.a, args.b, workload=workload_from(args))
-    if args.format == "json":
-        sys.stdout.write(json.dumps(result.to_dict(), indent=2, allow_nan=False, default=str) + "\n")
-    elif args.format == "markdown":
+    if args.style == "json":
+        write_json(result.to_dict())
+    elif args.style == "markdown":
         sys.stdout.write(render_markdown(result))
     else:
-        sys.stdout.write(render_table(result))
+        sys.stdout.write(render_table(result, args.width))
     return 0

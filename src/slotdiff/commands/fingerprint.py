@@ -8,7 +8,6 @@ schemas/fingerprint.schema.json. Run it on the exemplar checkpoint of the new fa
 from __future__ import annotations
 
 import argparse
-import json
 import sys
 from pathlib import Path
 
@@ -16,7 +15,10 @@ from ..analysis.analyze import load
 from ..core.errors import SlotdiffError
 from ..core.files import atomic_write_text, safe_child
 from ..core.resources import data_dir
+from ..render.json_report import dumps
+from ..render.listings import fingerprint_page
 from ..slots.classify import family_record, fingerprint, slugify
+from .options import add_style_arguments, write_json
 
 EPILOG = """\
 examples:
@@ -39,7 +41,10 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     )
     parser.add_argument("--note", default=None, help="where the fills come from, if not a published config")
     parser.add_argument("--force", action="store_true", help="overwrite an existing file")
-    parser.add_argument("--stdout", action="store_true", help="print instead of writing")
+    parser.add_argument(
+        "--stdout", action="store_true", help="print the file instead of writing it (as --json)"
+    )
+    add_style_arguments(parser, "fingerprint.schema.json (the file it writes)")
 
 
 def run(args: argparse.Namespace) -> int:
@@ -57,10 +62,13 @@ def run(args: argparse.Namespace) -> int:
     record = family_record(args.name, model_types, model.fills, exemplars)
     if args.note:
         record["notes"] = args.note
-    text = json.dumps(record, indent=2, ensure_ascii=False) + "\n"
-    if args.stdout:
-        sys.stdout.write(text)
+    if args.stdout or args.style == "json":
+        write_json(record)
         return 0
+    if args.style == "markdown":
+        sys.stdout.write(fingerprint_page(record, "markdown", args.width))
+        return 0
+    text = dumps(record)
     folder = Path(args.out) if args.out else data_dir("fingerprints")
     target = safe_child(folder, slugify(args.name) + ".json")
     if target.exists() and not args.force:

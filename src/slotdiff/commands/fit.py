@@ -8,7 +8,6 @@ engine would print at start-up (docs/SERVING.md). Exit status 1 when it does not
 from __future__ import annotations
 
 import argparse
-import json
 import sys
 
 from ..analysis.analyze import load
@@ -19,7 +18,18 @@ from ..deploy.fit import fit
 from ..deploy.serving import RESERVE_FRACTION
 from ..deploy.vllm import EngineArgs
 from ..render.fit import render_fit
-from .options import COUNT, GIB, GIB0, RESERVE, SHARE, TOKENS, add_workload_arguments, workload_from
+from .options import (
+    COUNT,
+    GIB,
+    GIB0,
+    RESERVE,
+    SHARE,
+    TOKENS,
+    add_style_arguments,
+    add_workload_arguments,
+    workload_from,
+    write_json,
+)
 
 EPILOG = f"""\
 examples:
@@ -29,8 +39,8 @@ examples:
   slotdiff fit meta-llama/Llama-3.1-8B --engine vllm --max-model-len 32768 --gpu-memory-utilization 0.9
   slotdiff fit Qwen/Qwen3-30B-A3B --engine vllm --available-kv-gib 10.55 --kv-cache-dtype fp8
 engines: --engine-version defaults to vLLM {DEFAULT_VLLM} / SGLang {DEFAULT_SGLANG} accounting
-exit codes: 0 fits, 1 does not fit (or the layout is invalid), 2 bad input or usage
 """
+EXIT_1 = "does not fit (or the layout is invalid)"
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -45,7 +55,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         help=f"share of each GPU kept for the runtime without --engine (default {RESERVE_FRACTION:g})",
     )
     parser.add_argument("--mtp", action="store_true", help="load the MTP modules beside the weights")
-    parser.add_argument("--json", action="store_true", help="the answer as JSON")
+    add_style_arguments(parser, "fit.schema.json")
     lay = parser.add_argument_group("layout (named as vLLM names them)")
     lay.add_argument("--tensor-parallel-size", "-tp", type=COUNT, help="TP degree (default: --gpus)")
     lay.add_argument("--pipeline-parallel-size", "-pp", type=COUNT, default=1, help="PP degree")
@@ -141,8 +151,8 @@ def run(args: argparse.Namespace) -> int:
     result = fit(
         load(args.model).arch, wl, layout.gpus, args.reserve, args.mtp, layout, _engine_args(args, layout)
     )
-    if args.json:
-        sys.stdout.write(json.dumps(result.to_dict(), indent=2, allow_nan=False) + "\n")
+    if args.style == "json":
+        write_json(result.to_dict())
     else:
-        sys.stdout.write(render_fit(result))
+        sys.stdout.write(render_fit(result, args.style, args.width))
     return 0 if result.fits else 1

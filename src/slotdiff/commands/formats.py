@@ -7,13 +7,12 @@ model's weights (--dtype) or KV cache (--kv-dtype) are stored in them; each form
 from __future__ import annotations
 
 import argparse
-import json
 import sys
 
 from ..analysis.analyze import load
 from ..deploy.formats import formats_report
 from ..render.deploy import render_formats
-from .options import add_workload_arguments, workload_from
+from .options import add_style_arguments, add_workload_arguments, workload_from, write_json
 
 EPILOG = """\
 examples:
@@ -25,14 +24,14 @@ examples:
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("model", help="config.json, a folder holding one, or a Hub repo id")
-    parser.add_argument("--json", action="store_true", help="the comparison as JSON")
+    add_style_arguments(parser, "formats-report.schema.json")
     add_workload_arguments(parser)
 
 
 def run(args: argparse.Namespace) -> int:
     result = formats_report(load(args.model).arch, workload_from(args))
-    if args.json:
-        sys.stdout.write(json.dumps(result.to_dict(), indent=2, allow_nan=False) + "\n")
+    if args.style == "json":
+        write_json(result.to_dict())
     else:
-        sys.stdout.write(render_formats(result))
+        sys.stdout.write(render_formats(result, args.style, args.width))
     return 0

@@ -10,7 +10,6 @@ config.json does not hold (min/max pixels) take the processor's defaults and say
 from __future__ import annotations
 
 import argparse
-import json
 import re
 import sys
 from typing import Any
@@ -20,9 +19,9 @@ from ..core.errors import SlotdiffError
 from ..cost.images import vision_flops
 from ..cost.kv import kv_cost
 from ..cost.params import count
-from ..render import fmt
+from ..render.listings import image_page
 from ..schema.precision import canonical_dtype
-from .options import COUNT
+from .options import COUNT, add_style_arguments, write_json
 
 EPILOG = """\
 examples:
@@ -54,7 +53,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--min-pixels", type=COUNT, help="processor setting (Qwen-VL families)")
     parser.add_argument("--max-pixels", type=COUNT, help="processor setting (Qwen-VL families)")
     parser.add_argument("--kv-dtype", default="bf16", help="decoder KV element type (default bf16)")
-    parser.add_argument("--json", action="store_true", help="the figures as JSON")
+    add_style_arguments(parser, "image.schema.json")
 
 
 def _figures(
@@ -106,39 +105,8 @@ def run(args: argparse.Namespace) -> int:
         "kv_bytes_per_token": kv_per_token,
         "images": rows,
     }
-    if args.json:
-        sys.stdout.write(json.dumps(out, indent=2) + "\n")
-        return 0
-    lines = [
-        f"{model.raw.name}: vision tower {fmt.count(out['vision_params'])} params, "
-        f"connector {fmt.count(out['connector_params'])}; decoder KV "
-        f"{fmt.bin_bytes(kv_per_token)}/token ({kv_dtype})"
-    ]
-    for r in rows:
-        lines.append(
-            f"\n{r['image']} → resized to {r['resized_to']}"
-            + (f", {r['tiles']} tiles" if r["tiles"] > 1 else "")
-            + f", {r['patches']:,} patches in {r['encoder_sequences']} encoder "
-            f"sequence(s) of {r['encoder_positions_per_sequence']:,}"
-        )
-        lines.append(
-            f"  decoder: {r['decoder_tokens']:,} image tokens + {r['marker_tokens']} markers = "
-            f"{r['decoder_positions']:,} positions, KV {fmt.bin_bytes(r['kv_bytes'])}"
-        )
-        if r["cross_attention_states"]:
-            lines.append(
-                f"  cross-attention: {r['cross_attention_states']:,} image states, "
-                f"KV {fmt.bin_bytes(r['cross_kv_bytes'])}"
-            )
-        lines.append(
-            f"  encoder: {fmt.flops(r['encoder_flops'])} per image (matmuls "
-            f"{fmt.flops(r['encoder_matmul_flops'])}, attention "
-            f"{fmt.flops(r['encoder_attention_flops'])}, connector {fmt.flops(r['connector_flops'])})"
-        )
-        lines.append(f"  rule: {r['rule']} ({r['source']})")
-        for s in r["settings"]:
-            lines.append(f"    {s['name']} = {s['value']} ({s['from']})")
-        for n in r["notes"]:
-            lines.append(f"  note: {n}")
-    sys.stdout.write("\n".join(lines) + "\n")
+    if args.style == "json":
+        write_json(out)
+    else:
+        sys.stdout.write(image_page(out, args.style, args.width))
     return 0

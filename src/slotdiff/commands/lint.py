@@ -9,26 +9,28 @@ also compared with its version at REV and every slot change is reported with its
 from __future__ import annotations
 
 import argparse
-import json
 import sys
 from pathlib import Path
 
 from ..core.errors import SlotdiffError, UsageError
 from ..lint import engine, policy, registry
 from ..lint.diffmode import changed_files
+from ..lint.discover import discover, summary
 from ..lint.reporters import REPORTER_BY_NAME
+from ..render.json_report import dumps
 
 EPILOG = """\
 examples:
-  slotdiff lint configs/                       every *config*.json below configs/
+  slotdiff lint configs/                       every model config (*.json) below configs/
   slotdiff lint config.json --format sarif > lint.sarif
   slotdiff lint --diff-base HEAD configs/a/config.json   slot changes since the last commit
   slotdiff lint --diff-base origin/main        every config changed since origin/main
   slotdiff lint --list-rules | --explain SD105
-
-exit codes: 0 no error-level diagnostic, 1 at least one, 2 usage error (bad flag, bad policy,
-missing file, unknown revision)
 """
+EXIT_1 = (
+    "at least one error-level diagnostic (2 also for a bad policy, a missing file, an unknown "
+    "revision, or no model config to check)"
+)
 
 FORMATS = ("text", "json", "sarif", "github")  # lint/reporters.py REPORTER_BY_NAME
 
@@ -38,7 +40,12 @@ def _codes(text: str) -> list[str]:
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("paths", nargs="*", help="config files, or folders to search for *config*.json")
+    parser.add_argument(
+        "paths",
+        nargs="*",
+        help="config files, or folders searched recursively for *.json files that are model configs "
+        "(a JSON object with model_type, architectures or a core size key such as hidden_size)",
+    )
     parser.add_argument("--format", choices=FORMATS, default="text", help="output format (default text)")
     parser.add_argument(
         "--select", type=_codes, metavar="CODES", help="comma-separated codes or prefixes to run"
@@ -56,7 +63,11 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     where.add_argument("--no-config", action="store_true", help="ignore any policy file; defaults only")
     parser.add_argument("--list-rules", action="store_true", help="print the rule table and exit")
     parser.add_argument("--explain", metavar="CODE", help="print what a rule checks, why, and how to fix it")
-    parser.add_argument("-q", "--quiet", action="store_true", help="no summary line on stderr")
+    talk = parser.add_mutually_exclusive_group()
+    talk.add_argument("-q", "--quiet", action="store_true", help="no summary line on stderr")
+    talk.add_argument(
+        "-v", "--verbose", action="store_true", help="say on stderr why each JSON file is checked or skipped"
+    )
 
 
 def run(args: argparse.Namespace) -> int:
@@ -64,7 +75,7 @@ def run(args: argparse.Namespace) -> int:
     if args.list_rules:
         if args.format == "json":
             rows = [vars(r) | {"params": dict(r.params)} for r in registry.table()]
-            sys.stdout.write(json.dumps(rows, indent=2) + "\n")
+            sys.stdout.write(dumps(rows))
         else:
             sys.stdout.write(registry.rules_text())
         return 0
@@ -86,11 +97,27 @@ def run(args: argparse.Namespace) -> int:
     missing = [p for p in paths if not Path(p).exists()]
     if missing:
         raise SlotdiffError(missing[0], "no such file or folder")
-    files = engine.iter_config_files(paths)
-    result = engine.lint(files, pol, diff_base=args.diff_base)
+    found = discover(paths)
+    if args.verbose:
+        for path, why in found.reasons:
+            sys.stderr.write(f"slotdiff lint: checking {path} ({why})\n")
+        for path, why in found.skipped:
+            sys.stderr.write(f"slotdiff lint: skipping {path} ({why})\n")
+    if not found.checked:
+        if args.diff_base is not None and not args.paths:
+            since = args.diff_base
+            sys.stderr.write(f"slotdiff lint: no config file changed since {since}; nothing to check\n")
+            return 0
+        what = summary(found).removeprefix("checked 0 configs, ") if found.skipped else "no *.json file in it"
+        raise SlotdiffError(
+            ", ".join(args.paths),
+            f"no model config to check: {what} (a model config has model_type, architectures or a "
+            "core size key; name a file to check it anyway)",
+        )
+    result = engine.lint(list(found.checked), pol, diff_base=args.diff_base)
     sys.stdout.write(REPORTER_BY_NAME[args.format](result))
     if not args.quiet and args.format == "text":
         counts = [(result.count(s), s) for s in ("error", "warning", "info")]
         shown = ", ".join(f"{n} {s}{'s' if n != 1 else ''}" for n, s in counts if n) or "no problems"
-        sys.stderr.write(f"slotdiff lint: {shown} in {len(files)} file{'s' if len(files) != 1 else ''}\n")
+        sys.stderr.write(f"slotdiff lint: {shown}; {summary(found)}\n")
     return result.exit_code

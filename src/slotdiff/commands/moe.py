@@ -6,7 +6,6 @@ all-to-all bytes per layer (dispatch + combine) for an EP degree.
 from __future__ import annotations
 
 import argparse
-import json
 import sys
 
 from ..analysis.analyze import load
@@ -16,7 +15,7 @@ from ..deploy.moe import moe_traffic
 from ..deploy.serving import deployment
 from ..render.deploy import render_moe
 from ..schema.precision import canonical_dtype
-from .options import COUNT, add_workload_arguments, workload_from
+from .options import COUNT, add_style_arguments, add_workload_arguments, workload_from, write_json
 
 EPILOG = """\
 examples:
@@ -32,7 +31,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         "--dispatch-dtype", default="bf16", help="dtype tokens are dispatched in (default bf16)"
     )
     parser.add_argument("--combine-dtype", default="bf16", help="dtype results come back in (default bf16)")
-    parser.add_argument("--json", action="store_true", help="the traffic as JSON")
+    add_style_arguments(parser, "moe.schema.json")
     add_workload_arguments(parser)
 
 
@@ -59,8 +58,8 @@ def run(args: argparse.Namespace) -> int:
         _dtype(args.dispatch_dtype, "--dispatch-dtype"),
         _dtype(args.combine_dtype, "--combine-dtype"),
     )
-    if args.json:
-        sys.stdout.write(json.dumps(result.to_dict(), indent=2, allow_nan=False) + "\n")
+    if args.style == "json":
+        write_json(result.to_dict())
     else:
-        sys.stdout.write(render_moe(result))
+        sys.stdout.write(render_moe(result, args.style, args.width))
     return 0

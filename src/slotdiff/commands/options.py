@@ -3,17 +3,24 @@
 from __future__ import annotations
 
 import argparse
+import sys
 from collections.abc import Callable
 
 from ..core.errors import UsageError
 from ..core.quantity import parse_count, parse_gib, parse_real
 from ..cost.gpus import resolve_gpu
 from ..cost.workload import Workload
-from ..render import REPORTER_BY_NAME
+from ..render import REPORTER_BY_NAME, json_report
+
+COUNT_FORMS = "takes 8K = 8192, 8k = 8000, 1M = 1048576"
+SIZE_FORMS = "takes 80 (GiB), 80GiB, 96GB, 512MiB"
 
 
-def _argtype(parse: Callable[[str], object], name: str) -> Callable[[str], object]:
-    """Wrap a core.quantity parser so argparse names the flag in its one-line error."""
+def _argtype(
+    parse: Callable[[str], object], name: str, accepts: str | None = None
+) -> Callable[[str], object]:
+    """Wrap a core.quantity parser so argparse names the flag in its one-line error; ``accepts``
+    is what the CLI's help formatter adds under each flag of this type (the suffixes it takes)."""
 
     def convert(text: str) -> object:
         try:
@@ -22,21 +29,23 @@ def _argtype(parse: Callable[[str], object], name: str) -> Callable[[str], objec
             raise argparse.ArgumentTypeError(err.reason) from None
 
     convert.__name__ = name
+    convert.accepts = accepts  # type: ignore[attr-defined]
     return convert
 
 
 # Every numeric flag takes one of these: suffixes (128K, 80GiB) and the bounds are the same
 # in every command, and NaN, infinity and negative values are refused with exit status 2.
-COUNT = _argtype(lambda t: parse_count(t, minimum=1), "count")
-COUNT0 = _argtype(lambda t: parse_count(t, minimum=0), "count")
-TOKENS = _argtype(lambda t: parse_count(t, minimum=1), "tokens")
-GIB = _argtype(parse_gib, "size")
-GIB0 = _argtype(lambda t: parse_gib(t, allow_zero=True), "size")
+COUNT = _argtype(lambda t: parse_count(t, minimum=1), "count", COUNT_FORMS)
+COUNT0 = _argtype(lambda t: parse_count(t, minimum=0), "count", COUNT_FORMS)
+TOKENS = _argtype(lambda t: parse_count(t, minimum=1), "tokens", COUNT_FORMS)
+GIB = _argtype(parse_gib, "size", SIZE_FORMS)
+GIB0 = _argtype(lambda t: parse_gib(t, allow_zero=True), "size", SIZE_FORMS)
 POSITIVE = _argtype(lambda t: parse_real(t, exclusive_minimum=True), "number")
 NONNEGATIVE = _argtype(parse_real, "number")
 SHARE = _argtype(lambda t: parse_real(t, exclusive_minimum=True, maximum=1.0), "share")
 FRACTION = _argtype(lambda t: parse_real(t, maximum=1.0), "share")
 RESERVE = _argtype(lambda t: parse_real(t, maximum=1.0, exclusive_maximum=True), "share")
+COLUMNS = _argtype(lambda t: parse_count(t, minimum=40, maximum=10_000), "columns")
 SECONDS = _argtype(lambda t: parse_real(t, exclusive_minimum=True), "seconds")
 
 
@@ -102,6 +111,41 @@ def workload_from(args: argparse.Namespace, gpus: int = 1) -> Workload:
     )
 
 
+def add_width_argument(parser: argparse.ArgumentParser | argparse._ArgumentGroup) -> None:
+    """``--width N``: lay tables and text out at N columns (default: COLUMNS, else the
+    terminal's width, else 120 when piped)."""
+    parser.add_argument(
+        "--width",
+        type=COLUMNS,
+        metavar="N",
+        help="columns to lay the text out at (default: COLUMNS, the terminal's width, or 120 when piped)",
+    )
+
+
+def add_style_arguments(parser: argparse.ArgumentParser, schema: str) -> None:
+    """``--json`` (validated by ``schemas/<schema>``) or ``--markdown`` instead of the text
+    view (``args.style``), and ``--width``; for the commands whose answer is one page."""
+    out = parser.add_argument_group("output")
+    style = out.add_mutually_exclusive_group()
+    style.add_argument(
+        "--json", dest="style", action="store_const", const="json", help=f"JSON validated by schemas/{schema}"
+    )
+    style.add_argument(
+        "--markdown",
+        dest="style",
+        action="store_const",
+        const="markdown",
+        help="Markdown for a pull request or wiki",
+    )
+    parser.set_defaults(style="text")
+    add_width_argument(out)
+
+
+def write_json(data: object) -> None:
+    """Every command's JSON goes through render.json_report's one writer (strict: no NaN)."""
+    sys.stdout.write(json_report.dumps(data))
+
+
 def add_output_arguments(parser: argparse.ArgumentParser) -> None:
     """``--format`` with the report renderers' names, and ``--json`` / ``--markdown`` for short."""
     out = parser.add_mutually_exclusive_group()
@@ -120,3 +164,4 @@ def add_output_arguments(parser: argparse.ArgumentParser) -> None:
         const="markdown",
         help="Markdown for a pull request or wiki",
     )
+    add_width_argument(parser)

@@ -18,9 +18,9 @@ from ..core.files import atomic_write_text
 from ..read.retry import RetryPolicy
 from ..scan.engine import ScanOptions, run_scan
 from ..scan.propose import write_proposals
-from ..scan.report import RENDERERS, new_fingerprints, to_dict
+from ..scan.report import RENDERERS, new_fingerprints, render_terminal, to_dict
 from ..scan.verdict import NEW
-from .options import COUNT, NONNEGATIVE, SECONDS
+from .options import COUNT, NONNEGATIVE, SECONDS, add_width_argument
 
 EPILOG = """\
 examples:
@@ -30,8 +30,8 @@ examples:
   slotdiff scan --state s.json --update-fingerprints proposed/   # family files for new designs
 
 environment: HF_TOKEN (gated repos), HF_ENDPOINT (another Hub), HF_HUB_CACHE (config cache)
-exit codes: 0 ok, 1 --fail-on-new and something new was found, 2 bad input, 130 interrupted
 """
+EXIT_1 = "--fail-on-new and something new was found"
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -118,6 +118,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         const="markdown",
         help="Markdown, for an issue or a chat post (the default when stdout is not a terminal)",
     )
+    add_width_argument(out)
     out.add_argument(
         "--write-markdown", type=Path, metavar="PATH", help="also write the Markdown report here"
     )
@@ -125,7 +126,14 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     out.add_argument(
         "--fail-on-new", action="store_true", help="exit 1 when something new was found (for CI)"
     )
-    out.add_argument("--quiet", action="store_true", help="no progress output")
+    talk = out.add_mutually_exclusive_group()
+    talk.add_argument("--quiet", action="store_true", help="no progress output")
+    talk.add_argument(
+        "--progress-log",
+        action="store_true",
+        help="one line per model on stderr even when it is not a terminal (a CI log); by default "
+        "progress shows only on a terminal",
+    )
 
 
 class _PlainProgress:
@@ -221,7 +229,8 @@ def run(args: argparse.Namespace) -> int:
 
     progress: Any = None
     if not args.quiet:
-        progress = _RichProgress() if sys.stderr.isatty() else _PlainProgress()
+        # a bar on a terminal; piped or redirected, nothing unless asked for a log
+        progress = _RichProgress() if sys.stderr.isatty() else _PlainProgress() if args.progress_log else None
     previous = signal.signal(signal.SIGTERM, _sigterm)
     verbosity = hf_logging.get_verbosity()
     hf_logging.set_verbosity_error()  # failures are in the report, one line each
@@ -242,5 +251,5 @@ def run(args: argparse.Namespace) -> int:
     if args.write_json:
         atomic_write_text(args.write_json, RENDERERS["json"](data))
     fmt = args.format or ("table" if sys.stdout.isatty() else "markdown")
-    sys.stdout.write(RENDERERS[fmt](data))
+    sys.stdout.write(render_terminal(data, args.width) if fmt == "table" else RENDERERS[fmt](data))
     return 1 if args.fail_on_new and data["new"] else 0

@@ -7,14 +7,21 @@ they are offered as the draft too.
 from __future__ import annotations
 
 import argparse
-import json
 import sys
 
 from ..analysis.analyze import load
 from ..deploy.serving import deployment
 from ..deploy.specdec import DEFAULT_BATCHES, MTP_ACCEPTANCE, specdec_report
 from ..render.deploy import render_specdec
-from .options import COUNT, FRACTION, NONNEGATIVE, add_workload_arguments, workload_from
+from .options import (
+    COUNT,
+    FRACTION,
+    NONNEGATIVE,
+    add_style_arguments,
+    add_workload_arguments,
+    workload_from,
+    write_json,
+)
 from .sweep import parse_points
 
 EPILOG = """\
@@ -46,7 +53,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     )
     parser.add_argument("--gpus", type=COUNT, default=1, help="GPUs of the --gpu kind, tensor parallel")
     parser.add_argument("--batches", type=parse_points, help="batches to tabulate (default 1..1024)")
-    parser.add_argument("--json", action="store_true", help="the analysis as JSON")
+    add_style_arguments(parser, "specdec.schema.json")
     add_workload_arguments(parser)
 
 
@@ -61,8 +68,8 @@ def run(args: argparse.Namespace) -> int:
         mtp_alpha=args.mtp_alpha,
         batches=args.batches or DEFAULT_BATCHES,
     )
-    if args.json:
-        sys.stdout.write(json.dumps(result.to_dict(), indent=2, allow_nan=False) + "\n")
+    if args.style == "json":
+        write_json(result.to_dict())
     else:
-        sys.stdout.write(render_specdec(result))
+        sys.stdout.write(render_specdec(result, args.style, args.width))
     return 0

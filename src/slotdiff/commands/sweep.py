@@ -7,8 +7,8 @@ models to the same table run and chart.
 from __future__ import annotations
 
 import argparse
-import json
 import sys
+from collections.abc import Iterable
 from pathlib import Path
 
 from ..analysis.analyze import load
@@ -18,7 +18,15 @@ from ..deploy.serving import deployment
 from ..deploy.sweep import sweep_batch, sweep_context
 from ..render.deploy import render_sweeps
 from ..render.plot import plot_sweeps, require_matplotlib
-from .options import COUNT, add_workload_arguments, workload_from
+from ..render.progress import track
+from .options import (
+    COUNT,
+    COUNT_FORMS,
+    add_style_arguments,
+    add_workload_arguments,
+    workload_from,
+    write_json,
+)
 
 EPILOG = """\
 examples:
@@ -42,6 +50,9 @@ def parse_points(text: str) -> tuple[int, ...]:
     return tuple(sorted(out))
 
 
+parse_points.accepts = "each point " + COUNT_FORMS  # type: ignore[attr-defined]  # shown under --help
+
+
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("model", help="config.json, a folder holding one, or a Hub repo id")
     parser.add_argument("--over", choices=("batch", "context"), required=True, help="what to sweep")
@@ -53,7 +64,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--plot", metavar="FILE", help="draw to FILE.png or FILE.svg (pip install 'slotdiff[plot]')"
     )
-    parser.add_argument("--json", action="store_true", help="the sweeps as JSON")
+    add_style_arguments(parser, "sweep.schema.json")
     add_workload_arguments(parser)
 
 
@@ -66,17 +77,20 @@ def run(args: argparse.Namespace) -> int:
     sweeps = []
     for name in (args.model, *args.vs):
         dep = deployment(load(name).arch, wl, args.gpus)
+
+        def each(points: tuple[int, ...], name: str = name) -> Iterable[int]:
+            return track(points, f"{args.over} sweep of {name}")  # a bar on a terminal only
+
         if args.over == "batch":
-            sweeps.append(sweep_batch(dep, wl.context, args.points))
+            sweeps.append(sweep_batch(dep, wl.context, args.points, each))
         else:
-            sweeps.append(sweep_context(dep, wl.batch, args.points))
+            sweeps.append(sweep_context(dep, wl.batch, args.points, each))
     if args.plot:
         plot_sweeps(sweeps, Path(args.plot))
-    if args.json:
-        out = {"over": args.over, "plot": args.plot, "models": [s.to_dict() for s in sweeps]}
-        sys.stdout.write(json.dumps(out, indent=2, allow_nan=False) + "\n")
+    if args.style == "json":
+        write_json({"over": args.over, "plot": args.plot, "models": [s.to_dict() for s in sweeps]})
     else:
-        sys.stdout.write(render_sweeps(sweeps))
+        sys.stdout.write(render_sweeps(sweeps, args.style, args.width))
         if args.plot:
             sys.stdout.write(f"wrote {args.plot}\n")
     return 0

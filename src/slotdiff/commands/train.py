@@ -8,7 +8,6 @@ Exit status 1 when it does not fit.
 from __future__ import annotations
 
 import argparse
-import json
 import sys
 
 from ..analysis.analyze import load
@@ -25,7 +24,7 @@ from ..train.setup import (
     TrainSetup,
     lora_targets,
 )
-from .options import COUNT, COUNT0, RESERVE, TOKENS
+from .options import COUNT, COUNT0, RESERVE, TOKENS, add_style_arguments, write_json
 
 EPILOG = """\
 examples:
@@ -37,8 +36,8 @@ optimizers: adamw (fp32 moments), adamw-8bit (bitsandbytes block-wise), sgd (no 
 no state), sgd-momentum (one fp32 buffer)
 LoRA targets: q, k, v, o, gate, up, down, experts, router; "attention" = q,k,v,o;
 "all-linear" = q,k,v,o,gate,up,down (the default)
-exit codes: 0 fits, 1 does not fit, 2 bad input or usage
 """
+EXIT_1 = "does not fit"
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -84,9 +83,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         default=RESERVE_FRACTION,
         help=f"share of each GPU kept for what is not counted (default {RESERVE_FRACTION:g})",
     )
-    out = parser.add_mutually_exclusive_group()
-    out.add_argument("--json", action="store_true", help="JSON validated by schemas/train.schema.json")
-    out.add_argument("--markdown", action="store_true", help="Markdown for a pull request or wiki")
+    add_style_arguments(parser, "train.schema.json")
 
 
 def setup_from(args: argparse.Namespace) -> TrainSetup:
@@ -112,10 +109,10 @@ def run(args: argparse.Namespace) -> int:
     model = load(args.model)
     result = train_memory(model.arch, setup, dropout_of(model.raw.data, model.arch.text_path))
     data = result.to_dict()
-    if args.json:
-        sys.stdout.write(json.dumps(data, indent=2, allow_nan=False) + "\n")
-    elif args.markdown:
+    if args.style == "json":
+        write_json(data)
+    elif args.style == "markdown":
         sys.stdout.write(render_train_markdown(data))
     else:
-        sys.stdout.write(render_train(data))
+        sys.stdout.write(render_train(data, args.width))
     return 0 if result.fits else 1

@@ -19,10 +19,22 @@ class SlotdiffError(Exception):
         super().__init__(self.line())
 
     def line(self) -> str:
-        where = f"{self.source}: {self.key}" if self.key else self.source
+        return self._line(self.source)
+
+    def message(self, prog: str = "slotdiff") -> str:
+        """The line after ``slotdiff: error: ``. A source that is the program itself (a usage
+        error, ``slotdiff fit``'s parser) is not named again, so no line reads
+        ``slotdiff: error: slotdiff: ...``; a command's name stays (``fit: argument --gpus``)."""
+        source = self.source
+        if source == prog or source.startswith(prog + " "):
+            source = source[len(prog) :].strip()
+        return self._line(source)
+
+    def _line(self, source: str) -> str:
+        where = ": ".join(p for p in (source, self.key) if p)
         # One line, always: reasons from libraries can carry newlines.
         reason = " ".join(self.reason.split())
-        return f"{where}: {reason}"
+        return f"{where}: {reason}" if where else reason
 
 
 class UsageError(SlotdiffError):
@@ -30,3 +42,6 @@ class UsageError(SlotdiffError):
 
     def __init__(self, reason: str) -> None:
         super().__init__("slotdiff", reason)
+        # str(err) is the reason alone: a message that quotes it ("bad point 'x': {err}") must
+        # not name the program a second time.
+        self.args = (" ".join(reason.split()),)

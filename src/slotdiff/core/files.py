@@ -38,6 +38,21 @@ def safe_child(folder: Path, name: str) -> Path:
     return target
 
 
+def current_umask() -> int:
+    """The process's umask: from /proc on Linux, else by setting it and putting it back (there
+    is no getter; the brief swap is why /proc comes first, with scan's worker threads about)."""
+    try:
+        with open("/proc/self/status", encoding="ascii") as fh:
+            for line in fh:
+                if line.startswith("Umask:"):
+                    return int(line.split()[1], 8)
+    except (OSError, ValueError):
+        pass
+    mask = os.umask(0o022)
+    os.umask(mask)
+    return mask
+
+
 def atomic_write(path: Path, write: Callable[[BinaryIO], None]) -> None:
     """Create or replace ``path`` atomically: ``write`` fills a temp file in the same folder,
     which is synced and renamed over ``path``. Readers see the old file or the new one,
@@ -46,6 +61,9 @@ def atomic_write(path: Path, write: Callable[[BinaryIO], None]) -> None:
     path.parent.mkdir(parents=True, exist_ok=True)
     fd, tmp = tempfile.mkstemp(prefix=f".{path.name[:100]}.", suffix=".tmp", dir=path.parent)
     try:
+        # mkstemp makes the file 0600; a written report or plot gets the mode any new file of
+        # the user's would (0666 less the umask), so a shared CI folder or a team can read it.
+        os.chmod(fd, 0o666 & ~current_umask())
         with os.fdopen(fd, "wb") as fh:
             write(fh)
             fh.flush()

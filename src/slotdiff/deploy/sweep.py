@@ -8,6 +8,7 @@ prompt, and the context from which attention FLOPs overtake weight FLOPs (seed 0
 
 from __future__ import annotations
 
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, replace
 from typing import Any
 
@@ -217,17 +218,27 @@ def _sweep(dep: Deployment, over: str, fixed: int, rows: tuple[SweepRow, ...]) -
     )
 
 
-def sweep_batch(dep: Deployment, context: int, batches: tuple[int, ...] | None = None) -> Sweep:
+def sweep_batch(
+    dep: Deployment,
+    context: int,
+    batches: tuple[int, ...] | None = None,
+    each: Callable[[tuple[int, ...]], Iterable[int]] = iter,
+) -> Sweep:
     """Decode at each batch in ``batches`` (default: powers of two) at ``context`` tokens."""
     points = batches or default_batches(dep, context)
     if min(points) < 1:
         raise UsageError("batch points must be at least 1")
-    return _sweep(dep, "batch", context, tuple(row(dep, b, context) for b in points))
+    return _sweep(dep, "batch", context, tuple(row(dep, b, context) for b in each(points)))
 
 
-def sweep_context(dep: Deployment, batch: int, contexts: tuple[int, ...] | None = None) -> Sweep:
+def sweep_context(
+    dep: Deployment,
+    batch: int,
+    contexts: tuple[int, ...] | None = None,
+    each: Callable[[tuple[int, ...]], Iterable[int]] = iter,
+) -> Sweep:
     """Decode and prefill at each context in ``contexts`` (default: powers of two) at ``batch``."""
     points = contexts or default_contexts(dep.arch, dep.flops(dep.workload.context).weights_per_token)
     if min(points) < 1:
         raise UsageError("context points must be at least 1")
-    return _sweep(dep, "context", batch, tuple(row(dep, batch, s) for s in points))
+    return _sweep(dep, "context", batch, tuple(row(dep, batch, s) for s in each(points)))

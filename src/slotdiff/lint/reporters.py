@@ -8,13 +8,13 @@
 
 from __future__ import annotations
 
-import json
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 from ..core.version import __version__
 from ..read.jsonpos import strict
+from ..render.json_report import dumps
 from .registry import by_code, table
 
 SARIF_LEVEL = {"error": "error", "warning": "warning", "info": "note"}
@@ -51,7 +51,7 @@ def to_json(run: Any) -> str:
     }
 
     # A diff-mode diagnostic carries raw config values, which may be NaN or Infinity.
-    return json.dumps(strict(data), indent=2, ensure_ascii=False, allow_nan=False, default=str) + "\n"
+    return dumps(strict(data))
 
 
 def _uri(path: str) -> str:
@@ -105,7 +105,7 @@ def to_sarif(run: Any) -> str:
             }
         ],
     }
-    return json.dumps(data, indent=2, ensure_ascii=False) + "\n"
+    return dumps(strict(data))  # the one JSON writer; NaN from a config becomes a string first
 
 
 def _escape_data(text: str) -> str:

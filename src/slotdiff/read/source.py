@@ -8,6 +8,7 @@ nested part is located here so later stages read one text config.
 from __future__ import annotations
 
 import csv
+import difflib
 import stat
 from collections.abc import Mapping
 from dataclasses import dataclass
@@ -149,6 +150,28 @@ def catalog_entries() -> list[CatalogEntry]:
     return list(seen.values())
 
 
+def closest_entries(spec: str, n: int = 3) -> list[str]:
+    """Catalog repo ids closest to ``spec`` (difflib), for a "did you mean" after a miss; an
+    id without its org is matched against the names after the slash."""
+    entries = {e.repo_id.lower(): e.repo_id for e in catalog_entries()}
+    names = {e.repo_id.split("/")[-1].lower(): e.repo_id for e in catalog_entries()}
+    want = spec.lower().strip()
+    hits = difflib.get_close_matches(want, list(entries), n=n, cutoff=0.6)
+    out = [entries[h] for h in hits]
+    for h in difflib.get_close_matches(want.split("/")[-1], list(names), n=n, cutoff=0.75):
+        if names[h] not in out:
+            out.append(names[h])
+    return [r for r in out if r.lower() != want][:n]
+
+
+def _did_you_mean(spec: str) -> str:
+    near = closest_entries(spec)
+    if not near:
+        return ""
+    also = f" (also close: {', '.join(near[1:])})" if len(near) > 1 else ""
+    return f"; did you mean {near[0]}?{also}"
+
+
 def read_bytes(path: Path, name: str) -> bytes:
     """Read a config file with the size cap applied before reading it whole.
 
@@ -230,6 +253,10 @@ def from_catalog(repo_id: str, why: str | None = None) -> RawConfig:
 _FALLBACK_KINDS = frozenset({"offline", "network", "http", "gated"})
 
 
+# Misses after which the closest catalog entries are suggested: the id may be misspelt.
+_SUGGEST_KINDS = frozenset({"offline", "not_found", "network", "http"})
+
+
 def resolve(spec: str, revision: str | None = None) -> RawConfig:
     """Resolve ``spec``: existing local path → Hub (huggingface_hub) → bundled catalog."""
     path = Path(spec).expanduser()
@@ -237,14 +264,15 @@ def resolve(spec: str, revision: str | None = None) -> RawConfig:
         return from_file(path, spec)
 
     if not looks_like_repo_id(spec):
-        raise SlotdiffError(spec, "no such file, and not a Hub repo id (org/name)")
+        raise SlotdiffError(spec, "no such file, and not a Hub repo id (org/name)" + _did_you_mean(spec))
     try:
         local, origin, note = download_config(spec, revision)
     except HubFailure as fail:
         in_catalog = spec.lower() in catalog()
         if in_catalog and fail.kind in _FALLBACK_KINDS and revision in (None, "main"):
             return from_catalog(spec, why=str(fail))
-        raise SlotdiffError(spec, str(fail)) from fail
+        hint = _did_you_mean(spec) if fail.kind in _SUGGEST_KINDS and not in_catalog else ""
+        raise SlotdiffError(spec, str(fail) + hint) from fail
     data, parsed = parse_config(read_bytes(Path(local), spec), spec)
     return RawConfig(
         name=spec,

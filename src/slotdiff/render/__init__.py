@@ -14,13 +14,13 @@ from typing import Any
 RENDERER_MODULES: dict[str, str] = {"table": "terminal", "json": "json_report", "markdown": "markdown"}
 
 
-def _lazy(module: str) -> Callable[[Any], str]:
-    def render(report: Any) -> str:
-        return importlib.import_module(f"{__name__}.{module}").render(report)
+def _lazy(module: str) -> Callable[..., str]:
+    def render(report: Any, **layout: Any) -> str:  # layout: the table's width=
+        return importlib.import_module(f"{__name__}.{module}").render(report, **layout)
 
     return render
 
 
-REPORTER_BY_NAME: dict[str, Callable[[Any], str]] = {
+REPORTER_BY_NAME: dict[str, Callable[..., str]] = {
     name: _lazy(module) for name, module in RENDERER_MODULES.items()
 }

@@ -14,7 +14,8 @@ from collections.abc import Sequence
 from typing import Any
 
 from . import fmt
-from .deploy import WIDTH, display_name
+from .deploy import display_name
+from .page import output_width
 
 VERDICT_WORDS = {
     "fits": "fits",
@@ -121,16 +122,24 @@ def _footer(d: dict[str, Any]) -> list[str]:
     return lines
 
 
-def _wrap(text: str, indent: str, more: str) -> list[str]:
-    return textwrap.wrap(text, WIDTH, initial_indent=indent, subsequent_indent=more) or [indent]
+def _wrap(text: str, indent: str, more: str, width: int) -> list[str]:
+    return textwrap.wrap(
+        text,
+        width,
+        initial_indent=indent,
+        subsequent_indent=more,
+        break_long_words=False,
+        break_on_hyphens=False,
+    ) or [indent]
 
 
-def render_choose(d: dict[str, Any]) -> str:
+def render_choose(d: dict[str, Any], width: int | None = None) -> str:
     from rich.console import Console
     from rich.table import Table
 
     buf = io.StringIO()
     tty = sys.stdout.isatty()
+    WIDTH = output_width(width)
     console = Console(
         file=buf,
         width=WIDTH,
@@ -169,12 +178,12 @@ def render_choose(d: dict[str, Any]) -> str:
         for who, texts in items:
             lines.append(who)
             for t in texts:
-                lines += _wrap(t, "  - ", "    ")
+                lines += _wrap(t, "  - ", "    ", WIDTH)
     lines += _footer(d)
     lines += ["", "assumes:"]
     for n in d["assumptions"][1:]:
-        lines += _wrap(n, "  - ", "    ")
-    console.print("\n".join(lines))
+        lines += _wrap(n, "  - ", "    ", WIDTH)
+    console.print("\n".join(lines), soft_wrap=True)  # wrapped above at word starts only
     return "\n".join(line.rstrip() for line in buf.getvalue().rstrip().splitlines()) + "\n"
 
 

@@ -1,20 +1,18 @@
 """Plain-text views of the deployment answers: fit, sweep, MoE traffic, speculative decoding, formats.
 
-Each ``render_*`` takes the frozen result of a cost module and returns text that reads at
-100 columns; every number carries its unit.
+Each ``render_*`` takes the frozen result of a cost module and builds a page (render/page.py)
+of lines and tables, returned as text at ``width`` or as Markdown; every number carries its unit.
 """
 
 from __future__ import annotations
 
-import textwrap
 from collections.abc import Sequence
 from pathlib import PurePath
 from typing import Any
 
 from ..schema.precision import dtype_label
-from . import fmt
-
-WIDTH = 100
+from . import fmt, page
+from .page import Block
 
 
 def display_name(name: str) -> str:
@@ -25,28 +23,15 @@ def display_name(name: str) -> str:
     return name
 
 
-def table(headers: Sequence[str], rows: Sequence[Sequence[str]], left: int = 0) -> list[str]:
-    """Right-aligned columns (the first ``left`` left-aligned), two spaces apart."""
-    widths = [max(len(h), *(len(r[i]) for r in rows)) for i, h in enumerate(headers)]
-
-    def line(cells: Sequence[str]) -> str:
-        out = [
-            c.ljust(w) if i < left else c.rjust(w) for i, (c, w) in enumerate(zip(cells, widths, strict=True))
-        ]
-        return "  ".join(out).rstrip()
-
-    return [line(headers), *(line(r) for r in rows)]
+def table(
+    headers: Sequence[str], body: Sequence[Sequence[str]], left: int = 0, indent: str = ""
+) -> list[Block]:
+    """A table block (page.Rows): right-aligned columns, the first ``left`` left-aligned."""
+    return list(page.rows(headers, body, left, indent))
 
 
 def _gib(n: float | None) -> str:
     return "—" if n is None else f"{n / 2**30:,.2f} GiB"
-
-
-def _assumptions(notes: Sequence[str]) -> list[str]:
-    out = ["assumes:"]
-    for n in notes:
-        out += textwrap.wrap(n, WIDTH, initial_indent="  - ", subsequent_indent="    ")
-    return out
 
 
 def _count(n: int | None, never: str = "never") -> str:
@@ -62,18 +47,6 @@ def _decode_line(step: Any, label: str) -> str:
         f"{label}: ≥ {fmt.ms(step.step_ms)}/step ({step.bound}-bound; {other}) → "
         f"≤ {step.tokens_per_s:,.1f} tokens/s ({per_seq:,.1f}/seq.)"
     )
-
-
-def _wrap(lines: Sequence[str]) -> list[str]:
-    """Lines longer than WIDTH wrapped, continuations indented two more than the line."""
-    out: list[str] = []
-    for line in lines:
-        if len(line) <= WIDTH:
-            out.append(line)
-            continue
-        indent = " " * (len(line) - len(line.lstrip()) + 2)
-        out += textwrap.wrap(line, WIDTH, subsequent_indent=indent)
-    return out
 
 
 def _fl(n: float) -> str:
@@ -115,10 +88,10 @@ def _sweep_header(s: Any) -> list[str]:
             lines.append(
                 f"warning: context {s.fixed:,} is beyond the model's {s.model_max_context:,}-token limit"
             )
-    return _wrap(lines)
+    return lines
 
 
-def render_sweep(s: Any) -> str:
+def render_sweep(s: Any, style: str = "text", width: int | None = None) -> str:
     lines = _sweep_header(s)
     rows = []
     if s.over == "batch":
@@ -148,12 +121,10 @@ def render_sweep(s: Any) -> str:
                 ]
             )
         lines += table(headers, rows, left=0)
-        lines += _wrap(
-            [
-                "FLOPs per step over all GPUs; bytes, memory and compute times per GPU; tokens/s an upper "
-                "bound. ◀W weights alone turn compute-bound, ◀C the step turns compute-bound; * does not fit"
-            ]
-        )
+        lines += [
+            "FLOPs per step over all GPUs; bytes, memory and compute times per GPU; tokens/s an upper "
+            "bound. ◀W weights alone turn compute-bound, ◀C the step turns compute-bound; * does not fit"
+        ]
     else:
         headers = ["context", "KV/seq", "weight FLOP", "attn FLOP", "attn", "prefill FLOP", "prefill"]
         headers += ["step", "binds", ""]
@@ -178,25 +149,23 @@ def render_sweep(s: Any) -> str:
                 ]
             )
         lines += table(headers, rows)
-        lines += _wrap(
-            [
-                "FLOPs per decode token; prefill = one causal prompt of the context's length; step = "
-                "decode step bound at the batch; ◀A attention FLOPs reach weight FLOPs; * does not fit"
-                + (
-                    f"; † beyond the model's {s.model_max_context:,}-token limit"
-                    if any(r.beyond_model_context for r in s.rows)
-                    else ""
-                )
-            ]
-        )
-    return "\n".join([*_wrap(lines), *_assumptions(s.notes)]) + "\n"
+        lines += [
+            "FLOPs per decode token; prefill = one causal prompt of the context's length; step = "
+            "decode step bound at the batch; ◀A attention FLOPs reach weight FLOPs; * does not fit"
+            + (
+                f"; † beyond the model's {s.model_max_context:,}-token limit"
+                if any(r.beyond_model_context for r in s.rows)
+                else ""
+            )
+        ]
+    return page.render(lines, s.notes, style, width)
 
 
-def render_sweeps(sweeps: Sequence[Any]) -> str:
-    return "\n".join(render_sweep(s) for s in sweeps)
+def render_sweeps(sweeps: Sequence[Any], style: str = "text", width: int | None = None) -> str:
+    return "\n".join(render_sweep(s, style, width) for s in sweeps)
 
 
-def render_moe(m: Any) -> str:
+def render_moe(m: Any, style: str = "text", width: int | None = None) -> str:
     shared = f", {m.n_shared} shared" if m.n_shared else ""
     lines = [
         f"{display_name(m.model)} · MoE {m.n_experts} routed experts, top-{m.top_k}{shared} · "
@@ -240,7 +209,7 @@ def render_moe(m: Any) -> str:
     ]
     if m.context_warning:
         lines.append("warning: " + m.context_warning)
-    return "\n".join([*_wrap(lines), *_assumptions(m.notes)]) + "\n"
+    return page.render(lines, m.notes, style, width)
 
 
 def _specdec_block(s: Any) -> list[str]:
@@ -286,11 +255,11 @@ def _specdec_block(s: Any) -> list[str]:
         for r in s.rows
     ]
     headers = ["batch", "decode step", "verify step", "ratio", "verify", "draft", "speedup"]
-    lines += ["  " + x for x in table([*headers, "weights alone"], rows)]
+    lines += table([*headers, "weights alone"], rows, indent="  ")
     return lines
 
 
-def render_specdec(result: Any) -> str:
+def render_specdec(result: Any, style: str = "text", width: int | None = None) -> str:
     ext, mtp = result.external, result.mtp
     first = ext or mtp
     lines = [
@@ -306,7 +275,7 @@ def render_specdec(result: Any) -> str:
         )
         lines += _specdec_block(mtp)
     notes = first.notes if not mtp or not ext else (*ext.notes, mtp.notes[-1])
-    return "\n".join([*_wrap(lines), *_assumptions(notes)]) + "\n"
+    return page.render(lines, notes, style, width)
 
 
 def _num(x: float | None) -> str:
@@ -317,7 +286,7 @@ def _num(x: float | None) -> str:
     return f"{x:.3g}"
 
 
-def render_formats(r: Any) -> str:
+def render_formats(r: Any, style: str = "text", width: int | None = None) -> str:
     c = r.chosen
     lines = [
         f"{display_name(r.model)} · {fmt.count(r.params)} params · checkpoint: {r.checkpoint_format} · "
@@ -364,14 +333,14 @@ def render_formats(r: Any) -> str:
                 fmt.bin_bytes(row.kv_bytes_at_context),
                 fmt.ms(row.decode_ms),
                 f"{row.peak / 1e12:,.0f} T",
-                row.peak_note,
+                row.peak_note.replace(" tensor cores", ""),  # the column says "tensor-core math in"
             ]
         )
     headers = ["format", "weights", "B/param", "KV/token", f"KV @{r.context // 1024}K", "decode B=1", "peak"]
-    lines += table([*headers, "compute"], rows, 1)
+    lines += table([*headers, "math in"], rows, 1)
     parts = " + ".join(str(v) for v in r.training_state_parts.values())
     lines.append(
         f"training state (mixed-precision Adam): {parts} = {r.training_state_bytes_per_param} B/param → "
         f"{fmt.si_bytes(r.training_state_bytes)} for {fmt.count(r.params)} params, activations excluded"
     )
-    return "\n".join([*_wrap(lines), *_assumptions(r.notes)]) + "\n"
+    return page.render(lines, r.notes, style, width)

@@ -8,6 +8,7 @@ import sys
 from typing import Any
 
 from . import fmt
+from .page import output_width, print_table, wrap
 
 
 def _value(v: Any) -> str:
@@ -28,7 +29,7 @@ def _delta_lines(result: Any) -> list[str]:
     ]
 
 
-def render_table(result: Any) -> str:
+def render_table(result: Any, width: int | None = None) -> str:
     from rich.console import Console
     from rich.table import Table
     from rich.text import Text
@@ -37,44 +38,47 @@ def render_table(result: Any) -> str:
     tty = sys.stdout.isatty()
     console = Console(
         file=buf,
-        width=100,
+        width=output_width(width),
         force_terminal=tty,
         color_system="auto" if tty else None,
         highlight=False,
         markup=False,  # model names and config values are text, never rich markup
     )
-    console.print(Text(result.a.raw.name, style="bold") + Text(" → ") + Text(result.b.raw.name, style="bold"))
-    console.print(f"A: {result.class_a.label}\nB: {result.class_b.label}")
-    table = Table(box=None, expand=True, header_style="bold", pad_edge=False)
-    for col, ratio in (("facet", 2), ("A", 4), ("B", 4), ("status", 1)):
-        table.add_column(col, ratio=ratio, no_wrap=col in ("facet", "status"))
+    # prose is never cut nor folded: the names' line as one line, the rest broken at spaces
+    head = Text(result.a.raw.name, style="bold") + Text(" → ") + Text(result.b.raw.name, style="bold")
+    console.print(head, soft_wrap=True)
+    for line in (f"A: {result.class_a.label}", f"B: {result.class_b.label}"):
+        console.print("\n".join(wrap(line, console.width)), soft_wrap=True)
+    table = Table(box=None, expand=False, header_style="bold", pad_edge=False)
+    for col in ("facet", "A", "B", "status"):  # no ratios: nothing is cut before it must be
+        table.add_column(col, no_wrap=col in ("facet", "status"))
     for f in result.facets:
         if f.status == "same":
             continue
         style = "bold yellow" if f.status == "changed" else "cyan"
         table.add_row(f.facet, f.a.detail, f.b.detail, Text(f.status, style=style))
     if table.row_count:
-        console.print(table)
+        print_table(console, table)
     else:
         console.print("no slot changes")
     for line in _delta_lines(result):
-        console.print(line)
+        console.print("\n".join(wrap(line, console.width)), soft_wrap=True)
     keys = Table(
         title="raw key changes",
         title_justify="left",
         box=None,
-        expand=True,
+        expand=False,
         header_style="bold",
         pad_edge=False,
     )
-    for col, ratio in (("key", 3), ("change", 1), ("old", 3), ("new", 3), ("slot", 2)):
-        keys.add_column(col, ratio=ratio)
+    for col in ("key", "change", "old", "new", "slot"):
+        keys.add_column(col)
     for k in result.keys:
         keys.add_row(
             k.path, k.change, _value(k.old), _value(k.new), k.facet or Text("unattributed", style="dim")
         )
     if result.keys:
-        console.print(keys)
+        print_table(console, keys)
     return buf.getvalue()
 
 

@@ -6,8 +6,8 @@ from __future__ import annotations
 from typing import Any
 
 from ..schema.precision import dtype_label
-from . import fmt
-from .deploy import _assumptions, _decode_line, _gib, _wrap, display_name
+from . import fmt, page
+from .deploy import _decode_line, _gib, display_name
 
 
 def _fewest(f: Any) -> str:
@@ -42,7 +42,7 @@ def _engine_lines(f: Any) -> list[str]:
     return lines
 
 
-def render_fit(f: Any) -> str:
+def render_fit(f: Any, style: str = "text", width: int | None = None) -> str:
     lay = f.layout
     lines = [
         f"{display_name(f.model)} on {f.gpus} × {f.gpu} ({f.memory_per_gpu / 2**30:g} GiB each, "
@@ -52,7 +52,7 @@ def render_fit(f: Any) -> str:
         lines.append(f"warning: {f.context_warning}")
     if not f.valid:
         lines.append("verdict: INVALID LAYOUT — " + "; ".join(f.layout_problems) + "; " + _fewest(f))
-        return "\n".join([*_wrap(lines), *_assumptions(f.assumptions)]) + "\n"
+        return page.render(lines, f.assumptions, style, width)
     usable = f"{_gib(f.usable_per_gpu)} usable per GPU"
     if f.engine is not None:
         lines.append(
@@ -85,7 +85,7 @@ def render_fit(f: Any) -> str:
                 _decode_line(f.decode, f"decode at {f.batch:,} sequence{'s' if f.batch > 1 else ''}")
             )
         lines += _engine_lines(f)
-        return "\n".join([*_wrap(lines), *_assumptions(f.assumptions)]) + "\n"
+        return page.render(lines, f.assumptions, style, width)
     seqs = "no limit from memory" if f.max_sequences is None else f"{f.max_sequences:,}"
     if f.weights_per_gpu > f.usable_per_gpu:
         seqs = "none: the weights alone exceed the usable memory"
@@ -106,4 +106,4 @@ def render_fit(f: Any) -> str:
         lines.append(_decode_line(f.decode, f"decode at {f.batch:,} sequence{'s' if f.batch > 1 else ''}"))
     if f.decode and f.decode.comm_ms:
         lines.append(f"  of which communication ≥ {fmt.ms(f.decode.comm_ms)} per step over the GPU link")
-    return "\n".join([*_wrap(lines), *_assumptions(f.assumptions)]) + "\n"
+    return page.render(lines, f.assumptions, style, width)

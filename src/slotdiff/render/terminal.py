@@ -1,21 +1,22 @@
 """The terminal view: slot table, class line, main costs and the price of each change.
 
-Laid out to read at 100 columns. Only this module imports rich.
+Laid out at the output width (render/page.py); cells and prose break at spaces, never
+inside a word. Only this module imports rich.
 """
 
 from __future__ import annotations
 
 import io
-import shutil
 import sys
 from typing import Any
 
-from rich.console import Console, Group
+from rich.console import Console
 from rich.table import Table
 from rich.text import Text
 
 from . import fmt
 from .fmt import short_name
+from .page import output_width, print_table, word_breaks
 
 STATUS_STYLE = {"same": "dim", "resized": "cyan", "changed": "bold yellow"}
 
@@ -28,10 +29,12 @@ def _status(value: str | None) -> Text:
 
 def slot_table(report: Any) -> Table:
     against = report.baselines.get("against")
-    table = Table(title=None, show_lines=False, expand=True, pad_edge=False, box=None, header_style="bold")
+    # no ratios: rich narrows wrapping columns to their longest word before anything is cut,
+    # and page.print_table widens the line if even that does not fit
+    table = Table(title=None, show_lines=False, expand=False, pad_edge=False, box=None, header_style="bold")
     table.add_column("slot", min_width=17, no_wrap=True)
-    table.add_column("GPT-2", ratio=3, style="dim")
-    table.add_column("this model", ratio=5)
+    table.add_column("GPT-2", style="dim")
+    table.add_column("this model")
     table.add_column("vs GPT-2", min_width=8, no_wrap=True)
     table.add_column("vs Llama", min_width=8, no_wrap=True)
     if against:
@@ -142,16 +145,16 @@ def changes_table(report: Any) -> Table | None:
     table = Table(
         title=f"price of each change vs {base} (this model − counterfactual)",
         title_justify="left",
-        expand=True,
+        expand=False,
         box=None,
         header_style="bold",
         pad_edge=False,
     )
     table.add_column("facet", min_width=17, no_wrap=True)
-    table.add_column("Δ params", ratio=1, justify="right")
-    table.add_column("Δ KV/token", ratio=1, justify="right")
-    table.add_column("Δ FLOPs/token", ratio=1, justify="right")
-    table.add_column("Δ decode", ratio=1, justify="right")
+    table.add_column("Δ params", justify="right")
+    table.add_column("Δ KV/token", justify="right")
+    table.add_column("Δ FLOPs/token", justify="right")
+    table.add_column("Δ decode", justify="right")
     for ch in priced:
         d = ch.deltas
         if not d:
@@ -236,8 +239,9 @@ _SHOWN = frozenset(
 
 
 def render(report: Any, width: int | None = None) -> str:
-    """Render a report for a terminal (colour only when stdout is a terminal)."""
-    width = width or min(max(shutil.get_terminal_size((100, 24)).columns, 80), 120)
+    """Render a report for a terminal (colour only when stdout is a terminal), at ``width``
+    (page.output_width: --width, COLUMNS, the terminal's, or 120 when piped)."""
+    width = output_width(width)
     buf = io.StringIO()
     console = Console(
         file=buf,
@@ -252,5 +256,24 @@ def render(report: Any, width: int | None = None) -> str:
     if changes is not None:
         parts += [Text(""), changes]
     parts += [Text(""), notes(report)]
-    console.print(Group(*parts))
+    for part in parts:
+        if isinstance(part, Text):  # prose: broken at spaces only, never inside a path
+            console.print(prose(part, width), soft_wrap=True)
+        else:
+            print_table(console, part)
     return buf.getvalue().rstrip() + "\n"
+
+
+def prose(text: Text, width: int) -> Text:
+    """``text`` with line breaks where words start, so that rich need not fold a long word."""
+    out = Text()
+    for k, line in enumerate(text.split("\n", allow_blank=True)):
+        if k:
+            out.append("\n")
+        pieces = line.divide(word_breaks(line.plain, width - 2))  # room for the indent
+        for n, piece in enumerate(pieces):
+            piece.rstrip()
+            out.append_text(piece if not n else Text("  ") + piece)
+            if n < len(pieces) - 1:
+                out.append("\n")
+    return out

@@ -6,11 +6,11 @@ checks); sizes in GiB with the decimal GB beside the totals, as the seed article
 
 from __future__ import annotations
 
-import textwrap
 from collections.abc import Sequence
 from typing import Any
 
-from .deploy import WIDTH, display_name, table
+from . import page
+from .deploy import display_name, table
 
 KIND_LABELS = {
     "embedding": "embedding (ids, masks, RoPE tables)",
@@ -116,7 +116,7 @@ def _params_line(d: dict[str, Any]) -> str:
     return f"params {p['total']:,}, trainable {p['trainable']:,}{extra}"
 
 
-def render_train(d: dict[str, Any]) -> str:
+def render_train(d: dict[str, Any], width: int | None = None) -> str:
     lines = [
         f"{display_name(d['model'])}  ·  {d['model_type']}  ·  training memory",
         setup_line(d),
@@ -126,7 +126,7 @@ def render_train(d: dict[str, Any]) -> str:
     lines += table(["model state", "all replicas", "per GPU"], _state_rows(d), left=1)
     lines += ["", *table(["activations (per GPU)", "bytes"], _activation_rows(d), left=1)]
     lines += ["per layer:", *_layer_lines(d), "", _verdict(d)]
-    return "\n".join([*_wrap(lines), *_notes(d["assumptions"])]) + "\n"
+    return page.render(lines, d["assumptions"], "text", width)
 
 
 def render_train_markdown(d: dict[str, Any]) -> str:
@@ -151,21 +151,3 @@ def render_train_markdown(d: dict[str, Any]) -> str:
     lines += ["", f"**{_verdict(d)}**", "", "Assumes:", ""]
     lines += [f"- {n}" for n in d["assumptions"]]
     return "\n".join(lines) + "\n"
-
-
-def _notes(notes: Sequence[str]) -> list[str]:
-    out = ["assumes:"]
-    for n in notes:
-        out += textwrap.wrap(n, WIDTH, initial_indent="  - ", subsequent_indent="    ")
-    return out
-
-
-def _wrap(lines: Sequence[str]) -> list[str]:
-    out: list[str] = []
-    for line in lines:
-        if len(line) <= WIDTH:
-            out.append(line)
-            continue
-        indent = " " * (len(line) - len(line.lstrip()) + 2)
-        out += textwrap.wrap(line, WIDTH, subsequent_indent=indent)
-    return out

@@ -8,11 +8,12 @@ differ with their article pointers. Unchanged models are only counted.
 from __future__ import annotations
 
 import io
-import json
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 from ..read.hub_errors import looks_like_repo_id
+from ..render.json_report import dumps
+from ..render.page import output_width
 from .listing import iso
 from .verdict import NEW, SKIP_REASONS, TITLES, VERDICTS, Record
 
@@ -298,8 +299,7 @@ def _table(verdict: str, models: Sequence[Mapping[str, Any]], base: str) -> list
 
 
 def render_json(data: Mapping[str, Any]) -> str:
-
-    return json.dumps(data, indent=2, ensure_ascii=False, allow_nan=False, default=str) + "\n"
+    return dumps(data)  # the one JSON writer (render/json_report.py)
 
 
 def render_terminal(data: Mapping[str, Any], width: int | None = None) -> str:
@@ -311,7 +311,12 @@ def render_terminal(data: Mapping[str, Any], width: int | None = None) -> str:
 
     buf = io.StringIO()
     console = Console(
-        file=buf, width=width or 100, force_terminal=False, color_system=None, highlight=False, markup=False
+        file=buf,
+        width=output_width(width),
+        force_terminal=False,
+        color_system=None,
+        highlight=False,
+        markup=False,
     )
     scan = data["scan"]
     console.print(

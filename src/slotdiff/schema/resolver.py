@@ -253,7 +253,7 @@ class Resolver:
             parent = transformers_defaults().get(top_type, {})
             # The multimodal file's top_only: transformers reads getattr(composite, key,
             # False), so the text config's copy has no effect.
-            top_only = name in multimodal_types().get(top_type, {}).get("top_only", ())
+            top_only = bool(aliases) and name in multimodal_types().get(top_type, {}).get("top_only", ())
             if top_only:
                 scopes, parent = [self.raw.data], {aliases[0]: False, **parent}
             for alias in aliases:

@@ -71,6 +71,7 @@ def test_total_equals_transformers(path: Path) -> None:
     assert ours.part("vision") + ours.part("connector") == (
         theirs["parts"].get("vision", 0) + theirs["parts"].get("connector", 0)
     )
+    assert ours.part("audio") == theirs["parts"].get("audio", 0)  # an audio encoder and its projections
     routed = sum(t.params for t in ours.tensors if t.routed)
     assert routed == theirs["parts"].get("experts", 0) - extra
 

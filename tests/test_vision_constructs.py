@@ -484,7 +484,10 @@ def test_an_audio_tower_the_composite_describes_is_counted_not_excluded() -> Non
         + (2 * 32 * 8 + 2 * 32)  # one LSTM layer over 8 channels: w_ih, w_hh, b_ih, b_hh
         + _wn(8, 6, 3)  # last conv to hidden_size
     )
-    assert sum(t.params for t in c.tensors if t.part.startswith("vision/audio_tokenizer.")) == expected
+    # the composite's audio encoder: slot audio, named by its module
+    audio_tensors = [t for t in c.tensors if t.slot == "audio"]
+    assert {t.module.partition(".audio_tokenizer.")[0] for t in audio_tensors} == {"model"}
+    assert c.part("audio") == sum(t.params for t in audio_tensors) == expected
     group_norm = copy.deepcopy(cfg)
     group_norm["audio_config"]["norm_type"] = "time_group_norm"
     refused = count(arch_from(group_norm))
@@ -535,7 +538,8 @@ def test_conformer_audio_tower_by_hand() -> None:
     block = 2 * ffn + 2 * 4 + 4 * (4 * 4 + 4) + conv + 2 * 4  # two FFNs, LN, q/k/v/o, conv module, LN
     audio_module = "model.embed_tokens_extend.audio_embed.encoder."
     encoder = sum(t.params for t in c.tensors if t.module.startswith(audio_module))
-    assert encoder == sum(t.params for t in c.tensors if t.part.startswith("vision/audio_encoder."))
+    assert encoder == sum(t.params for t in c.tensors if t.slot == "audio" and "proj_for_" not in t.part)
     assert encoder == subsampling + rel_bias + block == 494
     projections = 2 * ((4 * D + D) + (D * D + D))  # speech and vision-speech: up, down
-    assert sum(t.params for t in c.tensors if "proj_for_" in t.part) == projections
+    assert sum(t.params for t in c.tensors if "proj_for_" in t.part and t.slot == "audio") == projections
+    assert c.part("audio") == encoder + projections  # the audio encoder and its projections, one part

@@ -266,7 +266,7 @@ def _verdict(
     A parameter figure from a partial count (``params.excluded`` names what slotdiff left out,
     e.g. a vision tower it has no data for) is a refusal of that part: its note says what was
     left out and how the counted part compares with ``text_part``, transformers' total less the
-    oracle's ``vision`` and ``connector`` parts (a hint: part boundaries are a convention).
+    oracle's ``vision``, ``connector`` and ``audio`` parts (a hint: part boundaries are a convention).
     """
     if theirs is None:
         return Verdict(figure, "no reference", note=why_none or "transformers gives none")
@@ -282,7 +282,8 @@ def _verdict(
         if figure == "params.total" and text_part is not None:
             same = "equals" if ours == text_part else "differs from"
             note += (
-                f" (counted part {ours:,} {same} transformers' total less vision/connector, {text_part:,})"
+                f" (counted part {ours:,} {same} transformers' total less vision/connector/audio,"
+                f" {text_part:,})"
             )
         return Verdict(figure, "refused", ours, theirs, note=note)
     if figure.startswith("kv.") and got.get("kv_dtype") != "bfloat16":
@@ -297,7 +298,7 @@ def compare(row: Row) -> Result:
     ref = row.reference["figures"]
     verdicts = []
     parts_ref = row.reference["params"].get("parts", {})
-    text_part = ref["params.total"] - parts_ref.get("vision", 0) - parts_ref.get("connector", 0)
+    text_part = ref["params.total"] - sum(parts_ref.get(p, 0) for p in ("vision", "connector", "audio"))
     for figure, _label, which in FIGURES:
         if which == "config":
             note = row.reference["params"].get("active_note") if figure == "params.active" else None
@@ -538,8 +539,8 @@ def render(reference: Mapping[str, Any], excluded: Mapping[str, Any], results: l
         lines += [
             "",
             f"Defaults counted in part (`params.excluded` names a tower slotdiff has no data for): "
-            f"{len(partial)}; the counted part equals transformers' total less the oracle's vision and "
-            f"connector parts in {same} of them (a hint: the part boundaries are a convention).",
+            f"{len(partial)}; the counted part equals transformers' total less the oracle's vision, "
+            f"connector and audio parts in {same} of them (a hint: the part boundaries are a convention).",
         ]
     refusals = Counter(reason_class(r.reason) for r in defaults.values() if r.status in ("refused", "error"))
     if refusals:

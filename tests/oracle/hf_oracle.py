@@ -220,6 +220,7 @@ PARTS: tuple[str, ...] = (
     "head",
     "vision",
     "connector",
+    "audio",
     "other",
 )
 
@@ -235,6 +236,10 @@ _MIXERS = (
 #: pieces (they can live under a "mixer"), then sequence mixers (whose internal norms count as
 #: attention), then dense MLPs, then norms.  Anything left is "other" and is reported by name.
 PART_PATTERNS: tuple[tuple[str, str], ...] = (
+    # Audio encoders with their projection into the text width: Qwen-Omni / Dots3 / Muse Spark
+    # `audio_tower`, Apertus 1.5 `audio_tokenizer`, Phi-4-multimodal `audio_embed` (its
+    # Conformer and speech projections); slotdiff's slot `audio`.
+    ("audio", _SEG + r"(?:audio_tower|audio_tokenizer|audio_embed)\."),
     # Multimodal projector / merger that maps vision features into the LM embedding space:
     # llava/mllama/gemma3/internvl/llama4 `multi_modal_projector`, Qwen-VL `visual.merger` and
     # `visual.deepstack_merger_list`, Gemma-4 `embed_vision`.

@@ -28,6 +28,14 @@ def _attention_elements(arch: Architecture, layer: LayerSpec) -> int:
     return g * (hd + hv)
 
 
+def index_key_elements(arch: Architecture) -> int:
+    """Elements a DSA indexer caches per token: its key, and with k-pools (``index_kpool``)
+    also the token's gate score (index_head_dim) and a validity flag, packed beside it
+    (GLM-5.3-Flash's indexer state)."""
+    idim = arch.get("index_head_dim") or 0
+    return idim + (idim + 1 if arch.get("index_kpool") else 0)
+
+
 def layer_kv_elements(arch: Architecture, layer: LayerSpec) -> int:
     """Elements cached per token by one layer (0 for recurrent layers and layers that
     reuse another layer's K/V)."""
@@ -35,7 +43,7 @@ def layer_kv_elements(arch: Architecture, layer: LayerSpec) -> int:
         # K/V (or the latent) come from an earlier layer; an indexer of its own still caches
         # its keys (Mistral Large 4's "reuse_but_indexer" layers).
         own = layer.sparse and not layer.index_shared and layer.mixer == "mla"
-        return (arch.get("index_head_dim") or 0) if own else 0
+        return index_key_elements(arch) if own else 0
     elems = 0
     if layer.mixer == "attention" and arch.get("attn_shared_kv"):
         # One head read as both key and value, cached once (its compressed entries are
@@ -44,9 +52,9 @@ def layer_kv_elements(arch: Architecture, layer: LayerSpec) -> int:
     elif layer.mixer == "attention":
         elems += _attention_elements(arch, layer)
         if layer.sparse and not layer.index_shared:  # a lightning indexer's key per token (MiniMax-M3)
-            elems += arch.get("index_head_dim") or 0
+            elems += index_key_elements(arch)
     elif layer.mixer == "mla":
-        extra = (arch.get("index_head_dim") or 0) if layer.sparse and not layer.index_shared else 0
+        extra = index_key_elements(arch) if layer.sparse and not layer.index_shared else 0
         rank = layer_size(arch, layer, "kv_lora_rank") or 0
         rope = (layer_size(arch, layer, "qk_rope_head_dim") or 0) if layer.rope else 0  # NoPE: latent only
         elems += rank + rope + extra
@@ -200,7 +208,7 @@ def kv_cost(arch: Architecture, context: int, dtype: str = "bfloat16") -> KVCost
     long_rate = 0.0
     state = 0.0
     topk = arch.get("index_topk") or 0
-    index_elems = arch.get("index_head_dim") or 0
+    index_elems = index_key_elements(arch)
     by_kind: dict[str, float] = {}
     n_attn = n_rec = 0
     for layer, n in arch.layer_runs:  # n identical layers at once (sums of exact products)

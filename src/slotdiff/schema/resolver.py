@@ -25,6 +25,7 @@ from .keymap import (
     structure_free_keys,
     transformers_defaults,
 )
+from .tower_spec import multimodal_types
 
 
 class _Plan:
@@ -248,10 +249,16 @@ class Resolver:
             scopes.insert(0, self.raw.data)
             # The text config's own copy is consulted too (and so counts as read).
             self.read.update(a.partition(".")[0] for a in aliases if lookup(self.text, a) is not MISSING)
-            parent = transformers_defaults().get(str(self.raw.data.get("model_type")), {})
+            top_type = str(self.raw.data.get("model_type"))
+            parent = transformers_defaults().get(top_type, {})
+            # The multimodal file's top_only: transformers reads getattr(composite, key,
+            # False), so the text config's copy has no effect.
+            top_only = bool(aliases) and name in multimodal_types().get(top_type, {}).get("top_only", ())
+            if top_only:
+                scopes, parent = [self.raw.data], {aliases[0]: False, **parent}
             for alias in aliases:
                 if (
-                    lookup(self.text, alias) is MISSING
+                    (top_only or lookup(self.text, alias) is MISSING)
                     and lookup(parent, alias) is not MISSING
                     and lookup(self.raw.data, alias) is MISSING
                 ):

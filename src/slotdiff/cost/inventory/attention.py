@@ -234,6 +234,18 @@ def dsa_indexer(b: Builder, n: int, q_in: int) -> None:
     b.add("attention/indexer.wk", idim, d, n, "linear", f"{mod}.wk", slot)
     b.add("attention/indexer.k_norm", 2 * idim, 1, n, "vector", f"{mod}.k_norm", slot)
     b.add("attention/indexer.weights", ih, d, n, "linear", f"{mod}.weights_proj", slot)
+    kpool = a.get("index_kpool") or 0
+    if kpool:  # k-pool compression: a position table per pool slot and a gate from d (GLM-5.3-Flash)
+        b.add(
+            "attention/indexer.kpool_ape",
+            kpool * idim,
+            1,
+            n,
+            "vector",
+            f"{mod}.index_kpool_compress_ape",
+            slot,
+        )
+        b.add("attention/indexer.kpool_gate", idim, d, n, "linear", f"{mod}.index_kpool_compress_gate", slot)
     if a.get("indexer_input_norm"):
         b.add("attention/indexer.q_input_norm", 2 * q_in, 1, n, "vector", f"{mod}.q_input_norm", slot)
     if a.get("softmax_scaling"):

@@ -113,6 +113,9 @@ def _audio(arch: Architecture, parent: Mapping[str, Any]) -> tuple[VisionTensor,
     try:
         module = str(audio.get("tower_module", "model.audio_tower")) + "."
         _build(tower.get("tensors", []), env, "audio", module, "", 1, out, [], "frame")
+        # The composite's own projections of the audio features into the text width
+        # (Phi-4-multimodal's speech projections), in the audio encoder's slot and fields.
+        _build(audio.get("connector", []), env, "audio", "", "", 1, out, [], "frame")
     except (ArithmeticError, TypeError, ValueError, KeyError, IndexError) as err:  # ExprError too
         raise Unsupported(arch.name, f"cannot count the audio encoder ({name}): {err}", key=key) from err
     return tuple(out)
@@ -360,7 +363,7 @@ def vision_tensors(arch: Architecture) -> tuple[Tensor, ...]:
 
 def extra_config_keys(arch: Architecture) -> frozenset[str]:
     """Config keys of the encoders the composite's data counts besides the vision tower
-    (``extra_towers``: DeepSeek-VL hybrid's high_res_vision_config, Apertus 1.5's audio_config)."""
+    (``extra_towers``: DeepSeek-VL hybrid's high_res_vision_config, Janus' VQ-GAN)."""
     vis = arch.vision or {}
     parent = vis.get("multimodal")
     spec = multimodal_types().get(parent.value) if parent is not None and parent.value else None

@@ -1,0 +1,47 @@
+"""Every counted audio encoder reports in the ``audio`` part, and that part holds what the
+conformance oracle attributes to audio (tests/oracle/hf_oracle.py: ``audio_tower``,
+``audio_tokenizer``, ``audio_embed``): for each reference row whose transformers build has
+audio tensors and which slotdiff counts whole, slotdiff's ``params.by_part.audio`` equals
+transformers' ``audio`` part (reference.json, from transformers 5.24 on the meta device)."""
+
+from __future__ import annotations
+
+import importlib.util
+import sys
+from pathlib import Path
+from types import ModuleType
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def _tool() -> ModuleType:
+    spec = importlib.util.spec_from_file_location("conformance", ROOT / "tools" / "conformance.py")
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    sys.modules.setdefault("conformance", module)
+    spec.loader.exec_module(module)
+    return module
+
+
+CONFORMANCE = _tool()
+ROWS = [
+    r
+    for r in CONFORMANCE.rows(CONFORMANCE.read_json(CONFORMANCE.REFERENCE))
+    if r.reference["params"].get("parts", {}).get("audio")
+]
+# The families whose audio encoders slotdiff counts (schemas/audio_types); all must be present.
+COUNTED = {"apertus1p5", "phi4_multimodal", "qwen2_5_omni_thinker", "qwen3_omni_moe_thinker"}
+
+
+def test_the_reference_attributes_audio_for_every_counted_family() -> None:
+    assert {r.model_type for r in ROWS} >= COUNTED
+
+
+@pytest.mark.parametrize("row", [r for r in ROWS if r.model_type in COUNTED], ids=lambda r: r.id)
+def test_audio_part_matches_transformers(row: object) -> None:
+    got = CONFORMANCE.slotdiff_figures(row.config)
+    assert not got.get("excluded"), got.get("excluded")
+    theirs = row.reference["params"]["parts"]
+    assert got["by_part"].get("audio") == theirs["audio"]

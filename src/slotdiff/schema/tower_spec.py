@@ -34,6 +34,7 @@ from typing import Any
 from ..core.resources import data_dir, load_schema_file
 from .arch import Value
 from .expr import Dialect, compiler
+from .hmlp import hmlp_scales
 from .keymap import transformers_defaults
 from .layer_tables import layer_override, overrides_only
 
@@ -71,6 +72,7 @@ def _ilog2(value: Any) -> int:
 
 
 FUNCTIONS: dict[str, Any] = {
+    "hmlp_scales": hmlp_scales,
     "layer_override": layer_override,
     "overrides_only": overrides_only,
     "count_of": _count_of,

@@ -672,11 +672,12 @@ def expert_groups(model: PreTrainedModel) -> list[ExpertGroup]:
     ``nn.Embedding`` children of ``num_experts`` rows of a module with an integer
     ``num_experts``: experts that are one row each, gathered by the routed indices (Doge's
     CDMoE ``down_embed`` / ``up_embed``: a token reads top_k rows of each).  Each group's
-    top-k comes from :func:`_top_k`.  Grouped per module name with layer indices normalised.
+    top-k comes from :func:`_top_k`.  Grouped per module name with layer indices normalised,
+    expert count and top-k.
     """
     text = model.config.get_text_config(decoder=True)
     taken: set[int] = set()
-    groups: dict[str, ExpertGroup] = {}
+    groups: dict[tuple[str, int | None, int | None], ExpertGroup] = {}
     for name, mod in model.named_modules():
         last = name.rsplit(".", 1)[-1].lower()
         tensors: list[torch.nn.Parameter] = []
@@ -710,11 +711,15 @@ def expert_groups(model: PreTrainedModel) -> list[ExpertGroup]:
         if not tensors:
             continue
         taken.update(id(p) for p in tensors)
-        key = hf_oracle.normalise_name(name)
+        module = hf_oracle.normalise_name(name)
         top_k, source = _top_k(model, name, text)
+        # Layers whose expert modules differ in expert count or top-k (Dots3 Note's vision
+        # pyramid: 4, 8, ... 64 experts per block) are separate groups: each is active at its
+        # own top_k / experts.
+        key = (module, count, top_k)
         group = groups.get(key)
         if group is None:
-            groups[key] = ExpertGroup(key, count, top_k, source, 0, dims)
+            groups[key] = ExpertGroup(module, count, top_k, source, 0, dims)
             group = groups[key]
         group.params += sum(p.numel() for p in tensors)
     return list(groups.values())

@@ -17,7 +17,7 @@ from ..schema.arch import Architecture
 from .inventory.decoder import tensors
 from .inventory.mtp import mtp_tensors
 from .inventory.tensor import PARTS, Tensor, Unsupported
-from .inventory.towers import audio_counted, extra_config_keys, vision_tensors
+from .inventory.towers import audio_counted, extra_config_keys, vision_inactive, vision_tensors
 
 
 @dataclass(frozen=True)
@@ -70,8 +70,10 @@ def count(arch: Architecture, mtp_of: tuple[Tensor, ...] | None = None) -> Param
         )
     excluded: list[str] = []
     counted_audio = False
+    tower_idle = 0
     try:
         tower = vision_tensors(arch)
+        tower_idle = vision_inactive(arch)
         counted_audio = audio_counted(arch)
     except Unsupported as err:  # the text decoder's figures still stand
         tower = ()
@@ -89,7 +91,7 @@ def count(arch: Architecture, mtp_of: tuple[Tensor, ...] | None = None) -> Param
         by[t.slot] = by.get(t.slot, 0) + t.params
     total = sum(by.values())
     routed = sum(t.params for t in ts if t.routed)
-    active = total - routed + (routed * k // e if e else 0)
+    active = total - routed + (routed * k // e if e else 0) - tower_idle
     mtp: int | None = sum(t.params for t in (mtp_tensors(arch) if mtp_of is None else mtp_of))
     if (arch.get("mtp_layers") or 0) and arch.get("mtp_style") != "deepseek":
         mtp = None  # the config names MTP modules but not their tensors

@@ -34,7 +34,9 @@ from typing import Any
 from ..core.resources import data_dir, load_schema_file
 from .arch import Value
 from .expr import Dialect, compiler
+from .hmlp import hmlp_scales
 from .keymap import transformers_defaults
+from .layer_tables import layer_override, overrides_only
 
 # ------------------------------------------------------------------------- expressions
 
@@ -70,6 +72,9 @@ def _ilog2(value: Any) -> int:
 
 
 FUNCTIONS: dict[str, Any] = {
+    "hmlp_scales": hmlp_scales,
+    "layer_override": layer_override,
+    "overrides_only": overrides_only,
     "count_of": _count_of,
     "ilog2": _ilog2,
     "len": len,
@@ -135,7 +140,7 @@ _ITEM_KEYS = {
     "linear": {"in", "out", "bias", "when", "per", "count", "slot"},
     "conv": {"in", "out", "bias", "when", "per", "count"},
     "norm": {"kind", "width", "when", "count", "slot"},
-    "param": {"rows", "cols", "kind", "when", "per", "count", "slot"},
+    "param": {"rows", "cols", "kind", "when", "per", "count", "slot", "routed"},
     "group": {"count", "tensors", "attention", "when", "each", "over"},
 }
 

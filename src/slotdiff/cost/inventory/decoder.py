@@ -191,6 +191,8 @@ def _norms(b: Builder, runs: tuple[tuple[LayerSpec, int], ...]) -> None:
             count += (a.get("ffn2_norms") or 0) * n
         if spec.ffn == "moe":
             count += (a.get("moe_norms") or 0) * n
+        if spec.mixer is not None:
+            count -= (a.get("scaleless_norms") or 0) * n  # placement norms without a scale
     first = runs[0][0] if runs else None
     if a.get("first_attn_norm") is False and placement != "parallel" and first and first.index == 0:
         count -= 1 if first.mixer else 0  # ModernBERT-decoder: layer 0's attention norm is an identity

@@ -89,6 +89,9 @@ def moe(b: Builder, n: int) -> None:
         if bias:
             b.add("experts/latent_in.bias", latent, 1, n, "vector", f"{mod}.fc1_latent_proj")
             b.add("experts/latent_out.bias", d, 1, n, "vector", f"{mod}.fc2_latent_proj")
+        if a.get("moe_latent_norms"):
+            # Norms of the latent width around the experts (Muse Spark: pre_/post_expert_norm).
+            b.norm("norms/moe_latent", latent, n * a.get("moe_latent_norms"), f"{mod}.pre_expert_norm")
     # transformers' LongCat-Flash allocates gate/up rows for the zero (identity) experts too.
     allocated = zero if a.get("zero_experts_allocated") else 0
     expert_bank(b, n, width, e, latent or d, extra_in=allocated)

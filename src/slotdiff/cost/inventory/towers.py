@@ -45,6 +45,9 @@ class VisionTensor:
 
     tensor: Tensor
     per: str  # patch | token | seq | none
+    # Routed experts of the tower (a ``param`` item's ``routed``: experts, top_k): the
+    # parameters of this tensor no patch uses, left out of the active count.
+    inactive: int = 0
 
 
 @dataclass(frozen=True)
@@ -211,6 +214,7 @@ def _build(
         part = f"{own}/{(part_prefix + name).removeprefix('model.')}"
         per = item.get("per", default_per) if runs and own == slot else "none"
         rows: list[tuple[str, int, int, str, str]] = []
+        inactive = 0
         if kind in ("linear", "conv"):
             width_out, width_in = num(item["out"]), num(item["in"])
             rows.append(("", width_out, width_in, kind, per))
@@ -223,6 +227,14 @@ def _build(
             rows += [(s, r, c, k, "none") for s, r, c, k in _norm_tensors(norm_kind, num(item["width"]))]
         else:
             param_kind = item.get("kind", "vector")
+            if "routed" in item:
+                # A tower's own routed experts (rows = experts × one expert's width): a patch
+                # uses top_k of them, whatever the decoder's n_experts / top_k are.
+                experts, top_k = num(item["routed"]["experts"]), num(item["routed"]["top_k"])
+                if experts <= 0 or not 0 < top_k <= experts:
+                    raise ExprError(f"{name!r}: routes to {top_k} of {experts} experts")
+                total = num(item["rows"]) * num(item.get("cols", 1)) * n
+                inactive = total - total * top_k // experts
             rows.append(
                 (
                     "",
@@ -235,7 +247,7 @@ def _build(
         for suffix, r, c, tkind, tper in rows:
             if r <= 0 or c <= 0:
                 continue
-            out.append(VisionTensor(Tensor(part + suffix, own, r, c, n, tkind, module), tper))
+            out.append(VisionTensor(Tensor(part + suffix, own, r, c, n, tkind, module), tper, inactive))
 
 
 def vision_model(arch: Architecture) -> VisionModel | None:
@@ -338,7 +350,24 @@ def vision_model(arch: Architecture) -> VisionModel | None:
 # vision_tensors results by vision section: pricing a model counts it and ~8 counterfactuals
 # that share its vision mapping (Architecture keeps a read-only mapping it is given).
 # The entry holds the mapping itself, so its id cannot be reused while it is cached.
-_TENSORS: dict[int, tuple[Mapping[str, Any], Any, tuple[Tensor, ...]]] = {}
+_TENSORS: dict[int, tuple[Mapping[str, Any], Any, tuple[Tensor, ...], int]] = {}
+
+
+def _counted(arch: Architecture) -> tuple[tuple[Tensor, ...], int]:
+    """The tower's tensors and the routed-expert parameters no patch uses, cached by vision section."""
+    vis, d_model = arch.vision, arch.get("d_model")  # all the counting reads (names aside)
+    if not vis:
+        return (), 0
+    hit = _TENSORS.get(id(vis))
+    if hit is not None and hit[0] is vis and type(hit[1]) is type(d_model) and hit[1] == d_model:
+        return hit[2], hit[3]
+    model = vision_model(arch)
+    rows = () if model is None else model.tensors + model.audio
+    out, inactive = tuple(vt.tensor for vt in rows), sum(vt.inactive for vt in rows)
+    if len(_TENSORS) >= 64:
+        _TENSORS.clear()
+    _TENSORS[id(vis)] = (vis, d_model, out, inactive)
+    return out, inactive
 
 
 def vision_tensors(arch: Architecture) -> tuple[Tensor, ...]:
@@ -347,18 +376,13 @@ def vision_tensors(arch: Architecture) -> tuple[Tensor, ...]:
 
     Empty for a text-only config; raises :class:`Unsupported` when the tower is unknown.
     """
-    vis, d_model = arch.vision, arch.get("d_model")  # all the counting reads (names aside)
-    if not vis:
-        return ()
-    hit = _TENSORS.get(id(vis))
-    if hit is not None and hit[0] is vis and type(hit[1]) is type(d_model) and hit[1] == d_model:
-        return hit[2]
-    model = vision_model(arch)
-    out = () if model is None else tuple(vt.tensor for vt in model.tensors + model.audio)
-    if len(_TENSORS) >= 64:
-        _TENSORS.clear()
-    _TENSORS[id(vis)] = (vis, d_model, out)
-    return out
+    return _counted(arch)[0]
+
+
+def vision_inactive(arch: Architecture) -> int:
+    """Parameters of the tower's own routed experts that no patch uses (top_k of experts a
+    block): the active count leaves them out. 0 for a tower without experts."""
+    return _counted(arch)[1]
 
 
 def extra_config_keys(arch: Architecture) -> frozenset[str]:

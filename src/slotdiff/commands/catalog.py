@@ -3,9 +3,9 @@
 from __future__ import annotations
 
 import argparse
-import json
 import sys
 
+from ..core.jsonout import dumps_line
 from ..read.source import catalog_entries
 
 
@@ -18,15 +18,15 @@ def run(args: argparse.Namespace) -> int:
     for e in catalog_entries():
         if args.json:
             sys.stdout.write(
-                json.dumps(
+                dumps_line(
                     {
                         "repo_id": e.repo_id,
                         "complete": e.complete,
                         "source": e.source,
                         "notes": e.notes,
-                    }
+                    },
+                    indent=None,
                 )
-                + "\n"
             )
         else:
             flag = "" if e.complete else "  (trimmed copy)"

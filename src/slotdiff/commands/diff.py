@@ -7,10 +7,10 @@ feeds (or listed as unattributed). Works on two local files, two repo ids, or a 
 from __future__ import annotations
 
 import argparse
-import json
 import sys
 
 from ..analysis.compare import diff
+from ..core.jsonout import dumps_line
 from ..render.diff import render_markdown, render_table
 from .options import add_workload_arguments, workload_from
 
@@ -34,7 +34,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 def run(args: argparse.Namespace) -> int:
     result = diff(args.a, args.b, workload=workload_from(args))
     if args.format == "json":
-        sys.stdout.write(json.dumps(result.to_dict(), indent=2, allow_nan=False, default=str) + "\n")
+        sys.stdout.write(dumps_line(result.to_dict()))
     elif args.format == "markdown":
         sys.stdout.write(render_markdown(result))
     else:

@@ -8,13 +8,13 @@ schemas/fingerprint.schema.json. Run it on the exemplar checkpoint of the new fa
 from __future__ import annotations
 
 import argparse
-import json
 import sys
 from pathlib import Path
 
 from ..analysis.analyze import load
 from ..core.errors import SlotdiffError
 from ..core.files import atomic_write_text, safe_child
+from ..core.jsonout import dumps_line
 from ..core.resources import data_dir
 from ..slots.classify import family_record, fingerprint, slugify
 
@@ -57,7 +57,7 @@ def run(args: argparse.Namespace) -> int:
     record = family_record(args.name, model_types, model.fills, exemplars)
     if args.note:
         record["notes"] = args.note
-    text = json.dumps(record, indent=2, ensure_ascii=False) + "\n"
+    text = dumps_line(record)
     if args.stdout:
         sys.stdout.write(text)
         return 0

@@ -8,11 +8,11 @@ engine would print at start-up (docs/SERVING.md). Exit status 1 when it does not
 from __future__ import annotations
 
 import argparse
-import json
 import sys
 
 from ..analysis.analyze import load
 from ..core.errors import UsageError
+from ..core.jsonout import dumps_line
 from ..cost.layout import Layout
 from ..deploy.engine_terms import DEFAULT_SGLANG, DEFAULT_VLLM
 from ..deploy.fit import fit
@@ -142,7 +142,7 @@ def run(args: argparse.Namespace) -> int:
         load(args.model).arch, wl, layout.gpus, args.reserve, args.mtp, layout, _engine_args(args, layout)
     )
     if args.json:
-        sys.stdout.write(json.dumps(result.to_dict(), indent=2, allow_nan=False) + "\n")
+        sys.stdout.write(dumps_line(result.to_dict()))
     else:
         sys.stdout.write(render_fit(result))
     return 0 if result.fits else 1

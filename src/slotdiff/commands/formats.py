@@ -7,10 +7,10 @@ model's weights (--dtype) or KV cache (--kv-dtype) are stored in them; each form
 from __future__ import annotations
 
 import argparse
-import json
 import sys
 
 from ..analysis.analyze import load
+from ..core.jsonout import dumps_line
 from ..deploy.formats import formats_report
 from ..render.deploy import render_formats
 from .options import add_workload_arguments, workload_from
@@ -32,7 +32,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 def run(args: argparse.Namespace) -> int:
     result = formats_report(load(args.model).arch, workload_from(args))
     if args.json:
-        sys.stdout.write(json.dumps(result.to_dict(), indent=2, allow_nan=False) + "\n")
+        sys.stdout.write(dumps_line(result.to_dict()))
     else:
         sys.stdout.write(render_formats(result))
     return 0

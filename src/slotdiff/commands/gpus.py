@@ -3,9 +3,9 @@
 from __future__ import annotations
 
 import argparse
-import json
 import sys
 
+from ..core.jsonout import dumps_line
 from ..core.resources import load_schema_file
 from ..cost.gpus import ALIASES, gpus
 
@@ -17,7 +17,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 def run(args: argparse.Namespace) -> int:
 
     if args.json:
-        sys.stdout.write(json.dumps(load_schema_file("gpus.json")["gpus"], indent=2) + "\n")
+        sys.stdout.write(dumps_line(load_schema_file("gpus.json")["gpus"]))
         return 0
     head = f"{'id':<10} {'memory':>9} {'HBM':>10} {'bf16 dense':>15} {'fp8':>7} {'link':>9}  name\n"
     sys.stdout.write(head)

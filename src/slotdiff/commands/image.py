@@ -10,13 +10,13 @@ config.json does not hold (min/max pixels) take the processor's defaults and say
 from __future__ import annotations
 
 import argparse
-import json
 import re
 import sys
 from typing import Any
 
 from ..analysis.analyze import load
 from ..core.errors import SlotdiffError
+from ..core.jsonout import dumps_line
 from ..cost.images import vision_flops
 from ..cost.kv import kv_cost
 from ..cost.params import count
@@ -31,12 +31,12 @@ examples:
   slotdiff image config.json --image 1024x1024 --max-pixels 1003520
 """
 
-_SIZE = re.compile(r"^(\d{1,6})[x×](\d{1,6})$")
+_SIZE = re.compile(r"([0-9]{1,6})[x×]([0-9]{1,6})\Z")
 
 
 def parse_size(text: str) -> tuple[int, int]:
     """``1024x768`` → (1024, 768)."""
-    m = _SIZE.match(text.strip().lower())
+    m = _SIZE.fullmatch(text.strip().lower())
     if not m or not int(m.group(1)) or not int(m.group(2)):
         raise argparse.ArgumentTypeError(f"expected WIDTHxHEIGHT such as 1024x1024, got {text!r}")
     return int(m.group(1)), int(m.group(2))
@@ -107,7 +107,7 @@ def run(args: argparse.Namespace) -> int:
         "images": rows,
     }
     if args.json:
-        sys.stdout.write(json.dumps(out, indent=2) + "\n")
+        sys.stdout.write(dumps_line(out))
         return 0
     lines = [
         f"{model.raw.name}: vision tower {fmt.count(out['vision_params'])} params, "

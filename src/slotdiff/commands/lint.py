@@ -9,11 +9,11 @@ also compared with its version at REV and every slot change is reported with its
 from __future__ import annotations
 
 import argparse
-import json
 import sys
 from pathlib import Path
 
 from ..core.errors import SlotdiffError, UsageError
+from ..core.jsonout import dumps_line
 from ..lint import engine, policy, registry
 from ..lint.diffmode import changed_files
 from ..lint.reporters import REPORTER_BY_NAME
@@ -64,7 +64,7 @@ def run(args: argparse.Namespace) -> int:
     if args.list_rules:
         if args.format == "json":
             rows = [vars(r) | {"params": dict(r.params)} for r in registry.table()]
-            sys.stdout.write(json.dumps(rows, indent=2) + "\n")
+            sys.stdout.write(dumps_line(rows))
         else:
             sys.stdout.write(registry.rules_text())
         return 0

@@ -6,11 +6,11 @@ all-to-all bytes per layer (dispatch + combine) for an EP degree.
 from __future__ import annotations
 
 import argparse
-import json
 import sys
 
 from ..analysis.analyze import load
 from ..core.errors import UsageError
+from ..core.jsonout import dumps_line
 from ..cost.layout import Layout
 from ..deploy.moe import moe_traffic
 from ..deploy.serving import deployment
@@ -60,7 +60,7 @@ def run(args: argparse.Namespace) -> int:
         _dtype(args.combine_dtype, "--combine-dtype"),
     )
     if args.json:
-        sys.stdout.write(json.dumps(result.to_dict(), indent=2, allow_nan=False) + "\n")
+        sys.stdout.write(dumps_line(result.to_dict()))
     else:
         sys.stdout.write(render_moe(result))
     return 0

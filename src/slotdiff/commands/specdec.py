@@ -7,10 +7,10 @@ they are offered as the draft too.
 from __future__ import annotations
 
 import argparse
-import json
 import sys
 
 from ..analysis.analyze import load
+from ..core.jsonout import dumps_line
 from ..deploy.serving import deployment
 from ..deploy.specdec import DEFAULT_BATCHES, MTP_ACCEPTANCE, specdec_report
 from ..render.deploy import render_specdec
@@ -62,7 +62,7 @@ def run(args: argparse.Namespace) -> int:
         batches=args.batches or DEFAULT_BATCHES,
     )
     if args.json:
-        sys.stdout.write(json.dumps(result.to_dict(), indent=2, allow_nan=False) + "\n")
+        sys.stdout.write(dumps_line(result.to_dict()))
     else:
         sys.stdout.write(render_specdec(result))
     return 0

@@ -7,12 +7,12 @@ models to the same table run and chart.
 from __future__ import annotations
 
 import argparse
-import json
 import sys
 from pathlib import Path
 
 from ..analysis.analyze import load
 from ..core.errors import UsageError
+from ..core.jsonout import dumps_line
 from ..core.quantity import parse_count
 from ..deploy.serving import deployment
 from ..deploy.sweep import sweep_batch, sweep_context
@@ -74,7 +74,7 @@ def run(args: argparse.Namespace) -> int:
         plot_sweeps(sweeps, Path(args.plot))
     if args.json:
         out = {"over": args.over, "plot": args.plot, "models": [s.to_dict() for s in sweeps]}
-        sys.stdout.write(json.dumps(out, indent=2, allow_nan=False) + "\n")
+        sys.stdout.write(dumps_line(out))
     else:
         sys.stdout.write(render_sweeps(sweeps))
         if args.plot:

@@ -8,10 +8,10 @@ Exit status 1 when it does not fit.
 from __future__ import annotations
 
 import argparse
-import json
 import sys
 
 from ..analysis.analyze import load
+from ..core.jsonout import dumps_line
 from ..render.train import render_train, render_train_markdown
 from ..train.dropout import dropout_of
 from ..train.memory import train_memory
@@ -113,7 +113,7 @@ def run(args: argparse.Namespace) -> int:
     result = train_memory(model.arch, setup, dropout_of(model.raw.data, model.arch.text_path))
     data = result.to_dict()
     if args.json:
-        sys.stdout.write(json.dumps(data, indent=2, allow_nan=False) + "\n")
+        sys.stdout.write(dumps_line(data))
     elif args.markdown:
         sys.stdout.write(render_train_markdown(data))
     else:

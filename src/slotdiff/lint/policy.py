@@ -37,14 +37,14 @@ _BYTE_UNITS = {
     "GiB": 1024**3,
 }
 _COUNT_UNITS = {"": 1, "K": 1e3, "M": 1e6, "B": 1e9, "T": 1e12}
-_QUANTITY = re.compile(r"^\s*([0-9]+(?:\.[0-9]+)?)\s*([A-Za-z]*)\s*$")
+_QUANTITY = re.compile(r"\s*([0-9]+(?:\.[0-9]+)?)\s*([A-Za-z]*)\s*\Z", re.ASCII)
 
 
 def _quantity(value: int | float | str, units: Mapping[str, float]) -> int:
     """``"160 KiB"`` → 163840, ``"9B"`` → 9000000000; plain numbers pass through."""
     if isinstance(value, (int, float)):
         return int(value)
-    m = _QUANTITY.match(value)
+    m = _QUANTITY.fullmatch(value)
     if not m or m.group(2) not in units:
         raise ValueError(value)
     return int(float(m.group(1)) * units[m.group(2)])

@@ -8,11 +8,12 @@
 
 from __future__ import annotations
 
-import json
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+from ..core.jsonout import dumps_line
+from ..core.printable import one_line, printable
 from ..core.version import __version__
 from ..read.jsonpos import strict
 from .registry import by_code, table
@@ -22,7 +23,11 @@ GITHUB_LEVEL = {"error": "error", "warning": "warning", "info": "notice"}
 
 
 def to_text(run: Any) -> str:
-    return "".join(f"{d.path}:{d.line}:{d.col}: {d.code} {d.message}\n" for d in run.diagnostics)
+    # One diagnostic, one line: a newline in a path or message must not start a line that an
+    # editor (or GitHub, "::error") reads as another record.
+    return "".join(
+        f"{one_line(d.path)}:{d.line}:{d.col}: {d.code} {one_line(d.message)}\n" for d in run.diagnostics
+    )
 
 
 def _diag_dict(d: Any) -> dict[str, Any]:
@@ -51,7 +56,7 @@ def to_json(run: Any) -> str:
     }
 
     # A diff-mode diagnostic carries raw config values, which may be NaN or Infinity.
-    return json.dumps(strict(data), indent=2, ensure_ascii=False, allow_nan=False, default=str) + "\n"
+    return dumps_line(strict(data))
 
 
 def _uri(path: str) -> str:
@@ -105,11 +110,12 @@ def to_sarif(run: Any) -> str:
             }
         ],
     }
-    return json.dumps(data, indent=2, ensure_ascii=False) + "\n"
+    return dumps_line(strict(data))
 
 
 def _escape_data(text: str) -> str:
-    return text.replace("%", "%25").replace("\r", "%0D").replace("\n", "%0A")
+    # GitHub's own escapes for its delimiters, then every other control character as text.
+    return printable(text.replace("%", "%25").replace("\r", "%0D").replace("\n", "%0A"))
 
 
 def _escape_property(text: str) -> str:

@@ -8,6 +8,7 @@ import sys
 from typing import Any
 
 from . import fmt
+from .console import safe_console
 
 
 def _value(v: Any) -> str:
@@ -29,13 +30,12 @@ def _delta_lines(result: Any) -> list[str]:
 
 
 def render_table(result: Any) -> str:
-    from rich.console import Console
     from rich.table import Table
     from rich.text import Text
 
     buf = io.StringIO()
     tty = sys.stdout.isatty()
-    console = Console(
+    console = safe_console(
         file=buf,
         width=100,
         force_terminal=tty,

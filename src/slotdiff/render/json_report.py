@@ -2,9 +2,10 @@
 
 from __future__ import annotations
 
-import json
 from typing import Any
+
+from ..core.jsonout import dumps_line
 
 
 def render(report: Any) -> str:
-    return json.dumps(report.to_dict(), indent=2, ensure_ascii=False, allow_nan=False, default=str) + "\n"
+    return dumps_line(report.to_dict())

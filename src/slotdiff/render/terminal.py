@@ -10,11 +10,12 @@ import shutil
 import sys
 from typing import Any
 
-from rich.console import Console, Group
+from rich.console import Group
 from rich.table import Table
 from rich.text import Text
 
 from . import fmt
+from .console import safe_console
 from .fmt import short_name
 
 STATUS_STYLE = {"same": "dim", "resized": "cyan", "changed": "bold yellow"}
@@ -239,7 +240,7 @@ def render(report: Any, width: int | None = None) -> str:
     """Render a report for a terminal (colour only when stdout is a terminal)."""
     width = width or min(max(shutil.get_terminal_size((100, 24)).columns, 80), 120)
     buf = io.StringIO()
-    console = Console(
+    console = safe_console(
         file=buf,
         width=width,
         force_terminal=sys.stdout.isatty(),

@@ -8,11 +8,12 @@ differ with their article pointers. Unchanged models are only counted.
 from __future__ import annotations
 
 import io
-import json
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
+from ..core.jsonout import dumps_line
 from ..read.hub_errors import looks_like_repo_id
+from ..render.console import safe_console
 from .listing import iso
 from .verdict import NEW, SKIP_REASONS, TITLES, VERDICTS, Record
 
@@ -299,18 +300,17 @@ def _table(verdict: str, models: Sequence[Mapping[str, Any]], base: str) -> list
 
 def render_json(data: Mapping[str, Any]) -> str:
 
-    return json.dumps(data, indent=2, ensure_ascii=False, allow_nan=False, default=str) + "\n"
+    return dumps_line(data)
 
 
 def render_terminal(data: Mapping[str, Any], width: int | None = None) -> str:
     """A short summary for a terminal: counts, then one line per reported model."""
 
-    from rich.console import Console
     from rich.table import Table
     from rich.text import Text
 
     buf = io.StringIO()
-    console = Console(
+    console = safe_console(
         file=buf, width=width or 100, force_terminal=False, color_system=None, highlight=False, markup=False
     )
     scan = data["scan"]

@@ -8,6 +8,7 @@ would crash the merge), a date that is not one. Each is one line and exit 2.
 
 from __future__ import annotations
 
+import fcntl  # POSIX only: scan (not lint or analysis) needs a POSIX system
 import json
 import os
 import stat
@@ -19,11 +20,6 @@ from typing import IO, Any
 from ..core.errors import SlotdiffError
 from ..core.resources import load_schema_file
 from .listing import from_iso
-
-try:
-    import fcntl
-except ImportError:  # Windows: no flock; one scan per state file is then the user's care
-    fcntl = None  # type: ignore[assignment]
 
 FORMAT = "slotdiff-scan-state"
 VERSION = 1
@@ -74,16 +70,15 @@ def lock_state(path: Path) -> IO[bytes]:
     except OSError as err:
         raise SlotdiffError(str(lock_path), f"cannot open the scan lock ({err.strerror})") from err
     fh = os.fdopen(fd, "r+b")
-    if fcntl is not None:
-        try:
-            fcntl.flock(fh.fileno(), fcntl.LOCK_EX | fcntl.LOCK_NB)
-        except OSError as err:
-            fh.close()
-            raise SlotdiffError(
-                str(path),
-                "another scan is using this state file (it holds "
-                f"{lock_path.name}); wait for it to finish, or give this scan its own --state",
-            ) from err
+    try:
+        fcntl.flock(fh.fileno(), fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except OSError as err:
+        fh.close()
+        raise SlotdiffError(
+            str(path),
+            "another scan is using this state file (it holds "
+            f"{lock_path.name}); wait for it to finish, or give this scan its own --state",
+        ) from err
     return fh
 
 

@@ -69,20 +69,46 @@ HOSTILE_STRINGS = [
 ]
 # Written into the JSON text as bare tokens (json.dumps cannot make them in strict mode).
 RAW_TOKENS = ["NaN", "Infinity", "-Infinity", "1e999", "-1e999", "123456789012345678901234567890"]
-NUMERIC_BREAKS = ["nan", "NaN", "inf", "-inf", "-1", "0", "", "1e999", "1e-999", "99999999999999999999", "1e", "\x1b"]
+NUMERIC_BREAKS = [
+    "nan",
+    "NaN",
+    "inf",
+    "-inf",
+    "-1",
+    "0",
+    "",
+    "1e999",
+    "1e-999",
+    "99999999999999999999",
+    "1e",
+    "\x1b",
+]
 FLAG_BREAKS = ["--", "-", "--x", "\ud800", "a\nb", "\x1b[31m"]
 
 # Subcommand → (argv builder over file paths, the formats it has). "{F}" is the config, "{G}" another.
 COMMANDS: dict[str, list[list[str]]] = {
-    "analyze": [["{F}"], ["{F}", "--json"], ["{F}", "--markdown"], ["{F}", "--no-cost"], ["{F}", "--against", "{G}"]],
+    "analyze": [
+        ["{F}"],
+        ["{F}", "--json"],
+        ["{F}", "--markdown"],
+        ["{F}", "--no-cost"],
+        ["{F}", "--against", "{G}"],
+    ],
     "diff": [["diff", "{F}", "{G}"], ["diff", "{F}", "{G}", "--json"], ["diff", "{F}", "{G}", "--markdown"]],
     "fingerprint": [["fingerprint", "{F}", "--stdout"]],
     "lint": [["lint", "{F}", "--no-config", "--format", f] for f in ("text", "json", "sarif", "github")],
     "fit": [["fit", "{F}"], ["fit", "{F}", "--json"], ["fit", "{F}", "--engine", "vllm", "--json"]],
     "train": [["train", "{F}"], ["train", "{F}", "--json"], ["train", "{F}", "--markdown"]],
-    "sweep": [["sweep", "{F}", "--over", "context", "--points", "1K,8K"], ["sweep", "{F}", "--over", "batch", "--json"]],
+    "sweep": [
+        ["sweep", "{F}", "--over", "context", "--points", "1K,8K"],
+        ["sweep", "{F}", "--over", "batch", "--json"],
+    ],
     "moe": [["moe", "{F}"], ["moe", "{F}", "--json"]],
-    "specdec": [["specdec", "{F}"], ["specdec", "{F}", "--draft", "mtp", "--json"], ["specdec", "{F}", "--json"]],
+    "specdec": [
+        ["specdec", "{F}"],
+        ["specdec", "{F}", "--draft", "mtp", "--json"],
+        ["specdec", "{F}", "--json"],
+    ],
     "formats": [["formats", "{F}"], ["formats", "{F}", "--json"]],
     "image": [["image", "{F}", "--image", "1024x1024"], ["image", "{F}", "--image", "336x336", "--json"]],
 }
@@ -302,7 +328,9 @@ def _subprocess(argv: list[str], timeout: float) -> tuple[int | None, str, str]:
     return proc.returncode, out, err
 
 
-def run_chunk(job: tuple[list[int], float, bool]) -> tuple[collections.Counter[str], list[tuple[int, list[str], str]]]:
+def run_chunk(
+    job: tuple[list[int], float, bool],
+) -> tuple[collections.Counter[str], list[tuple[int, list[str], str]]]:
     """Run the cases of ``seeds``; (histogram, failures)."""
     seeds, timeout, via_subprocess = job
     hist: collections.Counter[str] = collections.Counter()
@@ -341,7 +369,9 @@ def fuzz(cases: int, workers: int, subprocess_cases: int, seed: int, timeout: fl
             failures.extend(f)
     elapsed = time.monotonic() - started
     total = sum(hist.values())
-    print(f"slotdiff fuzz: {total} cases ({cases} in-process, {subprocess_cases} subprocess) in {elapsed:.0f} s")
+    print(
+        f"slotdiff fuzz: {total} cases ({cases} in-process, {subprocess_cases} subprocess) in {elapsed:.0f} s"
+    )
     print("exit codes: " + ", ".join(f"{k}: {v}" for k, v in sorted(hist.items())))
     for s, argv, why in sorted(failures)[:50]:
         shown = " ".join(a if len(a) < 60 else a[:57] + "..." for a in argv)
@@ -355,12 +385,18 @@ def fuzz(cases: int, workers: int, subprocess_cases: int, seed: int, timeout: fl
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--cases", type=int, default=2000, help="in-process cases (default 2000)")
-    parser.add_argument("--subprocess", type=int, default=50, help="cases through python -m slotdiff (default 50)")
+    parser.add_argument(
+        "--subprocess", type=int, default=50, help="cases through python -m slotdiff (default 50)"
+    )
     parser.add_argument("--workers", type=int, default=max(1, (os.cpu_count() or 2)), help="worker processes")
     parser.add_argument("--seed", type=int, default=0, help="first seed (default 0)")
     parser.add_argument("--case-timeout", type=float, default=20.0, help="seconds per case (default 20)")
-    parser.add_argument("--replay", type=int, metavar="SEED", help="write case SEED's files to --keep and print its argv")
-    parser.add_argument("--keep", type=Path, default=Path("fuzz-case"), help="folder for --replay (default fuzz-case)")
+    parser.add_argument(
+        "--replay", type=int, metavar="SEED", help="write case SEED's files to --keep and print its argv"
+    )
+    parser.add_argument(
+        "--keep", type=Path, default=Path("fuzz-case"), help="folder for --replay (default fuzz-case)"
+    )
     args = parser.parse_args(argv)
     if args.replay is not None:
         args.keep.mkdir(parents=True, exist_ok=True)

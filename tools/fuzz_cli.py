@@ -312,9 +312,12 @@ def _env() -> dict[str, str]:
 
 
 def _subprocess(argv: list[str], timeout: float) -> tuple[int | None, str, str]:
+    # An argv is bytes to the OS: a lone surrogate goes as its UTF-8-ish bytes, which the
+    # child decodes with surrogateescape, as it would an undecodable file name.
+    args = [a.encode("utf-8", "surrogatepass") for a in argv]
     try:
         proc = subprocess.run(
-            [sys.executable, "-m", "slotdiff", *argv],
+            [os.fsencode(sys.executable), b"-m", b"slotdiff", *args],
             capture_output=True,
             timeout=timeout,
             env=_env(),
@@ -340,7 +343,12 @@ def run_chunk(
         for seed in seeds:
             argv = build_case(seed, folder)
             runner = _subprocess if via_subprocess else _in_process
-            code, out, err = runner(argv, timeout * (4 if via_subprocess else 1))
+            try:
+                code, out, err = runner(argv, timeout * (4 if via_subprocess else 1))
+            except Exception as e:  # the harness itself failed: reported, the run goes on
+                hist["harness"] += 1
+                failures.append((seed, argv, f"harness: {type(e).__name__}: {e}"))
+                continue
             hist["timeout" if code is None else str(code)] += 1
             why = judge(argv, code, out, err)
             if why:

@@ -21,6 +21,8 @@ from functools import cache
 from types import SimpleNamespace
 from typing import Any, TypeVar
 
+from ..core.errors import SlotdiffError
+from ..core.quantity import parse_real
 from .hub_errors import HubFailure, describe_failure, looks_like_repo_id
 from .jsonpos import MAX_BYTES
 from .retry import Retrier, RetryPolicy
@@ -43,8 +45,36 @@ ANALYZE_RETRY = RetryPolicy(
 )
 
 
+def hub_deadline() -> float:
+    """The analysis's Hub deadline: ``SLOTDIFF_HUB_DEADLINE`` seconds when set, else DEADLINE."""
+    text = os.environ.get("SLOTDIFF_HUB_DEADLINE", "").strip()
+    if not text:
+        return DEADLINE
+    try:
+        return parse_real(text, exclusive_minimum=True)
+    except SlotdiffError as err:
+        raise SlotdiffError("SLOTDIFF_HUB_DEADLINE", err.reason) from err
+
+
+def quiet_side_requests() -> None:
+    """Turn off huggingface_hub's agent-harness lookup before any request.
+
+    Building its user agent, huggingface_hub fetches ``{endpoint}/api/agent-harnesses`` once
+    a day and caches the answer under HF_HOME; a broken or hostile endpoint that answers it
+    with other JSON poisons that cache, and every later request fails with an
+    AttributeError. slotdiff needs no agent detection: the lookup is answered empty here,
+    so no side request is made and no cached answer is read.
+    """
+    try:
+        from huggingface_hub.utils import _detect_agent
+    except ImportError:  # a huggingface_hub without it: nothing to turn off
+        return
+    if getattr(_detect_agent, "_registry", 0) is None:
+        _detect_agent._registry = {"standardEnvVars": [], "harnesses": {}}
+
+
 def download_config(
-    repo_id: str, revision: str | None = None, timeout: float | None = None, deadline: float = DEADLINE
+    repo_id: str, revision: str | None = None, timeout: float | None = None, deadline: float | None = None
 ) -> tuple[str, str, str | None]:
     """Fetch ``config.json`` through huggingface_hub; return (path, origin, note).
 
@@ -65,6 +95,8 @@ def download_config(
         if cached:
             return cached, "hf-cache", "HF_HUB_OFFLINE is set: read from the HF cache"
         raise HubFailure("offline", "HF_HUB_OFFLINE is set and config.json is not in the HF cache")
+    quiet_side_requests()
+    deadline = deadline or hub_deadline()
     probe = timeout or constants.HF_HUB_ETAG_TIMEOUT  # HF_HUB_ETAG_TIMEOUT (default 10 s)
     try:
         return within(lambda: _download(repo_id, revision, min(probe, deadline)), deadline)
@@ -89,12 +121,18 @@ def _download(repo_id: str, revision: str | None, timeout: float) -> tuple[str, 
     )
     if meta.size is not None and meta.size > MAX_BYTES:
         raise HubFailure("too_large", f"config.json is {meta.size:,} bytes, over the {MAX_BYTES:,}-byte cap")
+    from huggingface_hub.utils import logging as hf_logging
+
+    verbosity = hf_logging.get_verbosity()
+    hf_logging.set_verbosity_error()  # its retry warnings are not slotdiff's one line
     try:
         path = huggingface_hub.hf_hub_download(
             repo_id, "config.json", revision=revision, etag_timeout=timeout
         )
     except Exception as err:
         raise describe(err) from err
+    finally:
+        hf_logging.set_verbosity(verbosity)
     return path, "hub", None
 
 
@@ -164,6 +202,8 @@ def _hf() -> SimpleNamespace:
     names lazily on every attribute access (about eight import_module calls per request)."""
     import huggingface_hub
     from huggingface_hub.utils import build_hf_headers, get_session, hf_raise_for_status
+
+    quiet_side_requests()
 
     return SimpleNamespace(
         build_hf_headers=build_hf_headers,

@@ -18,6 +18,7 @@ from typing import Any
 from urllib.parse import urljoin, urlsplit
 
 from ..core.errors import UsageError
+from ..read.hub import quiet_side_requests
 from ..read.hub_errors import describe_failure
 
 # Fields asked of the listing: dates to cut at --since, the commit sha (an unchanged repo
@@ -220,6 +221,7 @@ def _pages(url: str, params: dict[str, Any], token: str | bool | None) -> Iterat
     """
     from huggingface_hub.utils import build_hf_headers, hf_raise_for_status, http_backoff
 
+    quiet_side_requests()
     headers = build_hf_headers(token=token)
     home = origin(url)
     next_url: str | None = url

@@ -461,3 +461,21 @@ def test_a_pixel_setting_the_processor_lacks_is_named(
     f = write(tmp_path / "config.json", llava)
     code, _, err = run(capsys, "image", str(f), "--image", "336x336", "--max-pixels", "1000000")
     assert code == 2 and "max_pixels" in err and "internal error" not in err
+
+
+# ----------------------------------------------------------------------------- numbers in files
+
+
+@pytest.mark.parametrize("value", ["NaN", "Infinity", "-Infinity", "1e999"])
+@pytest.mark.parametrize("field", ["memory_bytes", "hbm_bandwidth_bytes_per_s", "interconnect_bytes_per_s"])
+def test_a_gpu_file_with_a_non_finite_number_is_exit_2(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], field: str, value: str
+) -> None:
+    presets = json.loads((ROOT / "schemas" / "gpus.json").read_text())
+    gpu = {**presets["gpus"][0], "id": "mine", field: "@@"}
+    doc = {**{k: v for k, v in presets.items() if k != "gpus"}, "gpus": [gpu]}
+    gpus = tmp_path / "gpus.json"
+    gpus.write_text(json.dumps(doc).replace('"@@"', value))
+    f = write(tmp_path / "config.json", LLAMA)
+    code, _, err = run(capsys, str(f), "--gpu", "mine", "--gpu-file", str(gpus), "--json")
+    assert code == 2 and "--gpu-file" in err and "finite" in err, err

@@ -76,7 +76,7 @@ def test_an_unwritable_report_is_exit_2_and_the_next_run_reports_again(
     make_families(tmp_path / "families")
     (tmp_path / "blocker").write_text("a file where the report's folder should be\n")
     bad = str(tmp_path / "blocker" / "report")
-    flag = "--write-markdown" if breaks.startswith("markdown") else "--write-json"
+    flag = {"markdown": "--write-markdown", "json": "--write-json"}[breaks.split("-")[0]]
     with HubServer([repo("zeta/zeta-7b", config(LLAMA3, model_type=model_type))]) as hub:
         assert main(_argv(hub, tmp_path, "--json", flag, bad)) == 2
         err = capsys.readouterr().err
@@ -96,6 +96,19 @@ def test_an_unwritable_report_is_exit_2_and_the_next_run_reports_again(
         # Reported once: now it is known, and the third run has nothing new.
         assert main(_argv(hub, tmp_path, "--json", "--fail-on-new")) == 0
         assert json.loads(capsys.readouterr().out)["new"] is False
+
+
+def test_unwritable_proposals_are_exit_2_and_reported_again(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    make_families(tmp_path / "families")
+    (tmp_path / "blocker").write_text("a file where the proposals folder should be\n")
+    with HubServer([repo("bias/llama3-bias", config(LLAMA3, attention_bias=True))]) as hub:
+        argv = _argv(hub, tmp_path, "--json", "--update-fingerprints", str(tmp_path / "blocker" / "p"))
+        assert main(argv) == 2
+        assert "next scan reports these models again" in capsys.readouterr().err
+        assert main(_argv(hub, tmp_path, "--json", "--fail-on-new")) == 1
+        assert json.loads(capsys.readouterr().out)["counts"]["new_fingerprint"] == 1
 
 
 def test_interrupted_report_keeps_the_findings_pending(tmp_path: Path) -> None:

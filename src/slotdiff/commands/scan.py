@@ -249,7 +249,10 @@ def _report(args: argparse.Namespace, result: Any) -> dict[str, Any]:
     """Write every report the flags ask for; any that cannot be written is exit 2."""
     proposed: list[str] = []
     if args.update_fingerprints is not None:
-        proposed = write_proposals(args.update_fingerprints, new_fingerprints(result.records))
+        try:
+            proposed = write_proposals(args.update_fingerprints, new_fingerprints(result.records))
+        except OSError as err:
+            raise _unwritten(args.update_fingerprints, err) from err
     data = to_dict(result, proposed)
     fmt = args.format or ("table" if sys.stdout.isatty() else "markdown")
     texts = [(path, RENDERERS[name](data)) for path, name in _files(args)]
@@ -258,14 +261,18 @@ def _report(args: argparse.Namespace, result: Any) -> dict[str, Any]:
         try:
             atomic_write_text(path, printable(text))  # a file gets what stdout would
         except OSError as err:
-            raise SlotdiffError(
-                str(path),
-                f"cannot write the report ({err.strerror or err}); nothing was marked as seen, "
-                "the next scan reports these models again",
-            ) from err
+            raise _unwritten(path, err) from err
     sys.stdout.write(stdout)
     sys.stdout.flush()
     return data
+
+
+def _unwritten(path: Path, err: OSError) -> SlotdiffError:
+    return SlotdiffError(
+        str(path),
+        f"cannot write the report ({err.strerror or err}); nothing was marked as seen, "
+        "the next scan reports these models again",
+    )
 
 
 def _files(args: argparse.Namespace) -> list[tuple[Path, str]]:

@@ -172,11 +172,13 @@ class _Tty(io.StringIO):
         return True
 
 
-SGR_CONFIG = {**LLAMA, "model_type": "llama", "evil\x1b[31mkey": 1, "torch_dtype": "bfloat16"}
+# The second key forges the mark slotdiff puts on its own colour codes (core.printable).
+SGR_CONFIG = {**LLAMA, "model_type": "llama", "evil\x1b[31mkey": 1, "forged\ue000\x1b[31mmark": 1}
 
 
 @pytest.mark.parametrize(
-    "argv", [["{F}"], ["diff", "{F}", "{G}"], ["lint", "--no-config", "{F}"], ["fit", "{F}"]]
+    "argv",
+    [["{F}"], ["{F}", "--markdown"], ["diff", "{F}", "{G}"], ["lint", "--no-config", "{F}"], ["fit", "{F}"]],
 )
 def test_config_sgr_never_reaches_a_colour_terminal(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, argv: list[str]
@@ -188,7 +190,7 @@ def test_config_sgr_never_reaches_a_colour_terminal(
     main([a.replace("{F}", str(f)).replace("{G}", str(g)) for a in argv])
     out = tty.getvalue()
     assert "\x1b[31m" not in out and "\x1b[42m" not in out and "\x1b]" not in out and "\x07" not in out
-    assert "\ue000" not in out  # the style mark never leaks
+    assert "\ue001" not in out  # the style mark never leaks
 
 
 def test_slotdiffs_own_colours_still_reach_a_terminal(

@@ -9,6 +9,7 @@ text read differently from what the file says. Everything slotdiff prints goes t
 from __future__ import annotations
 
 import re
+import secrets
 from typing import Any, TextIO
 
 # C0 controls except tab and newline, DEL, C1 controls, the bidi embedding, override and
@@ -18,10 +19,11 @@ _UNSAFE = re.compile(
     "[\x00-\x08\x0b-\x1f\x7f-\x9f\u200e\u200f\u2028\u2029\u202a-\u202e\u2066-\u2069\ud800-\udfff]"
 )
 # slotdiff's own colours: render/console.py prefixes every Select Graphic Rendition code that
-# rich writes with this private-use mark, after escaping the text rich was given. Only marked
-# codes reach a terminal; an SGR code that came from a config (unmarked) is escaped.
-STYLE_MARK = "\ue000"
-_SGR = re.compile("(\ue000\x1b\\[[0-9;]*m)")
+# rich writes with this mark, after escaping the text rich was given. Only marked codes reach
+# a terminal; an SGR code that came from a config (unmarked) is escaped. The mark is drawn
+# at random per process, so no config can carry one.
+STYLE_MARK = f"\ue000{secrets.token_hex(8)}\ue001"
+_SGR = re.compile("(" + re.escape(STYLE_MARK) + "\x1b\\[[0-9;]*m)")
 
 
 def _escape(m: re.Match[str]) -> str:
@@ -35,7 +37,7 @@ def printable(text: str, keep_sgr: bool = False) -> str:
     parts = _SGR.split(text)
     if not keep_sgr:
         return "".join(_UNSAFE.sub(_escape, p) for p in parts[::2])
-    return "".join(p[1:] if i % 2 else _UNSAFE.sub(_escape, p) for i, p in enumerate(parts))
+    return "".join(p[len(STYLE_MARK) :] if i % 2 else _UNSAFE.sub(_escape, p) for i, p in enumerate(parts))
 
 
 def one_line(text: str) -> str:

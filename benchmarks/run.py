@@ -343,16 +343,27 @@ def table(rows: list[Row]) -> str:
     )
 
 
+def private_hf_home() -> str:
+    """Point HF_HOME (and XDG_CACHE_HOME, which a child stripped of HF_* falls back to) at a
+    fresh temporary folder for this process and every child it starts."""
+    home = tempfile.mkdtemp(prefix="slotdiff-bench-hf-")
+    os.environ["HF_HOME"] = home
+    os.environ["XDG_CACHE_HOME"] = os.path.join(home, "xdg")
+    return home
+
+
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--quick", action="store_true", help="each measurement once on a few inputs (CI)")
     ap.add_argument("--scan-rows", action="store_true", help=argparse.SUPPRESS)  # see bench_scan_apart
     args = ap.parse_args(argv)
     if args.scan_rows:
+        private_hf_home()
         with tempfile.TemporaryDirectory() as name:
             print(json.dumps([asdict(r) for r in bench_scan(args.quick, Path(name))]))
         return 0
     os.environ.pop("HF_HUB_OFFLINE", None)  # the scan rows talk to the local fake Hub only
+    private_hf_home()  # never the user's HF_HOME: a hostile answer could poison its caches
     started = time.perf_counter()
     print(f"machine: {machine()}", flush=True)
     rows: list[Row] = []

@@ -274,6 +274,15 @@ def stop_server(proc: subprocess.Popen[str]) -> None:
     proc.wait(timeout=30)
 
 
+def private_hf_home() -> str:
+    """Point HF_HOME (and XDG_CACHE_HOME, which a child stripped of HF_* falls back to) at a
+    fresh temporary folder for this process and every child it starts."""
+    home = tempfile.mkdtemp(prefix="slotdiff-bench-hf-")
+    os.environ["HF_HOME"] = home
+    os.environ["XDG_CACHE_HOME"] = os.path.join(home, "xdg")
+    return home
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--models", type=int, default=500)
@@ -287,6 +296,7 @@ def main() -> None:
     )
     args = ap.parse_args()
     os.environ.pop("HF_HUB_OFFLINE", None)
+    private_hf_home()  # never the user's HF_HOME: a hostile answer could poison its caches
     print(f"python {sys.version.split()[0]}, {os.cpu_count()} CPUs")
     with tempfile.TemporaryDirectory() as name:
         tmp = Path(name)

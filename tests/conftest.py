@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import os
+import re
+import sys
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -67,3 +69,28 @@ def arch_from(data: dict, name: str = "inline") -> Architecture:
 def _no_network(monkeypatch: pytest.MonkeyPatch) -> None:
     """Tests never reach the internet: the Hub is offline unless a test points it at 127.0.0.1."""
     monkeypatch.setenv("HF_HUB_OFFLINE", "1")
+
+
+@pytest.fixture(scope="session")
+def _hf_home_root(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    return tmp_path_factory.mktemp("hf-home")
+
+
+@pytest.fixture(autouse=True)
+def _private_hf_home(
+    monkeypatch: pytest.MonkeyPatch, request: pytest.FixtureRequest, _hf_home_root: Path
+) -> None:
+    """Tests never read or write the user's HF_HOME: a hostile fake Hub could poison its
+    caches (huggingface_hub keeps a day-long cache of a side request there). Each test gets
+    its own HF_HOME under a temporary folder, also as XDG_CACHE_HOME, which a subprocess
+    whose environment was stripped of HF_* variables falls back to; huggingface_hub's
+    constants, computed from HF_HOME at its import, are moved there as well."""
+    home = _hf_home_root / re.sub(r"[^A-Za-z0-9_.-]+", "_", request.node.nodeid)[-150:]
+    monkeypatch.setenv("HF_HOME", str(home))
+    monkeypatch.setenv("XDG_CACHE_HOME", str(home / "xdg"))
+    constants = sys.modules.get("huggingface_hub.constants")
+    if constants is not None:
+        old = str(constants.HF_HOME)
+        for name, value in vars(constants).items():
+            if name.isupper() and isinstance(value, str) and value.startswith(old):
+                monkeypatch.setattr(constants, name, str(home) + value[len(old) :])

@@ -936,7 +936,7 @@ def test_retrier_caps_retry_after_and_budgets() -> None:
 
         return fn
 
-    with pytest.raises(HubFailure, match="not waiting over 1 s"):
+    with pytest.raises(HubFailure, match=r"rate limited: retry after 3600 s .* not waiting over 1 s"):
         r.call(always(retry_after=3600), lambda e: _fail(), r.budget())
     assert len(calls) == 1
     calls.clear()

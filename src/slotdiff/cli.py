@@ -18,7 +18,7 @@ import sys
 from collections.abc import Sequence
 
 from .core.errors import SlotdiffError
-from .core.printable import PrintableStream, printable
+from .core.printable import PrintableStream, one_line, printable
 
 # ``slotdiff MODEL``: the analysis, when the first argument names no command
 DEFAULT_COMMAND = "slotdiff.commands.analyze"
@@ -106,7 +106,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     try:
         return _dispatch(argv)
     except SlotdiffError as err:
-        sys.stderr.write(f"slotdiff: error: {printable(err.message())}\n")
+        sys.stderr.write(f"slotdiff: error: {one_line(err.message())}\n")
         return err.exit_code
     except KeyboardInterrupt:
         sys.stderr.write("slotdiff: interrupted\n")

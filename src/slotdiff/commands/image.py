@@ -30,12 +30,12 @@ examples:
   slotdiff image config.json --image 1024x1024 --max-pixels 1003520
 """
 
-_SIZE = re.compile(r"^(\d{1,6})[x×](\d{1,6})$")
+_SIZE = re.compile(r"([0-9]{1,6})[x×]([0-9]{1,6})\Z")
 
 
 def parse_size(text: str) -> tuple[int, int]:
     """``1024x768`` → (1024, 768)."""
-    m = _SIZE.match(text.strip().lower())
+    m = _SIZE.fullmatch(text.strip().lower())
     if not m or not int(m.group(1)) or not int(m.group(2)):
         raise argparse.ArgumentTypeError(f"expected WIDTHxHEIGHT such as 1024x1024, got {text!r}")
     return int(m.group(1)), int(m.group(2))

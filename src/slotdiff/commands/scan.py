@@ -13,8 +13,9 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from ..core.errors import UsageError
+from ..core.errors import SlotdiffError, UsageError
 from ..core.files import atomic_write_text
+from ..core.printable import one_line, printable
 from ..read.retry import RetryPolicy
 from ..scan.engine import ScanOptions, run_scan
 from ..scan.propose import write_proposals
@@ -148,7 +149,7 @@ class _PlainProgress:
             return
         rec, done, total = args
         what = rec.reason if rec.verdict == "skipped" else (rec.family or rec.fingerprint or "")
-        sys.stderr.write(f"[{done}/{total}] {rec.repo_id}: {rec.verdict} {what}\n")
+        sys.stderr.write(one_line(f"[{done}/{total}] {rec.repo_id}: {rec.verdict} {what}") + "\n")
         sys.stderr.flush()
 
     def close(self) -> None:
@@ -167,7 +168,7 @@ class _RichProgress:
             BarColumn(),
             MofNCompleteColumn(),
             TimeElapsedColumn(),
-            TextColumn("{task.fields[last]}", style="dim"),
+            TextColumn("{task.fields[last]}", style="dim", markup=False),
             console=Console(stderr=True),
             transient=True,
         )
@@ -182,7 +183,9 @@ class _RichProgress:
         rec, done, total = args
 
         self.new += rec.verdict in NEW
-        self.progress.update(self.task, completed=done, total=total, last=f"{self.new} new · {rec.repo_id}")
+        self.progress.update(
+            self.task, completed=done, total=total, last=one_line(f"{self.new} new · {rec.repo_id}")
+        )
 
     def close(self) -> None:
         self.progress.stop()
@@ -236,20 +239,51 @@ def run(args: argparse.Namespace) -> int:
     hf_logging.set_verbosity_error()  # failures are in the report, one line each
     try:
         with disable_progress_bars():  # the scan has its own; per-file bars would drown it
-            result = run_scan(opts, progress)
+            result = run_scan(opts, progress, commit=False)
     finally:
         hf_logging.set_verbosity(verbosity)
         signal.signal(signal.SIGTERM, previous)
         if progress is not None:
             progress.close()
+    try:
+        data = _report(args, result)
+    except BaseException:
+        result.release()  # not reported: the findings stay pending, the next run reports them
+        raise
+    result.commit()
+    return 1 if args.fail_on_new and data["new"] else 0
+
+
+def _report(args: argparse.Namespace, result: Any) -> dict[str, Any]:
+    """Write every report the flags ask for; any that cannot be written is exit 2."""
     proposed: list[str] = []
     if args.update_fingerprints is not None:
-        proposed = write_proposals(args.update_fingerprints, new_fingerprints(result.records))
+        try:
+            proposed = write_proposals(args.update_fingerprints, new_fingerprints(result.records))
+        except OSError as err:
+            raise _unwritten(args.update_fingerprints, err) from err
     data = to_dict(result, proposed)
-    if args.write_markdown:
-        atomic_write_text(args.write_markdown, RENDERERS["markdown"](data))
-    if args.write_json:
-        atomic_write_text(args.write_json, RENDERERS["json"](data))
     fmt = args.format or ("table" if sys.stdout.isatty() else "markdown")
-    sys.stdout.write(render_terminal(data, args.width) if fmt == "table" else RENDERERS[fmt](data))
-    return 1 if args.fail_on_new and data["new"] else 0
+    texts = [(path, RENDERERS[name](data)) for path, name in _files(args)]
+    # rendered before anything is written: all or nothing
+    stdout = render_terminal(data, args.width) if fmt == "table" else RENDERERS[fmt](data)
+    for path, text in texts:
+        try:
+            atomic_write_text(path, printable(text))  # a file gets what stdout would
+        except OSError as err:
+            raise _unwritten(path, err) from err
+    sys.stdout.write(stdout)
+    sys.stdout.flush()
+    return data
+
+
+def _unwritten(path: Path, err: OSError) -> SlotdiffError:
+    return SlotdiffError(
+        str(path),
+        f"cannot write the report ({err.strerror or err}); nothing was marked as seen, "
+        "the next scan reports these models again",
+    )
+
+
+def _files(args: argparse.Namespace) -> list[tuple[Path, str]]:
+    return [(p, name) for p, name in ((args.write_markdown, "markdown"), (args.write_json, "json")) if p]

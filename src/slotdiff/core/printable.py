@@ -9,13 +9,21 @@ text read differently from what the file says. Everything slotdiff prints goes t
 from __future__ import annotations
 
 import re
+import secrets
 from typing import Any, TextIO
 
-# C0 controls except tab and newline, DEL, C1 controls, and the bidi embedding, override and
-# isolate marks (Trojan Source).
-_UNSAFE = re.compile("[\x00-\x08\x0b-\x1f\x7f-\x9f\u200e\u200f\u202a-\u202e\u2066-\u2069]")
-# What rich itself writes on a colour terminal: Select Graphic Rendition (colours, bold).
-_SGR = re.compile("(\x1b\\[[0-9;]*m)")
+# C0 controls except tab and newline, DEL, C1 controls, the bidi embedding, override and
+# isolate marks (Trojan Source), the line and paragraph separators, and lone surrogates
+# (which no UTF-8 stream can encode: JSON's "\ud800" decodes to one).
+_UNSAFE = re.compile(
+    "[\x00-\x08\x0b-\x1f\x7f-\x9f\u200e\u200f\u2028\u2029\u202a-\u202e\u2066-\u2069\ud800-\udfff]"
+)
+# slotdiff's own colours: render/console.py prefixes every Select Graphic Rendition code that
+# rich writes with this mark, after escaping the text rich was given. Only marked codes reach
+# a terminal; an SGR code that came from a config (unmarked) is escaped. The mark is drawn
+# at random per process, so no config can carry one.
+STYLE_MARK = f"\ue000{secrets.token_hex(8)}\ue001"
+_SGR = re.compile("(" + re.escape(STYLE_MARK) + "\x1b\\[[0-9;]*m)")
 
 
 def _escape(m: re.Match[str]) -> str:
@@ -24,11 +32,12 @@ def _escape(m: re.Match[str]) -> str:
 
 
 def printable(text: str, keep_sgr: bool = False) -> str:
-    """``text`` with every unsafe character escaped; ``keep_sgr`` keeps colour codes."""
-    if not keep_sgr:
-        return _UNSAFE.sub(_escape, text)
+    """``text`` with every unsafe character escaped; ``keep_sgr`` keeps slotdiff's own
+    (marked) colour codes, which are dropped otherwise."""
     parts = _SGR.split(text)
-    return "".join(p if i % 2 else _UNSAFE.sub(_escape, p) for i, p in enumerate(parts))
+    if not keep_sgr:
+        return "".join(_UNSAFE.sub(_escape, p) for p in parts[::2])
+    return "".join(p[len(STYLE_MARK) :] if i % 2 else _UNSAFE.sub(_escape, p) for i, p in enumerate(parts))
 
 
 def one_line(text: str) -> str:
@@ -38,8 +47,8 @@ def one_line(text: str) -> str:
 
 
 class PrintableStream:
-    """A text stream that escapes unsafe characters in everything written to it (colour codes
-    are kept when the stream is a terminal, where slotdiff's own styling uses them)."""
+    """A text stream that escapes unsafe characters in everything written to it (slotdiff's own
+    marked colour codes are kept when the stream is a terminal)."""
 
     def __init__(self, stream: TextIO) -> None:
         self._stream = stream

@@ -12,6 +12,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass
 
+from ..core.errors import SlotdiffError
 from ..schema.arch import Architecture
 
 STRETCHING = ("yarn", "linear", "dynamic")
@@ -40,6 +41,9 @@ class ContextLimit:
         return {"tokens": self.tokens, "source": self.source}
 
 
+MAX_CONTEXT = 2**40  # as --context (cost.workload)
+
+
 def context_limit(arch: Architecture) -> ContextLimit:
     """The longest context ``arch``'s config declares (None: it states none)."""
     table = arch.get("max_positions")
@@ -50,6 +54,14 @@ def context_limit(arch: Architecture) -> ContextLimit:
         factor = rope.get("factor")
         base = rope.get("original_max_position_embeddings") or table
         if kind in STRETCHING and isinstance(factor, (int, float)) and isinstance(base, int) and factor > 1:
+            if not base * factor <= MAX_CONTEXT:  # also NaN and infinity
+                raise SlotdiffError(
+                    arch.name,
+                    f"{factor!r} stretches {base:,} positions past 2^40, beyond any real model",
+                    key=arch.fields["rope_scaling"].keys[0]
+                    if arch.fields["rope_scaling"].keys
+                    else "rope_scaling",
+                )
             stretched = (int(base * factor), f"rope_scaling {kind} ×{factor:g} of {base:,}")
     if isinstance(table, int) and (stretched is None or stretched[0] <= table):
         return ContextLimit(table, "max_position_embeddings")

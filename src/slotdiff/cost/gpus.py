@@ -169,17 +169,31 @@ def customized(
     return replace(base, id=f"{base.id}*", name=name, custom=tuple(custom), **changes)
 
 
+def _no_constant(name: str) -> float:
+    raise ValueError(f"{name} is not a finite number")
+
+
+def _finite(text: str) -> float:
+    value = float(text)
+    if not math.isfinite(value):
+        raise ValueError(f"{text} is not a finite number")
+    return value
+
+
 def user_gpus(path: str | Path) -> dict[str, GPU]:
     """The GPUs of a user's file in the presets' format, validated by ``gpus.schema.json``."""
     import jsonschema  # lazy: heavy, and only a user's own file needs it
 
     p = Path(path)
     try:
-        data = json.loads(p.read_text(encoding="utf-8"))
+        # NaN, Infinity and 1e999 are not numbers a GPU has: refused, never priced.
+        data = json.loads(p.read_text(encoding="utf-8"), parse_constant=_no_constant, parse_float=_finite)
     except (OSError, UnicodeDecodeError) as err:
         raise UsageError(f"--gpu-file {p}: cannot read it ({err})") from err
     except json.JSONDecodeError as err:
         raise UsageError(f"--gpu-file {p}: not JSON ({err.msg} at line {err.lineno})") from err
+    except ValueError as err:
+        raise UsageError(f"--gpu-file {p}: {err}") from err
     schema = json.loads((data_dir("schemas") / "gpus.schema.json").read_text(encoding="utf-8"))
     if isinstance(data, dict) and "$schema" in data:
         data = {**data, "$schema": "./gpus.schema.json"}

@@ -81,7 +81,10 @@ def _settings(
         shown.append((name, value, where))
     unknown = set(overrides) - set(values)
     if unknown:
-        raise TypeError(f"unknown image setting(s) {sorted(unknown)}")
+        raise KeyError(f"its image processor has no {', '.join(sorted(unknown))} setting")
+    low, high = values.get("min_pixels"), values.get("max_pixels")
+    if isinstance(low, (int, float)) and isinstance(high, (int, float)) and low > high:
+        raise ValueError(f"min_pixels {low:,} is above max_pixels {high:,}")
     return values, shown
 
 
@@ -111,9 +114,11 @@ def image_tokens(arch: Architecture, width: int, height: int, **overrides: Any) 
     try:
         values, shown = _settings(spec, model.env, overrides)
         got = RULES[spec["rule"]](values, width, height)
-    except (ExprError, KeyError, ValueError) as err:
+        tokens = as_int(got["tokens"], "tokens")
+    except KeyError as err:
+        raise Unsupported(arch.name, f"cannot compute image tokens: {err.args[0]}") from err
+    except (ExprError, ValueError, OverflowError, ZeroDivisionError) as err:
         raise Unsupported(arch.name, f"cannot compute image tokens: {err}") from err
-    tokens = as_int(got["tokens"], "tokens")
     notes = tuple(spec.get("notes", ()))
     if "canvas" in got:
         cw, ch = got["canvas"]

@@ -15,6 +15,7 @@ from collections.abc import Iterator, Mapping
 from functools import cache
 from typing import Any
 
+from ..core.jsonout import dumps_line
 from ..core.resources import data_dir, load_schema_file
 from ..read.source import TEXT_CONFIG_PATHS
 from ..schema.layer_rules import LAYER_TYPE_KINDS
@@ -152,7 +153,7 @@ def generate() -> dict[str, Any]:
 
 def render() -> str:
     """The schema file's text (what tools/gen_config_schema.py writes)."""
-    return json.dumps(generate(), indent=2, ensure_ascii=False) + "\n"
+    return dumps_line(generate())
 
 
 def _inline(node: Any, defs: Mapping[str, Any], depth: int = 0) -> Any:

@@ -13,6 +13,7 @@ from __future__ import annotations
 import copy
 import json
 import os
+import re
 import subprocess
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
@@ -31,6 +32,8 @@ from .registry import Hit, rule
 
 # ----------------------------------------------------------------------------- git
 
+_COMMIT = re.compile(r"[0-9a-f]{40}(?:[0-9a-f]{24})?")
+
 
 def _git(args: Sequence[str], cwd: Path, stdin: bytes | None = None) -> subprocess.CompletedProcess[bytes]:
     try:
@@ -41,58 +44,106 @@ def _git(args: Sequence[str], cwd: Path, stdin: bytes | None = None) -> subproce
         raise SlotdiffError("slotdiff lint", "--diff-base needs git, and git is not on PATH") from err
 
 
-def git_versions(rev: str, paths: Sequence[str], cwd: Path | None = None) -> dict[str, bytes | None]:
-    """Each path's content at ``rev`` (None where the file does not exist there)."""
-    cwd = (cwd or Path.cwd()).resolve()
+def _said(res: subprocess.CompletedProcess[bytes]) -> str:
+    return res.stderr.decode(errors="replace").strip()
+
+
+def _root(rev: str, cwd: Path) -> Path:
     top = _git(["rev-parse", "--show-toplevel"], cwd)
     if top.returncode != 0:
         raise SlotdiffError("slotdiff lint", f"--diff-base {rev}: not inside a git repository")
-    root = Path(os.fsdecode(top.stdout.strip())).resolve()
-    verify = _git(["rev-parse", "--verify", "--quiet", f"{rev}^{{commit}}"], root)
+    return Path(os.fsdecode(top.stdout.strip())).resolve()
+
+
+def resolve_revision(rev: str, root: Path) -> str | None:
+    """The commit id ``rev`` names (None: HEAD of a repository with no commit yet).
+
+    This is the first git call that sees the user's text, and the only one: it goes after
+    ``--end-of-options``, so ``--output=FILE`` is a revision name git does not know, never
+    an option; every later call gets the 40-hex commit id instead.
+    """
+    if not rev or rev.startswith("-") or any(c in rev for c in "\0\n\r"):
+        raise SlotdiffError("slotdiff lint", f"--diff-base {rev!r}: not a revision name")
+    verify = _git(["rev-parse", "--verify", "--quiet", "--end-of-options", f"{rev}^{{commit}}"], root)
     if verify.returncode != 0:
         unborn = rev == "HEAD" and _git(["rev-parse", "--verify", "--quiet", "HEAD"], root).returncode != 0
         if unborn:  # the first commit of a repository: every file is new
-            return dict.fromkeys(paths)
+            return None
         raise SlotdiffError("slotdiff lint", f"--diff-base {rev}: unknown revision")
-    commit = verify.stdout.decode().strip()
+    commit = verify.stdout.decode("ascii", "replace").strip()
+    if not _COMMIT.fullmatch(commit):
+        raise SlotdiffError(
+            "slotdiff lint", f"--diff-base {rev}: git answered {commit[:80]!r}, not a commit id"
+        )
+    return commit
+
+
+def git_versions(rev: str, paths: Sequence[str], cwd: Path | None = None) -> dict[str, bytes | None]:
+    """Each path's content at ``rev`` (None where the file does not exist there)."""
+    cwd = (cwd or Path.cwd()).resolve()
+    root = _root(rev, cwd)
+    commit = resolve_revision(rev, root)
     out: dict[str, bytes | None] = dict.fromkeys(paths)
+    if commit is None:
+        return out
     specs: list[tuple[str, str]] = []
     for p in paths:
         try:
             rel = (cwd / p).resolve().relative_to(root).as_posix()
         except ValueError:
             continue  # outside the repository: no base
-        specs.append((p, rel))
+        if "\n" in rel or "\r" in rel:
+            out[p] = _blob(commit, rel, root)  # cat-file --batch reads one name per line
+        else:
+            specs.append((p, rel))
     if not specs:
         return out
-    batch = _git(["cat-file", "--batch"], root, "".join(f"{commit}:{rel}\n" for _, rel in specs).encode())
+    names = "".join(f"{commit}:{rel}\n" for _, rel in specs)
+    batch = _git(["cat-file", "--batch"], root, os.fsencode(names))
     if batch.returncode != 0:
-        raise SlotdiffError("slotdiff lint", f"git cat-file failed: {batch.stderr.decode().strip()}")
+        raise SlotdiffError(
+            "slotdiff lint", f"git cat-file failed: {batch.stderr.decode(errors='replace').strip()}"
+        )
     buf, i = batch.stdout, 0
     for p, _ in specs:
         end = buf.index(b"\n", i)
-        header = buf[i:end].split()
+        header = buf[i:end]
         i = end + 1
-        if len(header) == 3 and header[1] == b"blob":
-            size = int(header[2])
+        if header.endswith((b" missing", b" ambiguous")):  # the name (spaces and all), then why
+            continue
+        parts = header.split()  # <sha> <type> <size>
+        if len(parts) != 3 or not parts[2].isdigit():
+            raise SlotdiffError("slotdiff lint", f"git cat-file answered {header[:80]!r}")
+        size = int(parts[2])
+        if parts[1] == b"blob":
             out[p] = buf[i : i + size]
-            i += size + 1
-        elif len(header) == 3:  # a tree or other object at that path: skip its body
-            i += int(header[2]) + 1
+        i += size + 1  # a tree or other object at that path: skip its body
     return out
+
+
+def _blob(commit: str, rel: str, root: Path) -> bytes | None:
+    """One file's bytes at ``commit`` (None when it is not a file there)."""
+    spec = f"{commit}:{rel}"
+    kind = _git(["cat-file", "-t", "--end-of-options", spec], root)
+    if kind.returncode != 0 or kind.stdout.strip() != b"blob":
+        return None
+    res = _git(["cat-file", "blob", "--end-of-options", spec], root)
+    return res.stdout if res.returncode == 0 else None
 
 
 def changed_files(rev: str, cwd: Path | None = None) -> list[str]:
     """Files that differ from ``rev`` in the working tree (added or modified), cwd-relative."""
     cwd = (cwd or Path.cwd()).resolve()
-    top = _git(["rev-parse", "--show-toplevel"], cwd)
-    if top.returncode != 0:
-        raise SlotdiffError("slotdiff lint", f"--diff-base {rev}: not inside a git repository")
-    root = Path(os.fsdecode(top.stdout.strip())).resolve()
-    res = _git(["diff", "--name-only", "--diff-filter=AMR", "-z", rev, "--"], root)
+    root = _root(rev, cwd)
+    commit = resolve_revision(rev, root)
+    if commit is None:
+        raise SlotdiffError("slotdiff lint", f"--diff-base {rev}: the repository has no commit yet")
+    res = _git(["diff", "--name-only", "--diff-filter=AMR", "-z", "--end-of-options", commit, "--"], root)
     if res.returncode != 0:
-        raise SlotdiffError("slotdiff lint", f"--diff-base {rev}: {res.stderr.decode().strip()}")
-    names = [n for n in res.stdout.decode().split("\0") if n]
+        raise SlotdiffError(
+            "slotdiff lint", f"--diff-base {rev}: {res.stderr.decode(errors='replace').strip()}"
+        )
+    names = [n for n in os.fsdecode(res.stdout).split("\0") if n]
     return [os.path.relpath(root / n, cwd) for n in names]
 
 

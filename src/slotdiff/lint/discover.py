@@ -25,7 +25,7 @@ NAMING_KEYS = ("model_type", "architectures")
 SIZE_FIELDS = ("d_model", "n_layers", "n_heads", "vocab")
 # Named like a config, so an unreadable or malformed one is checked (and its error shown)
 # rather than skipped: a broken config.json must not pass a hook by being ignored.
-CONFIG_NAME = re.compile(r"(^|/)[^/]*config[^/]*\.json$")
+CONFIG_NAME = re.compile(r"(^|/)[^/]*config[^/]*\.json\Z")
 
 
 @dataclass(frozen=True)

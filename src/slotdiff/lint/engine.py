@@ -174,6 +174,13 @@ def lint(
     baseline: Document | None = None
     if policy.baseline:
         baseline = diffmode.baseline_document(policy.baseline, policy.root, policy.source or "policy")
+        # A baseline that cannot be read would turn every comparison off: refuse it instead.
+        broken = baseline.error.message if baseline.error else None
+        if broken is None and baseline.build_error is not None:
+            broken = baseline.build_error.line()
+        if broken is not None:
+            where = policy.source or "policy"
+            raise SlotdiffError(where, f"baseline {policy.baseline!r} cannot be read: {broken}", "baseline")
 
     def one(name: str) -> FileResult:
         try:

@@ -9,9 +9,10 @@ no rule, a facet that does not exist) is a usage error: exit status 2, one line.
 from __future__ import annotations
 
 import fnmatch
+import math
 import re
 import tomllib
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from functools import cache
 from pathlib import Path
@@ -37,14 +38,14 @@ _BYTE_UNITS = {
     "GiB": 1024**3,
 }
 _COUNT_UNITS = {"": 1, "K": 1e3, "M": 1e6, "B": 1e9, "T": 1e12}
-_QUANTITY = re.compile(r"^\s*([0-9]+(?:\.[0-9]+)?)\s*([A-Za-z]*)\s*$")
+_QUANTITY = re.compile(r"\s*([0-9]+(?:\.[0-9]+)?)\s*([A-Za-z]*)\s*\Z", re.ASCII)
 
 
 def _quantity(value: int | float | str, units: Mapping[str, float]) -> int:
     """``"160 KiB"`` → 163840, ``"9B"`` → 9000000000; plain numbers pass through."""
     if isinstance(value, (int, float)):
         return int(value)
-    m = _QUANTITY.match(value)
+    m = _QUANTITY.fullmatch(value)
     if not m or m.group(2) not in units:
         raise ValueError(value)
     return int(float(m.group(1)) * units[m.group(2)])
@@ -132,9 +133,22 @@ def find(start: Path | None = None) -> tuple[Path, str] | None:
                 text = pyproject.read_text(encoding="utf-8")
             except OSError:
                 continue
-            if re.search(r"^\s*\[\s*tool\s*\.\s*slotdiff\s*[\].]", text, re.MULTILINE):
+            if _names_slotdiff(text):
                 return pyproject, "tool.slotdiff"
     return None
+
+
+def _names_slotdiff(text: str) -> bool:
+    """The pyproject has a [tool.slotdiff] table in any TOML spelling ([[tool.slotdiff]], an
+    inline table, a dotted key), or is broken TOML that mentions it: either way it is the
+    policy, and load() reads it or says what is wrong, never falling back to defaults."""
+    if "slotdiff" not in text:
+        return False
+    try:
+        tool = tomllib.loads(text).get("tool", {})
+    except tomllib.TOMLDecodeError:
+        return bool(re.search(r"^\s*\[+\s*tool\s*\.\s*\"?slotdiff", text, re.MULTILINE))
+    return not isinstance(tool, dict) or "slotdiff" in tool
 
 
 def load(path: Path | None = None, table: str | None = None, *, search: bool = True) -> Policy:
@@ -154,8 +168,19 @@ def load(path: Path | None = None, table: str | None = None, *, search: bool = T
     except tomllib.TOMLDecodeError as err:
         raise SlotdiffError(str(path), f"not valid TOML: {err}") from err
     data: Any = doc
+    walked: list[str] = []
     for part in table.split(".") if table else ():
-        data = data.get(part, {}) if isinstance(data, dict) else {}
+        walked.append(part)
+        data = data.get(part, {})
+        if not isinstance(data, dict):  # tool = 1, or [[tool.slotdiff]] (an array of tables)
+            kinds = {
+                "list": "an array of tables",
+                "int": "an integer",
+                "str": "a string",
+                "bool": "a boolean",
+            }
+            kind = kinds.get(type(data).__name__, f"a {type(data).__name__}")
+            raise SlotdiffError(str(path), f"{'.'.join(walked)} is {kind}, not a table")
     return from_mapping(data, str(path), path.parent, f"[{table}]" if table else "")
 
 
@@ -164,6 +189,16 @@ def from_mapping(data: Mapping[str, Any], source: str, root: Path, where: str = 
     from jsonschema import Draft202012Validator
 
     label = f"{source} {where}".strip()
+    if not isinstance(data, Mapping):
+        raise SlotdiffError(label, f"the policy is a {type(data).__name__}, not a table")
+    for at, value in _numbers(data):
+        if not math.isfinite(value):  # TOML has nan and inf; no budget or size is either
+            raise SlotdiffError(label, f"{at}: {value!r} is not a finite number")
+    for key in ("select",):
+        if key in data and data[key] == []:
+            raise SlotdiffError(
+                label, f"{key}: an empty list would turn every rule off; name at least one code"
+            )
     errors = sorted(
         Draft202012Validator(load_schema_file("policy.schema.json")).iter_errors(data),
         key=lambda e: list(map(str, e.absolute_path)),
@@ -223,6 +258,18 @@ def from_mapping(data: Mapping[str, Any], source: str, root: Path, where: str = 
     return policy
 
 
+def _numbers(node: Any, at: str = "") -> Iterator[tuple[str, float]]:
+    """Every float in a policy table with its dotted key (TOML's nan and inf are floats)."""
+    if isinstance(node, float):
+        yield at or "policy", node
+    elif isinstance(node, Mapping):
+        for k, v in node.items():
+            yield from _numbers(v, f"{at}.{k}" if at else str(k))
+    elif isinstance(node, list):
+        for i, v in enumerate(node):
+            yield from _numbers(v, f"{at}[{i}]")
+
+
 def _maybe(value: Any, units: Mapping[str, float]) -> int | None:
     return None if value is None else _quantity(value, units)
 
@@ -232,6 +279,8 @@ def with_overrides(
 ) -> Policy:
     """Command-line --select / --ignore replace the policy's lists."""
 
+    if select is not None and not select:
+        raise SlotdiffError("slotdiff lint", "--select: empty; name at least one code or prefix (SD, SD2)")
     for code in [*(select or []), *(ignore or [])]:
         if not valid_selector(code):
             raise SlotdiffError("slotdiff lint", f"{code!r} names no rule (slotdiff lint --list-rules)")

@@ -119,7 +119,7 @@ def severity_text() -> Mapping[str, str]:
 
 def valid_selector(prefix: str) -> bool:
     """A selector must name at least one code (``SD``, ``SD2``, ``SD105``)."""
-    return any(r.code.startswith(prefix) for r in table())
+    return bool(prefix) and any(r.code.startswith(prefix) for r in table())
 
 
 def is_selected(code: str, select: Sequence[str], ignore: Sequence[str]) -> bool:

@@ -12,6 +12,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+from ..core.printable import one_line, printable
 from ..core.version import __version__
 from ..read.jsonpos import strict
 from ..render.json_report import dumps
@@ -22,7 +23,11 @@ GITHUB_LEVEL = {"error": "error", "warning": "warning", "info": "notice"}
 
 
 def to_text(run: Any) -> str:
-    return "".join(f"{d.path}:{d.line}:{d.col}: {d.code} {d.message}\n" for d in run.diagnostics)
+    # One diagnostic, one line: a newline in a path or message must not start a line that an
+    # editor (or GitHub, "::error") reads as another record.
+    return "".join(
+        f"{one_line(d.path)}:{d.line}:{d.col}: {d.code} {one_line(d.message)}\n" for d in run.diagnostics
+    )
 
 
 def _diag_dict(d: Any) -> dict[str, Any]:
@@ -109,7 +114,8 @@ def to_sarif(run: Any) -> str:
 
 
 def _escape_data(text: str) -> str:
-    return text.replace("%", "%25").replace("\r", "%0D").replace("\n", "%0A")
+    # GitHub's own escapes for its delimiters, then every other control character as text.
+    return printable(text.replace("%", "%25").replace("\r", "%0D").replace("\n", "%0A"))
 
 
 def _escape_property(text: str) -> str:

@@ -13,14 +13,21 @@ from __future__ import annotations
 
 import os
 import re
+import threading
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
 from functools import cache
 from types import SimpleNamespace
+from typing import Any, TypeVar
 
+from ..core.errors import SlotdiffError
+from ..core.quantity import parse_real
 from .hub_errors import HubFailure, describe_failure, looks_like_repo_id
 from .jsonpos import MAX_BYTES
-from .retry import Retrier
+from .retry import Retrier, RetryPolicy
+
+T = TypeVar("T")
 
 
 def _cached(repo_id: str, revision: str | None) -> str | None:
@@ -30,18 +37,57 @@ def _cached(repo_id: str, revision: str | None) -> str | None:
     return found if isinstance(found, str) else None
 
 
+# The analysis's bounds on the Hub (the scan has its own flags): every request and retry
+# of one ``slotdiff MODEL`` within DEADLINE seconds, no Retry-After above the cap waited for.
+DEADLINE = 60.0
+ANALYZE_RETRY = RetryPolicy(
+    attempts=3, backoff=1.0, max_backoff=4.0, retry_after_cap=10.0, model_budget=20.0, total_budget=20.0
+)
+
+
+def hub_deadline() -> float:
+    """The analysis's Hub deadline: ``SLOTDIFF_HUB_DEADLINE`` seconds when set, else DEADLINE."""
+    text = os.environ.get("SLOTDIFF_HUB_DEADLINE", "").strip()
+    if not text:
+        return DEADLINE
+    try:
+        return parse_real(text, exclusive_minimum=True)
+    except SlotdiffError as err:
+        raise SlotdiffError("SLOTDIFF_HUB_DEADLINE", err.reason) from err
+
+
+def quiet_side_requests() -> None:
+    """Turn off huggingface_hub's agent-harness lookup before any request.
+
+    Building its user agent, huggingface_hub fetches ``{endpoint}/api/agent-harnesses`` once
+    a day and caches the answer under HF_HOME; a broken or hostile endpoint that answers it
+    with other JSON poisons that cache, and every later request fails with an
+    AttributeError. slotdiff needs no agent detection: the lookup is answered empty here,
+    so no side request is made and no cached answer is read.
+    """
+    try:
+        from huggingface_hub.utils import _detect_agent
+    except ImportError:  # a huggingface_hub without it: nothing to turn off
+        return
+    if getattr(_detect_agent, "_registry", 0) is None:
+        _detect_agent._registry = {"standardEnvVars": [], "harnesses": {}}
+
+
 def download_config(
-    repo_id: str, revision: str | None = None, timeout: float | None = None
+    repo_id: str, revision: str | None = None, timeout: float | None = None, deadline: float | None = None
 ) -> tuple[str, str, str | None]:
     """Fetch ``config.json`` through huggingface_hub; return (path, origin, note).
 
-    One metadata request without retries comes first, so an unreachable Hub fails in
-    seconds (huggingface_hub alone would retry for ~20 s) and a cached copy is used
-    instead; the size is checked before anything is downloaded.
+    One metadata request comes first, without huggingface_hub's own retries (which sleep
+    any Retry-After, an hour if the server says so): it is retried here under
+    ``ANALYZE_RETRY``, so an unreachable or rate-limiting Hub fails in seconds with the
+    reason ("rate limited: retry after 3600 s") and a cached copy is used instead. The size
+    is checked before anything is downloaded, and the whole fetch, the download included
+    (which a stalled or trickling server could otherwise hold for minutes), ends within
+    ``deadline`` seconds.
     """
     if not looks_like_repo_id(repo_id):
         raise HubFailure("not_found", f"{repo_id!r} is not a valid repo id")
-    import huggingface_hub
     from huggingface_hub import constants
 
     if constants.HF_HUB_OFFLINE or os.environ.get("HF_HUB_OFFLINE", "") in ("1", "true", "True"):
@@ -49,24 +95,71 @@ def download_config(
         if cached:
             return cached, "hf-cache", "HF_HUB_OFFLINE is set: read from the HF cache"
         raise HubFailure("offline", "HF_HUB_OFFLINE is set and config.json is not in the HF cache")
+    quiet_side_requests()
+    deadline = deadline or hub_deadline()
+    probe = timeout or constants.HF_HUB_ETAG_TIMEOUT  # HF_HUB_ETAG_TIMEOUT (default 10 s)
     try:
-        url = huggingface_hub.hf_hub_url(repo_id, "config.json", revision=revision)
-        # HF_HUB_ETAG_TIMEOUT (default 10 s) bounds the probe, as it bounds huggingface_hub's.
-        meta = huggingface_hub.get_hf_file_metadata(url, timeout=timeout or constants.HF_HUB_ETAG_TIMEOUT)
-    except Exception as err:  # every failure becomes one line
-        fail = describe_failure(err, repo_id, revision)
+        return within(lambda: _download(repo_id, revision, min(probe, deadline)), deadline)
+    except HubFailure as fail:
         if fail.retryable:
             cached = _cached(repo_id, revision)
             if cached:
                 return cached, "hf-cache", f"{fail.reason}; read from the HF cache"
-        raise fail from err
+        raise
+
+
+def _download(repo_id: str, revision: str | None, timeout: float) -> tuple[str, str, str | None]:
+    import huggingface_hub
+
+    def describe(err: BaseException) -> HubFailure:
+        return describe_failure(err, repo_id, revision)
+
+    retrier = Retrier(ANALYZE_RETRY)
+    url = huggingface_hub.hf_hub_url(repo_id, "config.json", revision=revision)
+    meta = retrier.call(
+        lambda: huggingface_hub.get_hf_file_metadata(url, timeout=timeout), describe, retrier.budget()
+    )
     if meta.size is not None and meta.size > MAX_BYTES:
         raise HubFailure("too_large", f"config.json is {meta.size:,} bytes, over the {MAX_BYTES:,}-byte cap")
+    from huggingface_hub.utils import logging as hf_logging
+
+    verbosity = hf_logging.get_verbosity()
+    hf_logging.set_verbosity_error()  # its retry warnings are not slotdiff's one line
     try:
-        path = huggingface_hub.hf_hub_download(repo_id, "config.json", revision=revision)
+        path = huggingface_hub.hf_hub_download(
+            repo_id, "config.json", revision=revision, etag_timeout=timeout
+        )
     except Exception as err:
-        raise describe_failure(err, repo_id, revision) from err
+        raise describe(err) from err
+    finally:
+        hf_logging.set_verbosity(verbosity)
     return path, "hub", None
+
+
+def within(fn: Callable[[], T], seconds: float) -> T:
+    """``fn()`` in a daemon thread, or a retryable HubFailure once ``seconds`` have passed
+    (the thread is left to end with the process: huggingface_hub's calls cannot be cancelled)."""
+    box: dict[str, Any] = {}
+
+    def target() -> None:
+        try:
+            box["value"] = fn()
+        except BaseException as err:  # handed to the caller's thread
+            box["error"] = err
+
+    worker = threading.Thread(target=target, name="slotdiff-fetch-analyze", daemon=True)
+    worker.start()
+    worker.join(seconds)
+    if worker.is_alive():
+        raise HubFailure(
+            "network",
+            f"no complete answer from the Hub within {seconds:g} s",
+            retryable=True,
+            detail="timeout",
+        )
+    if "error" in box:
+        raise box["error"]
+    return box["value"]
 
 
 # ---------------------------------------------------------------------------- bounded retries
@@ -109,6 +202,8 @@ def _hf() -> SimpleNamespace:
     names lazily on every attribute access (about eight import_module calls per request)."""
     import huggingface_hub
     from huggingface_hub.utils import build_hf_headers, get_session, hf_raise_for_status
+
+    quiet_side_requests()
 
     return SimpleNamespace(
         build_hf_headers=build_hf_headers,

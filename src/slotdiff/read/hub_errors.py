@@ -7,7 +7,7 @@ from __future__ import annotations
 import re
 
 # Hub repo ids: "name" (legacy) or "org/name"; letters, digits, "-", "_", ".".
-REPO_ID = re.compile(r"^(?:[A-Za-z0-9][A-Za-z0-9._-]{0,95}/)?[A-Za-z0-9][A-Za-z0-9._-]{0,95}$")
+REPO_ID = re.compile(r"(?:[A-Za-z0-9][A-Za-z0-9._-]{0,95}/)?[A-Za-z0-9][A-Za-z0-9._-]{0,95}\Z", re.ASCII)
 
 
 class HubFailure(Exception):
@@ -41,7 +41,7 @@ class HubFailure(Exception):
 
 def looks_like_repo_id(text: str) -> bool:
     """True when ``text`` has the shape of a Hub repo id (and so is no path traversal)."""
-    return bool(REPO_ID.match(text)) and ".." not in text
+    return bool(REPO_ID.fullmatch(text)) and ".." not in text
 
 
 def _retry_after(err: BaseException) -> float | None:

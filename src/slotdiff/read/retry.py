@@ -94,7 +94,10 @@ class Retrier:
                 raise failure
             if failure.retry_after is not None:
                 if failure.retry_after > pol.retry_after_cap:
-                    failure.reason += f"; not waiting over {pol.retry_after_cap:g} s"
+                    failure.reason = (
+                        f"rate limited: retry after {failure.retry_after:g} s "
+                        f"(the Hub's Retry-After; not waiting over {pol.retry_after_cap:g} s)"
+                    )
                     raise failure
                 wait = failure.retry_after
                 with self._lock:

@@ -8,6 +8,7 @@ import sys
 from typing import Any
 
 from . import fmt
+from .console import safe_console
 from .page import output_width, print_table, wrap
 
 
@@ -30,13 +31,12 @@ def _delta_lines(result: Any) -> list[str]:
 
 
 def render_table(result: Any, width: int | None = None) -> str:
-    from rich.console import Console
     from rich.table import Table
     from rich.text import Text
 
     buf = io.StringIO()
     tty = sys.stdout.isatty()
-    console = Console(
+    console = safe_console(
         file=buf,
         width=output_width(width),
         force_terminal=tty,

@@ -3,13 +3,15 @@ per run, and ``dumps``, the one writer every command's ``--json`` goes through."
 
 from __future__ import annotations
 
-import json
 from typing import Any
+
+from ..core.jsonout import dumps_line
 
 
 def dumps(data: Any) -> str:
-    """``data`` as one indented JSON document (NaN and infinity refused, not written)."""
-    return json.dumps(data, indent=2, ensure_ascii=False, allow_nan=False, default=str) + "\n"
+    """``data`` as one indented JSON document (NaN and infinity refused, not written; DEL, C1,
+    bidi marks and lone surrogates escaped by core.jsonout, so it is valid JSON anywhere)."""
+    return dumps_line(data)
 
 
 def render(report: Any) -> str:

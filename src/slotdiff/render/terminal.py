@@ -10,11 +10,11 @@ import io
 import sys
 from typing import Any
 
-from rich.console import Console
 from rich.table import Table
 from rich.text import Text
 
 from . import fmt
+from .console import safe_console
 from .fmt import short_name
 from .page import output_width, print_table, word_breaks
 
@@ -243,7 +243,7 @@ def render(report: Any, width: int | None = None) -> str:
     (page.output_width: --width, COLUMNS, the terminal's, or 120 when piped)."""
     width = output_width(width)
     buf = io.StringIO()
-    console = Console(
+    console = safe_console(
         file=buf,
         width=width,
         force_terminal=sys.stdout.isatty(),

@@ -81,6 +81,11 @@ class ScanResult:
     endpoint: str | None = None
     knowledge: Knowledge | None = None
     interrupted: bool = False
+    # run_scan(..., commit=False): call commit() once the report is out (merges the findings
+    # into the state as seen), or release() when it could not be written (they stay pending
+    # in the state and the next run reports them again).
+    commit: Callable[[], None] = field(default=lambda: None, repr=False)
+    release: Callable[[], None] = field(default=lambda: None, repr=False)
 
     def counts(self) -> dict[str, Any]:
         by_verdict = dict.fromkeys(VERDICTS, 0)
@@ -245,8 +250,14 @@ def run_scan(
     *,
     cancel: threading.Event | None = None,
     now: datetime | None = None,
+    commit: bool = True,
 ) -> ScanResult:
-    """Run one scan (resuming an unfinished one in the same state file) and return it."""
+    """Run one scan (resuming an unfinished one in the same state file) and return it.
+
+    With ``commit=False`` the findings are not yet merged into the state: the caller writes
+    its report first and then calls ``result.commit()`` (or ``result.release()`` when the
+    report failed), so a model is remembered as seen only once it has been reported.
+    """
     from huggingface_hub import constants
 
     if constants.HF_HUB_OFFLINE:
@@ -255,7 +266,7 @@ def run_scan(
         raise SlotdiffError("scan", f"--by {opts.by!r}: expected modified or created")
     progress = _quiet_on_failure(progress)
     now = now or datetime.now(UTC)
-    state = ScanState.load(opts.state)
+    state = ScanState.load(opts.state, lock=True)
     know = Knowledge.build(opts.fingerprints, state)
     since = _since(opts, state, now)
     query = Query(
@@ -360,8 +371,17 @@ def run_scan(
         result.notes.append("the listing did not finish: state keeps this scan open for a rerun")
         state.checkpoint(force=True)
         state.close()
-    else:
-        state.finish(finished, result.counts())
+        return result
+
+    def release() -> None:
+        state.checkpoint(force=True)
+        state.close()
+
+    counts = result.counts()
+    result.commit = lambda: state.finish(finished, counts)
+    result.release = release
+    if commit:
+        result.commit()
     return result
 
 

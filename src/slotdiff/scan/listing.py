@@ -15,8 +15,10 @@ from collections.abc import Callable, Iterator, Mapping
 from dataclasses import asdict, dataclass, field
 from datetime import UTC, datetime, timedelta
 from typing import Any
+from urllib.parse import urljoin, urlsplit
 
 from ..core.errors import UsageError
+from ..read.hub import quiet_side_requests
 from ..read.hub_errors import describe_failure
 
 # Fields asked of the listing: dates to cut at --since, the commit sha (an unchanged repo
@@ -69,14 +71,14 @@ NOT_LM_PIPELINES = frozenset(
     }
 )
 
-_SINCE = re.compile(r"^\s*(\d+)\s*([mhdw])\s*$")
+_SINCE = re.compile(r"\s*([0-9]{1,9})\s*([mhdw])\s*\Z", re.ASCII)
 _UNITS = {"m": "minutes", "h": "hours", "d": "days", "w": "weeks"}
 
 
 def parse_since(text: str, now: datetime | None = None) -> datetime:
     """``7d``, ``12h``, ``2w``, ``30m`` (before ``now``) or an ISO date / datetime → aware UTC."""
     now = now or datetime.now(UTC)
-    m = _SINCE.match(text)
+    m = _SINCE.fullmatch(text)
     if m:
         return now - timedelta(**{_UNITS[m.group(2)]: int(m.group(1))})
     try:
@@ -169,26 +171,76 @@ def _listed(info: Any) -> Listed:
 def list_models(
     query: Query, *, endpoint: str | None = None, token: str | bool | None = None
 ) -> Iterator[Listed]:
-    """Models in the window, newest first, through ``HfApi.list_models`` (lazy, paged)."""
-    from huggingface_hub import HfApi
+    """Models in the window, newest first, from the Hub's ``/api/models`` (lazy, paged)."""
+    from huggingface_hub import HfApi, ModelInfo
 
     api = HfApi(endpoint=endpoint, token=token)
-    sort = "last_modified" if query.by == "modified" else "created_at"
-    infos = api.list_models(
-        sort=sort,
-        expand=EXPAND,  # type: ignore[arg-type]
-        author=query.author,
-        pipeline_tag=query.pipeline_tag,
-        filter=query.library,
-        search=query.search,
-        limit=query.limit,
-    )
-    for info in infos:
+    params: dict[str, Any] = {
+        "sort": "lastModified" if query.by == "modified" else "createdAt",
+        "expand": EXPAND,
+    }
+    for name, value in (
+        ("author", query.author),
+        ("pipeline_tag", query.pipeline_tag),
+        ("filter", [query.library] if query.library else None),
+        ("search", query.search),
+        ("limit", query.limit),
+    ):
+        if value:
+            params[name] = value
+    for count, item in enumerate(_pages(f"{api.endpoint.rstrip('/')}/api/models", params, token)):
+        if query.limit is not None and count >= query.limit:
+            return
+        if not isinstance(item, dict) or not isinstance(item.get("id"), str):
+            raise ValueError("the Hub's model list holds an entry that is not a model")
+        info = ModelInfo(**{"siblings": None, **item})
         when = getattr(info, "last_modified" if query.by == "modified" else "created_at", None)
         when = when or getattr(info, "created_at", None)
         if when is not None and when < query.since:
             return  # sorted newest first: everything after this is older
         yield _listed(info)
+
+
+class CrossOriginPage(Exception):
+    """The listing's next page is on another origin than the endpoint (see :func:`_pages`)."""
+
+
+def origin(url: str) -> tuple[str, str, int | None]:
+    """(scheme, host, port) of ``url``, the unit a credential belongs to."""
+    parts = urlsplit(url)
+    port = parts.port or {"http": 80, "https": 443}.get(parts.scheme.lower())
+    return parts.scheme.lower(), (parts.hostname or "").lower(), port
+
+
+def _pages(url: str, params: dict[str, Any], token: str | bool | None) -> Iterator[Any]:
+    """The entries of every page of a listing, following ``Link: <...>; rel="next"``.
+
+    huggingface_hub's own pager sends the token to whatever URL a next link names; this one
+    follows a link only on the endpoint's own origin and refuses any other, so HF_TOKEN is
+    only ever sent where the user pointed the scan.
+    """
+    from huggingface_hub.utils import build_hf_headers, hf_raise_for_status, http_backoff
+
+    quiet_side_requests()
+    headers = build_hf_headers(token=token)
+    home = origin(url)
+    next_url: str | None = url
+    first = True
+    while next_url is not None:
+        response = http_backoff("GET", next_url, params=params if first else None, headers=headers)
+        hf_raise_for_status(response)
+        page = response.json()
+        if not isinstance(page, list):
+            raise ValueError(f"the Hub's model list was a JSON {type(page).__name__}, not a list")
+        yield from page
+        link = response.links.get("next", {}).get("url")
+        next_url = urljoin(next_url, link) if link else None
+        if next_url is not None and origin(next_url) != home:
+            raise CrossOriginPage(
+                f"the next page is on another origin ({origin(next_url)[1]}), not followed: "
+                "the token is only sent to the endpoint"
+            )
+        first = False
 
 
 _END = object()
@@ -242,6 +294,8 @@ class Lister(threading.Thread):
 def describe_listing_error(err: BaseException) -> str:
     """One line for a failed listing."""
 
+    if isinstance(err, CrossOriginPage):
+        return f"listing stopped: {err}"
     if isinstance(err, json.JSONDecodeError):
         return f"the Hub's model list was not valid JSON ({err.msg} at line {err.lineno})"
 

@@ -8,13 +8,13 @@ never repo ids; an existing file is left alone.
 
 from __future__ import annotations
 
-import json
 from collections import Counter
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
 from ..core.files import atomic_write_text, safe_child
+from ..core.jsonout import dumps_line
 from ..slots.classify import _article, fingerprint_from_dict, slugify
 
 
@@ -50,6 +50,6 @@ def write_proposals(folder: Path, entries: Sequence[Mapping[str, Any]]) -> list[
         target = safe_child(folder, stem + ".json")
         if target.exists():
             continue
-        atomic_write_text(target, json.dumps(record, indent=2, ensure_ascii=False) + "\n")
+        atomic_write_text(target, dumps_line(record))
         written.append(str(target))
     return written

@@ -12,6 +12,7 @@ from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 from ..read.hub_errors import looks_like_repo_id
+from ..render.console import safe_console
 from ..render.json_report import dumps
 from ..render.page import output_width
 from .listing import iso
@@ -299,18 +300,17 @@ def _table(verdict: str, models: Sequence[Mapping[str, Any]], base: str) -> list
 
 
 def render_json(data: Mapping[str, Any]) -> str:
-    return dumps(data)  # the one JSON writer (render/json_report.py)
+    return dumps(data)  # the one JSON writer (render/json_report.py → core/jsonout.py)
 
 
 def render_terminal(data: Mapping[str, Any], width: int | None = None) -> str:
     """A short summary for a terminal: counts, then one line per reported model."""
 
-    from rich.console import Console
     from rich.table import Table
     from rich.text import Text
 
     buf = io.StringIO()
-    console = Console(
+    console = safe_console(
         file=buf,
         width=output_width(width),
         force_terminal=False,

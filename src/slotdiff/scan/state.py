@@ -22,31 +22,15 @@ from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import IO, Any
 
-from ..core.errors import SlotdiffError
 from ..core.files import atomic_write_text
 from .listing import from_iso, iso
+from .statefile import empty_state, lock_state, read_state, regular_file, validator
 from .verdict import Record
 
-FORMAT = "slotdiff-scan-state"
-VERSION = 1
 KEEP_SCANS = 50  # finished scans remembered
 KEEP_SIZES = 50  # size sets remembered per fingerprint
 KEEP_EXEMPLARS = 10
 FORGET_AFTER = timedelta(days=180)  # models not seen for this long are dropped
-
-
-def _empty() -> dict[str, Any]:
-    return {
-        "format": FORMAT,
-        "version": VERSION,
-        "updated": None,
-        "scans": [],
-        "models": {},
-        "fingerprints": {},
-        "model_types": {},
-        "keys": {},
-        "current": None,
-    }
 
 
 class ScanState:
@@ -54,33 +38,33 @@ class ScanState:
 
     def __init__(self, path: Path | None, data: dict[str, Any] | None = None) -> None:
         self.path = path
-        self.data = data or _empty()
+        self.data = data or empty_state()
         self._journal: IO[str] | None = None
+        self._lock: IO[bytes] | None = None
         self._dirty = False
 
     # -------------------------------------------------------------------------- reading
 
     @classmethod
-    def load(cls, path: Path | None) -> ScanState:
-        """Read ``path`` (a missing file is an empty state) and replay its journal."""
+    def load(cls, path: Path | None, lock: bool = False) -> ScanState:
+        """Read ``path`` (a missing file is an empty state) and replay its journal.
+
+        ``lock=True`` (what a scan does) first takes ``PATH.lock``, an OS file lock held until
+        :meth:`close`: it keeps two scans off one state file, the second refused at once
+        instead of losing the first's models. A reader needs no lock (the file is replaced
+        atomically, so it always sees a whole state).
+        """
         if path is None:
             return cls(None)
-        data = None
-        if path.exists():
-            try:
-                data = json.loads(path.read_text(encoding="utf-8"))
-            except (OSError, ValueError) as err:
-                raise SlotdiffError(
-                    str(path), f"cannot read the scan state ({err}); move it away to start over"
-                ) from err
-            if not isinstance(data, dict) or data.get("format") != FORMAT:
-                raise SlotdiffError(str(path), "is not a slotdiff scan state file")
-            if data.get("version") != VERSION:
-                raise SlotdiffError(str(path), f"scan state version {data.get('version')} is not {VERSION}")
-            for key, value in _empty().items():
-                data.setdefault(key, value)
-        state = cls(path, data)
-        state._replay()
+        held = lock_state(path) if lock else None
+        try:
+            state = cls(path, read_state(path))
+            state._lock = held
+            state._replay()
+        except BaseException:
+            if held is not None:
+                held.close()
+            raise
         return state
 
     @property
@@ -91,15 +75,20 @@ class ScanState:
         jp = self.journal_path
         if jp is None or not jp.exists():
             return
+        regular_file(jp)
         current = self.data.get("current")
-        with open(jp, encoding="utf-8") as fh:
+        valid = validator("record")
+        with open(jp, encoding="utf-8", errors="replace") as fh:
             for line in fh:
                 try:
                     entry = json.loads(line)
                 except ValueError:
                     continue  # a line cut short by a kill
-                if current and entry.get("scan") == current["id"] and isinstance(entry.get("record"), dict):
-                    current["done"][entry["record"]["repo_id"]] = entry["record"]
+                if not isinstance(entry, dict) or not current or entry.get("scan") != current["id"]:
+                    continue
+                record = entry.get("record")
+                if valid.is_valid(record):  # anything else: that model is examined again
+                    current["done"][record["repo_id"]] = record
                     self._dirty = True
 
     @property
@@ -227,9 +216,13 @@ class ScanState:
                 os.unlink(jp)
 
     def close(self) -> None:
+        """Close the journal and release the lock (the state stays as last written)."""
         if self._journal is not None:
             self._journal.close()
             self._journal = None
+        if self._lock is not None:
+            self._lock.close()  # closing the descriptor releases the flock
+            self._lock = None
 
     # -------------------------------------------------------------------------- merging
 

@@ -15,6 +15,7 @@ from ..read.source import (
 from .arch import Architecture
 from .keymap import model_type_spec
 from .layers import counted_layers, layout
+from .relations import check_relations
 from .resolver import resolve_all
 from .towers import audio_config_key, read_vision
 
@@ -55,6 +56,7 @@ def build(raw: RawConfig) -> Architecture:
                 continue
             aliases = ", ".join(res.aliases(required)[:3])
             raise SlotdiffError(raw.name, f"missing {required} (looked for {aliases})")
+    check_relations(res)
     layers = layout(res)
     notes = list(res.notes)
     scopes = [("auto_map", raw.data)] + ([(res.cite("auto_map"), res.text)] if raw.text_path else [])

@@ -256,10 +256,21 @@ def _lookup(node: Mapping[str, Any], dotted: str) -> Any:
     return node
 
 
-def _pick(value: Any, spec: Mapping[str, Any]) -> Any:
+class FieldError(ValueError):
+    """A tower field whose value cannot be read as the data file says (``key``: the cited key)."""
+
+    def __init__(self, key: str, reason: str) -> None:
+        super().__init__(reason)
+        self.key = key
+        self.reason = reason
+
+
+def _pick(value: Any, spec: Mapping[str, Any], cited: str = "") -> Any:
     """Apply a field's ``index`` (a [h, w] pair read as one side)."""
     index = spec.get("index")
     if index is not None and isinstance(value, (list, tuple)):
+        if not -len(value) <= index < len(value):
+            raise FieldError(cited, f"{value!r} has no item {index} (expected a list like [h, w])")
         return value[index]
     return value
 
@@ -284,14 +295,14 @@ def resolve_fields(
             value = _lookup(node, alias)
             if value is not None:
                 cited = f"{node_key}.{alias}" if node_key else alias
-                found = Value(_pick(value, spec), "explicit" if i == 0 else "alias", (cited,))
+                found = Value(_pick(value, spec, cited), "explicit" if i == 0 else "alias", (cited,))
                 break
         if found is None:
             for alias in aliases:
                 if alias in defaults and (defaults[alias] is not None or "default" not in spec):
                     cited = f"{node_key}.{alias}" if node_key else alias
                     found = Value(
-                        _pick(defaults[alias], spec),
+                        _pick(defaults[alias], spec, cited),
                         "default",
                         (cited,),
                         f"absent; transformers' default for {defaults_name}",

@@ -22,6 +22,7 @@ from ..read.hub import fetch_config
 from ..read.hub_errors import HubFailure, looks_like_repo_id
 from ..read.jsonpos import JSONInputError
 from ..read.retry import Retrier, RetryPolicy
+from .lineage import read_lineage, wants_card
 from .listing import (
     NOT_LM_PIPELINES,
     Listed,
@@ -35,7 +36,19 @@ from .listing import (
 )
 from .pool import DeadlinePool, Outcome
 from .state import ScanState
-from .verdict import NEW, VERDICTS, Knowledge, NotALanguageModel, Record, analyze_config, judge, skipped
+from .unread import parse_object
+from .verdict import (
+    NEW,
+    VERDICTS,
+    Knowledge,
+    NotALanguageModel,
+    Record,
+    analyze_config,
+    failure_record,
+    judge,
+    judge_unreadable,
+    skipped,
+)
 
 
 @dataclass(frozen=True)
@@ -61,6 +74,7 @@ class ScanOptions:
     token: str | bool | None = None
     checkpoint_every: float = 2.0  # seconds between state-file rewrites (the journal is per model)
     via_hf_cache: bool = False  # download through hf_hub_download (keeps configs in the HF cache)
+    cards: bool = True  # read each model card's base_model (one more GET per fetched model)
 
 
 @dataclass
@@ -97,23 +111,10 @@ class ScanResult:
 
 
 _SHA = re.compile(r"[0-9a-f]{40}")
+MEMO_SIZE = 4096  # analyses kept for identical config bytes (re-uploads, quantized copies)
 
 # What a progress display is told: ("listed", count) or ("done", record, done, total).
 Progress = Callable[..., None]
-
-
-def _failure_record(listed: Listed, fail: HubFailure) -> Record:
-    if fail.kind == "network":
-        reason = "timeout" if fail.detail == "timeout" else "network"
-    elif fail.kind == "http":
-        reason = {"rate_limited": "rate_limited", "server": "server_error"}.get(fail.detail, "http")
-    elif fail.kind == "revision":
-        reason = "not_found"
-    elif fail.kind == "offline":
-        reason = "network"
-    else:
-        reason = fail.kind
-    return skipped(listed, reason, fail.reason)
 
 
 class _Examiner:
@@ -126,11 +127,28 @@ class _Examiner:
         self.know = know
         self.retrier = retrier
         self.previous = previous
-        # Identical config bytes (re-uploads, quantized copies) are classified once.
-        self._memo: dict[str, Any] = {}
+        self._memo: dict[str, Any] = {}  # identical config bytes are classified once
+        self._bytes: dict[str, bytes] = {}  # config bytes a card read may need (relation)
         self._lock = threading.Lock()
 
     def __call__(self, listed: Listed) -> Record:
+        rec = self.examine(listed)
+        if not self.opts.cards or not wants_card(rec):
+            return rec
+        data = self._bytes.pop(listed.repo_id, None)
+        lineage = read_lineage(
+            listed.repo_id,
+            revision=rec.commit if rec.commit and _SHA.fullmatch(rec.commit) else listed.sha,
+            tags=listed.tags,
+            config=(lambda: parse_object(data)) if data else None,
+            timeout=self.opts.timeout,
+            endpoint=self.opts.endpoint,
+            token=self.opts.token,
+            retrier=self.retrier,
+        )
+        return replace(rec, lineage=lineage.to_dict())
+
+    def examine(self, listed: Listed) -> Record:
         if self.retrier.cancel.is_set():
             return skipped(listed, "network", "the scan was stopped before this model")
         prev = self.previous.get(listed.repo_id)
@@ -147,14 +165,14 @@ class _Examiner:
                 via_hf_cache=self.opts.via_hf_cache,
             )
         except HubFailure as fail:
-            return _failure_record(listed, fail)
+            return failure_record(listed, fail)
         facts = {"commit": cfg.commit, "etag": cfg.etag}
         if cfg.origin == "unchanged":
             return Record(listed, "unchanged", detail="config.json unchanged (same etag)", **facts)
         try:
             data = cfg.read()
         except HubFailure as fail:
-            return _failure_record(listed, fail)
+            return failure_record(listed, fail)
         except OSError as err:
             return skipped(listed, "error", f"cannot read the downloaded file: {err}", **facts)
         if data is None:
@@ -163,6 +181,9 @@ class _Examiner:
         facts["config_sha256"] = digest
         if prev and prev.get("config_sha256") == digest:
             return Record(listed, "unchanged", detail="config.json unchanged (same sha256)", **facts)
+        if self.opts.cards:
+            with self._lock:
+                self._bytes[listed.repo_id] = data
         return self.classify(listed, data, digest, facts, prev)
 
     def classify(
@@ -174,15 +195,19 @@ class _Examiner:
             if analysis is None:
                 analysis = analyze_config(data, listed.repo_id)
                 with self._lock:
+                    if len(self._memo) >= MEMO_SIZE:  # bounded: a week of unique configs is large
+                        self._memo.pop(next(iter(self._memo)))
                     self._memo[digest] = analysis
         except JSONInputError as err:
             reason = "too_large" if "bytes, over the" in err.message else "invalid_json"
             return skipped(listed, reason, f"{err.message} (line {err.line}, column {err.col})", **facts)
         except NotALanguageModel as err:
-            return skipped(listed, "not_lm", str(err), **facts)
+            new = judge_unreadable(listed, data, str(err), self.know, **facts)
+            return new or skipped(listed, "not_lm", str(err), **facts)
         except SlotdiffError as err:
             where = f"{err.key}: " if err.key else ""
-            return skipped(listed, "unreadable", where + err.reason, **facts)
+            new = judge_unreadable(listed, data, where + err.reason, self.know, **facts)
+            return new or skipped(listed, "unreadable", where + err.reason, **facts)
         except Exception as err:  # a config slotdiff cannot handle must not stop the scan
             return skipped(listed, "error", f"{type(err).__name__}: {err}", **facts)
         rec = judge(listed, analysis, self.know, **facts)

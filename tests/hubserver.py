@@ -35,7 +35,7 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 from urllib.parse import parse_qs, quote, unquote, urlencode, urlsplit
 
-__all__ = ["MAX_DELAY", "Fault", "Generated", "HubServer", "LogEntry", "Repo", "git_blob_sha1"]
+__all__ = ["MAX_DELAY", "Fault", "Generated", "HubServer", "LogEntry", "Repo", "git_blob_sha1", "model_card"]
 
 #: Upper bound (seconds) on any single injected wait (delay, trickle interval, total trickle).
 MAX_DELAY = 30.0
@@ -1048,3 +1048,12 @@ class HubServer:
             revision, _, filename = right.partition("/")
             return _Route("resolve", unquote(left.lstrip("/")), unquote(revision), unquote(filename))
         return _Route("other")
+
+
+def model_card(body: str = "# Model card\n", **metadata: Any) -> str:
+    """A README.md with YAML front matter, as the Hub stores a model card (``base_model``,
+    ``base_model_relation``, ``license``, ...). Values are written as JSON, which YAML reads."""
+    if not metadata:
+        return body
+    lines = ["---", *(f"{k}: {json.dumps(v)}" for k, v in metadata.items()), "---", ""]
+    return "\n".join(lines) + body

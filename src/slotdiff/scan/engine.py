@@ -22,7 +22,7 @@ from ..read.hub import fetch_config
 from ..read.hub_errors import HubFailure, looks_like_repo_id
 from ..read.jsonpos import JSONInputError
 from ..read.retry import Retrier, RetryPolicy
-from .lineage import read_lineage, wants_card
+from .lineage import wants_card, with_lineage
 from .listing import (
     NOT_LM_PIPELINES,
     Listed,
@@ -36,7 +36,6 @@ from .listing import (
 )
 from .pool import DeadlinePool, Outcome
 from .state import ScanState
-from .unread import parse_object
 from .verdict import (
     NEW,
     VERDICTS,
@@ -135,18 +134,7 @@ class _Examiner:
         rec = self.examine(listed)
         if not self.opts.cards or not wants_card(rec):
             return rec
-        data = self._bytes.pop(listed.repo_id, None)
-        lineage = read_lineage(
-            listed.repo_id,
-            revision=rec.commit if rec.commit and _SHA.fullmatch(rec.commit) else listed.sha,
-            tags=listed.tags,
-            config=(lambda: parse_object(data)) if data else None,
-            timeout=self.opts.timeout,
-            endpoint=self.opts.endpoint,
-            token=self.opts.token,
-            retrier=self.retrier,
-        )
-        return replace(rec, lineage=lineage.to_dict())
+        return with_lineage(rec, self._bytes.pop(listed.repo_id, None), self.opts, self.retrier)
 
     def examine(self, listed: Listed) -> Record:
         if self.retrier.cancel.is_set():
@@ -326,6 +314,7 @@ def run_scan(
     lister.start()
     listing_done = False
     last_checkpoint = time.monotonic()
+    every = opts.checkpoint_every
     total = 0
 
     def finish(rec: Record) -> None:
@@ -358,9 +347,13 @@ def run_scan(
                     listing_done = True
             for out in pool.poll(0.05 if pool.pending else 0.0):
                 finish(_outcome_record(out, opts.deadline))
-            if time.monotonic() - last_checkpoint >= opts.checkpoint_every:
+            if time.monotonic() - last_checkpoint >= every:
+                began = time.monotonic()
                 state.checkpoint()
                 last_checkpoint = time.monotonic()
+                # Rewriting a big scan's state takes a while: rewrites stay under 5% of the
+                # time (the journal holds every finished model meanwhile).
+                every = max(opts.checkpoint_every, 20 * (last_checkpoint - began))
             if listing_done and pool.pending == 0:
                 break
     except KeyboardInterrupt:

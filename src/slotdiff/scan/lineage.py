@@ -12,18 +12,21 @@ listing tag names it; a config with a ``quantization_config`` is ``quantized``; 
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 from ..read.hub import fetch_file
 from ..read.hub_errors import HubFailure, looks_like_repo_id
 from ..read.retry import Retrier
+from .unread import parse_object
 
 RELATIONS = ("quantized", "finetune", "adapter", "merge")
 CARD = "README.md"
 CARD_CAP = 1024 * 1024  # a card's front matter is at the top; a bigger README is not read
 MAX_BASES = 16
+_SHA = re.compile(r"[0-9a-f]{40}")
 
 
 @dataclass(frozen=True)
@@ -124,3 +127,20 @@ def read_lineage(
             return Lineage(note="no model card")
         return Lineage(note=f"model card not read: {fail.kind} ({' '.join(fail.reason.split())[:160]})")
     return parse_card(data.decode("utf-8", errors="replace"), tags, config)
+
+
+def with_lineage(rec: Any, config: bytes | None, opts: Any, retrier: Retrier) -> Any:
+    """``rec`` (a verdict Record) with the lineage its model card gives; ``config`` is the
+    config.json it was judged on (to tell a quantized copy), ``opts`` the scan's options."""
+    listed = rec.listed
+    lineage = read_lineage(
+        listed.repo_id,
+        revision=rec.commit if rec.commit and _SHA.fullmatch(rec.commit) else listed.sha,
+        tags=listed.tags,
+        config=(lambda: parse_object(config)) if config else None,
+        timeout=opts.timeout,
+        endpoint=opts.endpoint,
+        token=opts.token,
+        retrier=retrier,
+    )
+    return replace(rec, lineage=lineage.to_dict())

@@ -412,7 +412,8 @@ class Repo:
             return _iso(self.last_modified) or _iso(self.created_at)
         if key == "id":
             return self.id
-        return {"downloads": self.downloads, "likes": self.likes, "trendingScore": self.trending_score}.get(key)
+        numbers = {"downloads": self.downloads, "likes": self.likes, "trendingScore": self.trending_score}
+        return numbers.get(key)
 
     def json_config(self) -> Any:
         body = self._bodies["main"].get("config.json")

@@ -111,3 +111,17 @@ def test_sizes_on_record_without_depth_are_compared_without_it() -> None:
     assert size_changes(now, [{"layers": {"n_layers": 32}, "embedding.table": {"d_model": 4096}}]) == [
         {"facet": "layers", "size": "n_layers", "was": 32, "now": 48}
     ]
+
+
+def test_an_unreadable_model_type_is_news_once(tmp_path: Path) -> None:
+    from test_scan_week import NOVEL
+
+    with HubServer([repo("novel/one", NOVEL, hours=30)]) as hub:
+        (first,) = run_scan(options(hub, tmp_path, cards=False)).records
+        assert first.verdict == "new_model_type" and "d_embed" in first.unreadable["unread_keys"]
+        hub.add(repo("novel/two", {**NOVEL, "n_blocks": 48}, hours=1))
+        recs = {r.repo_id: r for r in run_scan(options(hub, tmp_path, cards=False)).records}
+        two = recs["novel/two"]
+        # Reported as new in the scan that met it; later copies say why they are not read.
+        assert (two.verdict, two.reason) == ("skipped", "unreadable")
+        assert "first seen by an earlier scan" in two.detail and two.unreadable["unread_keys"]

@@ -56,6 +56,7 @@ class Knowledge:
     families: tuple[Family, ...]
     seen: Mapping[str, Mapping[str, Any]] = field(default_factory=dict)  # state fingerprints
     model_types: frozenset[str] = frozenset()
+    readable_types: frozenset[str] = frozenset()  # model_types slotdiff or transformers define
     keys: frozenset[str] = frozenset()
 
     def __post_init__(self) -> None:
@@ -102,11 +103,12 @@ class Knowledge:
             types.update(fam.model_types)
         seen: Mapping[str, Any] = {}
         keys = set(known_keys())
+        static = set(types)
         if state is not None:
             seen = state.fingerprints
             types.update(state.model_types)
             keys.update(state.keys)
-        know = cls(fams, seen, frozenset(types), frozenset(keys))
+        know = cls(fams, seen, frozenset(types), frozenset(keys), frozenset(static))
         # Sizes recorded in a family file (the proposals a scan writes carry them).
 
         for path in sorted(Path(folder or data_dir("fingerprints")).glob("*.json")):

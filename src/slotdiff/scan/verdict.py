@@ -292,30 +292,42 @@ def judge(listed: Listed, a: Analysis, know: Knowledge, **facts: Any) -> Record:
 
 
 def judge_unreadable(listed: Listed, data: bytes, why: str, know: Knowledge, **facts: Any) -> Record | None:
-    """A config the schema layer rejected: ``new_model_type`` when its model_type is new and
-    it looks like a language model (with the keys slotdiff could not read and the nearest
-    model_type by key overlap); None when it is an ordinary skip."""
+    """A config the schema layer rejected whose model_type neither slotdiff nor transformers
+    defines, and which looks like a language model: ``new_model_type`` (with the keys slotdiff
+    could not read and the nearest model_type by key overlap), or, when an earlier scan already
+    reported that model_type, an ``unreadable`` skip with the same details. None otherwise
+    (an ordinary skip)."""
     config = parse_object(data)
     if config is None:
         return None
     model_type = config.get("model_type")
-    if not isinstance(model_type, str) or not model_type or model_type in know.model_types:
+    if not isinstance(model_type, str) or not model_type or model_type in know.readable_types:
         return None
     if not looks_like_lm(config, listed.pipeline_tag):
         return None
-    keys = config_keys(config)
+    why = " ".join(why.split())[:300]
+    unreadable = {
+        "why": why,
+        "unread_keys": unread_keys(config),
+        "nearest_by_keys": nearest_by_keys(config_keys(config)),
+    }
+    if model_type in know.model_types:  # first seen by an earlier scan: news then, not now
+        return skipped(
+            listed,
+            "unreadable",
+            f"model_type {model_type[:80]!r}, first seen by an earlier scan, cannot be read yet: {why}",
+            model_type=model_type[:200],
+            unreadable=unreadable,
+            **facts,
+        )
     return Record(
         listed,
         "new_model_type",
-        detail=" ".join(why.split())[:300],
+        detail=why,
         model_type=model_type[:200],
         model_type_new=True,
         new_keys=tuple(k for k in unread_keys(config) if k not in know.keys),
-        unreadable={
-            "why": " ".join(why.split())[:300],
-            "unread_keys": unread_keys(config),
-            "nearest_by_keys": nearest_by_keys(keys),
-        },
+        unreadable=unreadable,
         **facts,
     )
 

@@ -107,13 +107,15 @@ def analyze(
     workload: Any = None,
     cost: bool = True,
     counterfactuals: bool = True,
+    classification: bool = True,
 ) -> Report:
     """Analyze one model: slots vs GPT-2 and Llama-3-8B (and ``against``), class, and cost.
 
     ``workload`` is a :class:`slotdiff.cost.workload.Workload` (default: H100 SXM, bf16,
     batch 1, context 8192); ``cost=False`` skips the cost pass; ``counterfactuals=False``
-    prices the model alone, without the price of each slot change (what a scan needs: the
-    same figures, a fraction of the work). ``source`` may be a :class:`Model` already loaded.
+    prices the model alone, without the price of each slot change; ``classification=False``
+    leaves out the family match (a scan matches against its own knowledge): what a scan needs,
+    the same figures at a fraction of the work. ``source`` may be a :class:`Model` already loaded.
     """
     model = source if isinstance(source, Model) else load(source, revision)
     other = against if isinstance(against, Model) or against is None else load(against)
@@ -140,7 +142,7 @@ def analyze(
         arch=model.arch,
         facets=facet_reports(model, other),
         baselines={**BASELINES, "against": other.raw.name if other else None},
-        classification=classify(model.arch, model.fills),
+        classification=classify(model.arch, model.fills) if classification else None,
         cost=cost_report,
         changes=changes,
         coverage=trust,

@@ -108,7 +108,7 @@ class Knowledge:
             seen = state.fingerprints
             types.update(state.model_types)
             keys.update(state.keys)
-        know = cls(fams, seen, frozenset(types), frozenset(keys), frozenset(static))
+        know = cls(fams, seen, frozenset(types), keys=frozenset(keys), readable_types=frozenset(static))
         # Sizes recorded in a family file (the proposals a scan writes carry them).
 
         for path in sorted(Path(folder or data_dir("fingerprints")).glob("*.json")):

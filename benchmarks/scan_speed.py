@@ -9,7 +9,7 @@
 2. A 500-model scan against the fake Hub (tests/hubserver.py) running in a subprocess, next
    to the server's raw serving time for the same models, measured in the same run: one
    plain httpx2 client, as many threads as the scan has workers, making the requests a
-   first scan makes (the listing, one GET per model). The ratio scan / raw says how much
+   first scan makes (the listing, config.json and README.md per model). The ratio scan / raw says how much
    of the scan's time is slotdiff's own. Then the same with ``--hf-cache``
    (hf_hub_download: HEAD + HEAD + GET per model), a second scan of each (all unchanged),
    the requests the server counted for each, and the scan's own CPU time. Further rounds
@@ -116,8 +116,8 @@ SERVER = textwrap.dedent(
     from hubserver import Fault, HubServer, Repo
     spec = json.load(open(sys.argv[2]))
     latency = float(sys.argv[3])
-    repos = [Repo(r["id"], files={"config.json": r["config"].encode()}, created_at=r["created"],
-                  downloads=r["downloads"], likes=r["likes"]) for r in spec]
+    repos = [Repo(r["id"], files={"config.json": r["config"].encode(), "README.md": r["card"]},
+                  created_at=r["created"], downloads=r["downloads"], likes=r["likes"]) for r in spec]
     faults = [Fault.delay(latency)] if latency else []
     with HubServer(repos, faults=faults) as hub:
         print(hub.url, flush=True)
@@ -144,6 +144,7 @@ def start_server(n: int, tmp: Path, latency: float = 0.0) -> tuple[subprocess.Po
                 "created": (now - timedelta(minutes=i + 1)).strftime("%Y-%m-%dT%H:%M:%S.000Z"),
                 "downloads": i,
                 "likes": i % 13,
+                "card": "---\nlicense: mit\n---\n# model card\n",  # read by the scan for lineage
             }
         )
     path = tmp / "repos.json"
@@ -160,8 +161,9 @@ def start_server(n: int, tmp: Path, latency: float = 0.0) -> tuple[subprocess.Po
 
 
 def raw_serving(url: str, ids: list[str], workers: int) -> float:
-    """The server's own time: the requests a first scan makes (the listing, one GET per
-    model), from one plain httpx2 client with as many threads as the scan has workers."""
+    """The server's own time: the requests a first scan makes (the listing, then config.json
+    and the model card of each model), from one plain httpx2 client with as many threads as
+    the scan has workers."""
     import httpx2
 
     client = httpx2.Client(timeout=30)
@@ -178,6 +180,7 @@ def raw_serving(url: str, ids: list[str], workers: int) -> float:
                     return
                 rid = todo.pop()
             client.get(f"{url}/{rid}/resolve/main/config.json").raise_for_status()
+            client.get(f"{url}/{rid}/resolve/main/README.md").raise_for_status()  # the model card
 
     threads = [threading.Thread(target=work) for _ in range(workers)]
     for t in threads:

@@ -280,11 +280,15 @@ def test_verdict_details(first_scan) -> None:
             "facet": "attention.bias",
             "article": "01",
             "title": "From GPT-2 to Llama: five changes and the parameter count",
+            "was": "no bias",  # the family's value, then this model's: every difference has both
+            "now": "bias on q/k/v and output",
         }
     ]
     mistral = recs["mistralai/Mistral-7B-v0.1"]
     assert mistral.nearest["family"] == "Llama-3"
     assert [d["facet"] for d in mistral.nearest["differs"]] == ["attention.range"]
+    rng = mistral.nearest["differs"][0]
+    assert (rng["was"], rng["now"]) == ("full causal", "sliding window 4,096 on every layer")
     dsa = recs["deepseek-ai/DeepSeek-V3.2"]
     assert dsa.nearest["family"] == "DeepSeek-V3"
     assert [d["facet"] for d in dsa.nearest["differs"]] == ["attention.range"]
@@ -303,7 +307,12 @@ def test_requests_are_bounded(first_scan) -> None:
     log = first_scan["log_first"]
 
     def count(repo_id: str, method: str | None = None) -> int:
-        return sum(1 for e in log if e.repo_id == repo_id and (method is None or e.method == method))
+        # config.json requests (each classified model also costs one model-card GET, below)
+        return sum(
+            1
+            for e in log
+            if e.repo_id == repo_id and e.filename == "config.json" and (method is None or e.method == method)
+        )
 
     # Decided from the listing alone: no request at all.
     assert count("skip/vision") == 0 and count("skip/listed-gated") == 0
@@ -314,9 +323,21 @@ def test_requests_are_bounded(first_scan) -> None:
     assert count("skip/gone") == 1 and count("skip/gated-401") == 1
     assert count("fail/503") == FAST.attempts
     assert count("fail/429-hour") == 1  # Retry-After over the cap: not waited for
-    assert [e.status for e in log if e.repo_id == "retry/429-once"] == [429, 200]
+    assert [e.status for e in log if e.repo_id == "retry/429-once" and e.filename == "config.json"] == [
+        429,
+        200,
+    ]
+    # The model card: one GET per classified model (and per repo without config.json), none for
+    # skipped ones, pinned to the commit the config came from.
+    cards = [e for e in log if e.filename == "README.md"]
+    classified = {r.repo_id for r in first_scan["first"].records if r.verdict not in ("skipped", "unchanged")}
+    no_config = {r.repo_id for r in first_scan["first"].records if r.reason == "no_config"}
+    assert sorted(e.repo_id for e in cards) == sorted(classified | no_config)
+    commits = {r.repo_id: r.commit or r.listed.sha for r in first_scan["first"].records}
+    off = [(e.repo_id, e.revision) for e in cards if e.method != "GET" or e.revision != commits[e.repo_id]]
+    assert off == []
     # A repo never seen before costs one GET, pinned to the commit the listing saw.
-    (get,) = [e for e in log if e.repo_id == "same/llama3-copy"]
+    (get,) = [e for e in log if e.repo_id == "same/llama3-copy" and e.filename == "config.json"]
     commit = first_scan["first"].records[0].commit
     assert get.method == "GET" and get.revision == commit and len(commit) == 40
 
@@ -378,8 +399,8 @@ def test_report_groups_new_first(first_scan) -> None:
         "### Known family (4)",
         f"### Skipped ({sum(1 for v, _ in EXPECTED.values() if v == 'skipped')})",
     ]
-    assert "`attention.bias` (article 01)" in md
-    assert "| 1.2k | 7 | Llama-3 |" in md
+    assert "`attention.bias` no bias → bias on q/k/v and output (article 01)" in md
+    assert "| 1.2k | Llama-3 |" in md
     assert f"[same/llama3-copy]({first_scan['url']}/same/llama3-copy)" in md
     json.dumps(data, allow_nan=False)  # strict JSON
     schema = json.loads((ROOT / "schemas" / "scan-report.schema.json").read_text())
@@ -425,7 +446,9 @@ def test_changed_repo_is_checked_with_a_head_first(tmp_path: Path) -> None:
         (rec,) = third.records
         assert rec.verdict == "new_fingerprint"
         assert rec.previous["fingerprint"] == first.records[0].fingerprint
-        assert [(e.method, e.status) for e in hub.log if e.repo_id == "org/m"] == [
+        assert [
+            (e.method, e.status) for e in hub.log if e.repo_id == "org/m" and e.filename == "config.json"
+        ] == [
             ("HEAD", 429),
             ("HEAD", 200),
             ("GET", 200),
@@ -442,7 +465,7 @@ def test_seen_repo_with_a_huge_config_is_refused_on_its_head(tmp_path: Path) -> 
         hub.clear_log()
         (rec,) = run_scan(options(hub, tmp_path)).records
         assert (rec.verdict, rec.reason) == ("skipped", "too_large")
-        assert [e.method for e in hub.log if e.repo_id == "org/m"] == ["HEAD"]
+        assert [e.method for e in hub.log if e.repo_id == "org/m"] == ["HEAD"]  # and no card
 
 
 def test_new_design_seen_by_an_earlier_scan_is_known_to_the_next(tmp_path: Path) -> None:
@@ -551,7 +574,7 @@ def test_via_hf_cache_uses_hf_hub_download(tmp_path: Path) -> None:
         # A copy in the HF cache at the commit the listing gives is used without a request.
         again = run_scan(options(hub, tmp_path, state=None))
         assert [r.verdict for r in again.records] == ["known"]
-        assert [e.method for e in hub.log if e.repo_id == "org/m"] == []
+        assert [e.method for e in hub.log if e.repo_id == "org/m" and e.filename == "config.json"] == []
 
 
 def test_unsafe_repo_ids_are_refused(tmp_path: Path) -> None:
@@ -619,7 +642,10 @@ def test_partial_listing_is_reported_and_the_scan_stays_open(
         again = run_scan(options(hub, tmp_path))
         assert again.resumed
         assert {r.repo_id: r.verdict for r in again.records} == {"a/one": "known", "a/two": "known"}
-        assert len([e for e in hub.log if e.repo_id == "a/one" and e.method == "GET"]) == 1
+        gets = [
+            e for e in hub.log if e.repo_id == "a/one" and e.method == "GET" and e.filename == "config.json"
+        ]
+        assert len(gets) == 1
 
 
 def test_offline_mode_is_refused(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
@@ -779,7 +805,7 @@ def test_scan_killed_midway_resumes_and_counts_each_model_once(tmp_path: Path) -
         assert seen <= len(done_before) < 40  # nothing recorded before the kill is lost
         for repo_ in repos:
             repo_.faults = ()
-        gets_before = {r: hub.count(method="GET", repo_id=r) for r in ids}
+        gets_before = {r: hub.count(method="GET", repo_id=r, filename="config.json") for r in ids}
 
         out = subprocess.run(
             _scan_cmd(tmp_path, "--workers", "4", "--json", "--progress-log"),
@@ -797,7 +823,7 @@ def test_scan_killed_midway_resumes_and_counts_each_model_once(tmp_path: Path) -
         assert report["counts"]["models"] == 40
         # Models finished before the kill were not fetched again.
         for r in done_before:
-            assert hub.count(method="GET", repo_id=r) == gets_before[r] == 1, r
+            assert hub.count(method="GET", repo_id=r, filename="config.json") == gets_before[r] == 1, r
         final = ScanState.load(tmp_path / "state.json")
         assert final.current is None and set(final.models) == ids
         assert not (tmp_path / "state.json.journal").exists()

@@ -14,7 +14,8 @@ from pathlib import Path
 from typing import Any
 
 from ..core.errors import SlotdiffError
-from ..cost.price import price
+from ..cost.counterfactual import Change
+from ..cost.price import cost_of, price
 from ..read.jsonpos import JSONInputError, parse
 from ..read.source import RawConfig, from_catalog, resolve
 from ..schema.arch import Architecture
@@ -99,23 +100,33 @@ def source_info(raw: RawConfig) -> SourceInfo:
 
 
 def analyze(
-    source: str | Path | Mapping[str, Any] | RawConfig,
+    source: str | Path | Mapping[str, Any] | RawConfig | Model,
     *,
     revision: str | None = None,
     against: str | Path | Mapping[str, Any] | Model | None = None,
     workload: Any = None,
     cost: bool = True,
+    counterfactuals: bool = True,
+    classification: bool = True,
 ) -> Report:
     """Analyze one model: slots vs GPT-2 and Llama-3-8B (and ``against``), class, and cost.
 
     ``workload`` is a :class:`slotdiff.cost.workload.Workload` (default: H100 SXM, bf16,
-    batch 1, context 8192); ``cost=False`` skips the cost pass.
+    batch 1, context 8192); ``cost=False`` skips the cost pass; ``counterfactuals=False``
+    prices the model alone, without the price of each slot change; ``classification=False``
+    leaves out the family match (a scan matches against its own knowledge): what a scan needs,
+    the same figures at a fraction of the work. ``source`` may be a :class:`Model` already loaded.
     """
-    model = load(source, revision)
+    model = source if isinstance(source, Model) else load(source, revision)
     other = against if isinstance(against, Model) or against is None else load(against)
 
     cost_report, changes = None, ()
-    if cost:
+    if cost and not counterfactuals:
+        try:
+            cost_report = cost_of(model.arch, workload)
+        except SlotdiffError as err:
+            changes = (Change("*", "02", "", "", None, {}, note=err.reason),)
+    elif cost:
         cost_report, changes = price(
             model.arch,
             workload,
@@ -131,7 +142,7 @@ def analyze(
         arch=model.arch,
         facets=facet_reports(model, other),
         baselines={**BASELINES, "against": other.raw.name if other else None},
-        classification=classify(model.arch, model.fills),
+        classification=classify(model.arch, model.fills) if classification else None,
         cost=cost_report,
         changes=changes,
         coverage=trust,

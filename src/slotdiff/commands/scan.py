@@ -18,6 +18,8 @@ from ..core.files import atomic_write_text
 from ..core.printable import one_line, printable
 from ..read.retry import RetryPolicy
 from ..scan.engine import ScanOptions, run_scan
+from ..scan.html import render_html
+from ..scan.pipelines import expand_pipeline_tags
 from ..scan.propose import write_proposals
 from ..scan.report import RENDERERS, new_fingerprints, render_terminal, to_dict
 from ..scan.verdict import NEW
@@ -26,7 +28,8 @@ from .options import COUNT, NONNEGATIVE, SECONDS, add_width_argument
 EPILOG = """\
 examples:
   slotdiff scan --since 7d --state scan-state.json --markdown > report.md
-  slotdiff scan --since 2025-06-01 --pipeline-tag text-generation --limit 500 --json
+  slotdiff scan --since 2025-06-01 --pipeline-tag lm --limit 500 --json
+  slotdiff scan --state s.json --pipeline-tag lm --write-html report.html
   slotdiff scan --state s.json --write-markdown report.md --write-json report.json --fail-on-new
   slotdiff scan --state s.json --update-fingerprints proposed/   # family files for new designs
 
@@ -48,7 +51,12 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         default="modified",
         help="modified: created or updated in the window (default); created: new repos only",
     )
-    what.add_argument("--pipeline-tag", help="only this pipeline tag (e.g. text-generation)")
+    what.add_argument(
+        "--pipeline-tag",
+        help="only these pipeline tags: a preset (lm: every tag a language model carries, "
+        "text-generation, image-text-to-text, any-to-any, audio-text-to-text, ...; text; multimodal; "
+        "schemas/scan.json) or a comma-separated list",
+    )
     what.add_argument("--library", help="only this library (e.g. transformers)")
     what.add_argument("--author", help="only this user or organization")
     what.add_argument("--search", help="only repo ids containing this text")
@@ -80,6 +88,12 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         type=SECONDS,
         default=120.0,
         help="give up on a listing that sends no model for this long (default 120)",
+    )
+    how.add_argument(
+        "--no-cards",
+        dest="cards",
+        action="store_false",
+        help="do not read model cards (no lineage: derivatives are not grouped under their base)",
     )
     how.add_argument("--endpoint", help="Hub URL (default: HF_ENDPOINT, else https://huggingface.co)")
     how.add_argument("--cache-dir", help="HF cache folder (default: HF_HUB_CACHE)")
@@ -124,6 +138,12 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         "--write-markdown", type=Path, metavar="PATH", help="also write the Markdown report here"
     )
     out.add_argument("--write-json", type=Path, metavar="PATH", help="also write the JSON report here")
+    out.add_argument(
+        "--write-html",
+        type=Path,
+        metavar="PATH",
+        help="also write a self-contained HTML report here (no network: inline CSS and JS)",
+    )
     out.add_argument(
         "--fail-on-new", action="store_true", help="exit 1 when something new was found (for CI)"
     )
@@ -202,6 +222,7 @@ def run(args: argparse.Namespace) -> int:
     for name in ("timeout", "deadline", "max_wait", "retry_after_cap", "list_timeout"):
         if getattr(args, name) <= 0:
             raise UsageError(f"--{name.replace('_', '-')} must be positive")
+    expand_pipeline_tags(args.pipeline_tag)  # a bad name is a usage error before any request
     if args.fingerprints is not None and not args.fingerprints.is_dir():
         raise UsageError(f"--fingerprints {args.fingerprints}: not a folder")
     opts = ScanOptions(
@@ -226,6 +247,7 @@ def run(args: argparse.Namespace) -> int:
         endpoint=args.endpoint,
         cache_dir=args.cache_dir,
         via_hf_cache=args.hf_cache,
+        cards=args.cards,
     )
     from huggingface_hub.utils import disable_progress_bars
     from huggingface_hub.utils import logging as hf_logging
@@ -264,7 +286,9 @@ def _report(args: argparse.Namespace, result: Any) -> dict[str, Any]:
             raise _unwritten(args.update_fingerprints, err) from err
     data = to_dict(result, proposed)
     fmt = args.format or ("table" if sys.stdout.isatty() else "markdown")
-    texts = [(path, RENDERERS[name](data)) for path, name in _files(args)]
+    texts = [
+        (path, (render_html if name == "html" else RENDERERS[name])(data)) for path, name in _files(args)
+    ]
     # rendered before anything is written: all or nothing
     stdout = render_terminal(data, args.width) if fmt == "table" else RENDERERS[fmt](data)
     for path, text in texts:
@@ -286,4 +310,5 @@ def _unwritten(path: Path, err: OSError) -> SlotdiffError:
 
 
 def _files(args: argparse.Namespace) -> list[tuple[Path, str]]:
-    return [(p, name) for p, name in ((args.write_markdown, "markdown"), (args.write_json, "json")) if p]
+    named = ((args.write_markdown, "markdown"), (args.write_json, "json"), (args.write_html, "html"))
+    return [(p, name) for p, name in named if p]

@@ -214,7 +214,15 @@ def _hf() -> SimpleNamespace:
     )
 
 
-def _get(url: str, *, timeout: float, token: str | bool | None, size: int | None = None) -> ConfigFile:
+def _get(
+    url: str,
+    *,
+    timeout: float,
+    token: str | bool | None,
+    size: int | None = None,
+    filename: str = "config.json",
+    cap: int = MAX_BYTES,
+) -> ConfigFile:
     """One GET through huggingface_hub's HTTP session, bounded in time and in size.
 
     The body must arrive within ``timeout`` seconds of the headers (huggingface_hub's own
@@ -230,22 +238,20 @@ def _get(url: str, *, timeout: float, token: str | bool | None, size: int | None
         hf.hf_raise_for_status(resp)
         first = resp.history[0] if resp.history else resp
         declared = resp.headers.get("Content-Length")
-        if declared and declared.isdigit() and int(declared) > MAX_BYTES:
-            raise HubFailure(
-                "too_large", f"config.json is {int(declared):,} bytes, over the {MAX_BYTES:,}-byte cap"
-            )
+        if declared and declared.isdigit() and int(declared) > cap:
+            raise HubFailure("too_large", f"{filename} is {int(declared):,} bytes, over the {cap:,}-byte cap")
         if size is None and declared and declared.isdigit() and not resp.headers.get("Content-Encoding"):
             size = int(declared)
         deadline = time.monotonic() + timeout
         chunks, total = [], 0
         for chunk in resp.iter_bytes():
             total += len(chunk)
-            if total > MAX_BYTES:
-                raise HubFailure("too_large", f"config.json is over the {MAX_BYTES:,}-byte cap")
+            if total > cap:
+                raise HubFailure("too_large", f"{filename} is over the {cap:,}-byte cap")
             if time.monotonic() > deadline:
                 raise HubFailure(
                     "network",
-                    f"config.json took over {timeout:g} s to arrive",
+                    f"{filename} took over {timeout:g} s to arrive",
                     retryable=True,
                     detail="timeout",
                 )
@@ -254,7 +260,7 @@ def _get(url: str, *, timeout: float, token: str | bool | None, size: int | None
     if size is not None and len(data) != size and not resp.headers.get("Content-Encoding"):
         raise HubFailure(
             "network",
-            f"config.json arrived with {len(data)} of {size} bytes",
+            f"{filename} arrived with {len(data)} of {size} bytes",
             retryable=True,
             detail="connection",
         )
@@ -337,3 +343,28 @@ def fetch_config(
     at = huggingface_hub.hf_hub_url(repo_id, "config.json", revision=pinned, endpoint=endpoint)
     got = retrier.call(lambda: _get(at, timeout=timeout, token=token, size=meta.size), describe, budget)
     return ConfigFile(got.data, None, meta.commit_hash, meta.etag, got.size, "hub")
+
+
+def fetch_file(
+    repo_id: str,
+    filename: str,
+    *,
+    revision: str | None = None,
+    timeout: float = 10.0,
+    endpoint: str | None = None,
+    token: str | bool | None = None,
+    retrier: Retrier | None = None,
+    cap: int = MAX_BYTES,
+) -> bytes:
+    """Another small file of a repo (a model card) by the scan's path: one GET through
+    huggingface_hub's session, capped in size and time, retried under ``retrier``'s budgets."""
+    if not looks_like_repo_id(repo_id):
+        raise HubFailure("not_found", f"{repo_id!r} is not a valid repo id")
+    retrier = retrier or Retrier()
+    url = _hf().hf_hub_url(repo_id, filename, revision=revision, endpoint=endpoint)
+    got = retrier.call(
+        lambda: _get(url, timeout=timeout, token=token, filename=filename, cap=cap),
+        lambda err: describe_failure(err, repo_id, revision),
+        retrier.budget(),
+    )
+    return got.data or b""

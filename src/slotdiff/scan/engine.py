@@ -6,22 +6,18 @@ classify (pure work, no shared writes). Every model ends as exactly one :class:`
 
 from __future__ import annotations
 
-import hashlib
-import re
 import secrets
 import threading
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime
-from pathlib import Path
 from typing import Any
 
 from ..core.errors import SlotdiffError
-from ..read.hub import fetch_config
-from ..read.hub_errors import HubFailure, looks_like_repo_id
-from ..read.jsonpos import JSONInputError
-from ..read.retry import Retrier, RetryPolicy
+from ..read.hub_errors import looks_like_repo_id
+from ..read.retry import Retrier
+from .examine import Examiner
 from .listing import (
     NOT_LM_PIPELINES,
     Listed,
@@ -33,34 +29,16 @@ from .listing import (
     list_models,
     parse_since,
 )
+from .options import ScanOptions
 from .pool import DeadlinePool, Outcome
 from .state import ScanState
-from .verdict import NEW, VERDICTS, Knowledge, NotALanguageModel, Record, analyze_config, judge, skipped
-
-
-@dataclass(frozen=True)
-class ScanOptions:
-    """Everything a scan needs to know (the CLI flags, as data)."""
-
-    since: str = "7d"
-    by: str = "modified"
-    pipeline_tag: str | None = None
-    library: str | None = None
-    author: str | None = None
-    search: str | None = None
-    limit: int | None = 1000
-    workers: int = 8
-    timeout: float = 10.0  # per request
-    deadline: float = 60.0  # per model, all requests and retries included
-    list_timeout: float = 120.0  # longest the listing may go without a new item
-    retry: RetryPolicy = field(default_factory=RetryPolicy)
-    state: Path | None = None
-    fingerprints: Path | None = None
-    endpoint: str | None = None
-    cache_dir: str | None = None
-    token: str | bool | None = None
-    checkpoint_every: float = 2.0  # seconds between state-file rewrites (the journal is per model)
-    via_hf_cache: bool = False  # download through hf_hub_download (keeps configs in the HF cache)
+from .verdict import (
+    NEW,
+    VERDICTS,
+    Knowledge,
+    Record,
+    skipped,
+)
 
 
 @dataclass
@@ -101,99 +79,8 @@ class ScanResult:
         return [r for r in self.records if r.verdict in NEW]
 
 
-_SHA = re.compile(r"[0-9a-f]{40}")
-
 # What a progress display is told: ("listed", count) or ("done", record, done, total).
 Progress = Callable[..., None]
-
-
-def _failure_record(listed: Listed, fail: HubFailure) -> Record:
-    if fail.kind == "network":
-        reason = "timeout" if fail.detail == "timeout" else "network"
-    elif fail.kind == "http":
-        reason = {"rate_limited": "rate_limited", "server": "server_error"}.get(fail.detail, "http")
-    elif fail.kind == "revision":
-        reason = "not_found"
-    elif fail.kind == "offline":
-        reason = "network"
-    else:
-        reason = fail.kind
-    return skipped(listed, reason, fail.reason)
-
-
-class _Examiner:
-    """The worker's job for one model: fetch, read, classify, judge."""
-
-    def __init__(
-        self, opts: ScanOptions, know: Knowledge, retrier: Retrier, previous: dict[str, Any]
-    ) -> None:
-        self.opts = opts
-        self.know = know
-        self.retrier = retrier
-        self.previous = previous
-        # Identical config bytes (re-uploads, quantized copies) are classified once.
-        self._memo: dict[str, Any] = {}
-        self._lock = threading.Lock()
-
-    def __call__(self, listed: Listed) -> Record:
-        if self.retrier.cancel.is_set():
-            return skipped(listed, "network", "the scan was stopped before this model")
-        prev = self.previous.get(listed.repo_id)
-        try:
-            cfg = fetch_config(
-                listed.repo_id,
-                revision=listed.sha if listed.sha and _SHA.fullmatch(listed.sha) else None,
-                timeout=self.opts.timeout,
-                endpoint=self.opts.endpoint,
-                token=self.opts.token,
-                cache_dir=self.opts.cache_dir,
-                retrier=self.retrier,
-                known_etag=prev.get("etag") if prev else None,
-                via_hf_cache=self.opts.via_hf_cache,
-            )
-        except HubFailure as fail:
-            return _failure_record(listed, fail)
-        facts = {"commit": cfg.commit, "etag": cfg.etag}
-        if cfg.origin == "unchanged":
-            return Record(listed, "unchanged", detail="config.json unchanged (same etag)", **facts)
-        try:
-            data = cfg.read()
-        except HubFailure as fail:
-            return _failure_record(listed, fail)
-        except OSError as err:
-            return skipped(listed, "error", f"cannot read the downloaded file: {err}", **facts)
-        if data is None:
-            return skipped(listed, "error", "no config.json bytes came back", **facts)
-        digest = hashlib.sha256(data).hexdigest()
-        facts["config_sha256"] = digest
-        if prev and prev.get("config_sha256") == digest:
-            return Record(listed, "unchanged", detail="config.json unchanged (same sha256)", **facts)
-        return self.classify(listed, data, digest, facts, prev)
-
-    def classify(
-        self, listed: Listed, data: bytes, digest: str, facts: dict[str, Any], prev: dict[str, Any] | None
-    ) -> Record:
-        with self._lock:
-            analysis = self._memo.get(digest)
-        try:
-            if analysis is None:
-                analysis = analyze_config(data, listed.repo_id)
-                with self._lock:
-                    self._memo[digest] = analysis
-        except JSONInputError as err:
-            reason = "too_large" if "bytes, over the" in err.message else "invalid_json"
-            return skipped(listed, reason, f"{err.message} (line {err.line}, column {err.col})", **facts)
-        except NotALanguageModel as err:
-            return skipped(listed, "not_lm", str(err), **facts)
-        except SlotdiffError as err:
-            where = f"{err.key}: " if err.key else ""
-            return skipped(listed, "unreadable", where + err.reason, **facts)
-        except Exception as err:  # a config slotdiff cannot handle must not stop the scan
-            return skipped(listed, "error", f"{type(err).__name__}: {err}", **facts)
-        rec = judge(listed, analysis, self.know, **facts)
-        if prev and prev.get("fingerprint") and prev.get("fingerprint") != rec.fingerprint:
-            rec = replace(rec, previous={"fingerprint": prev["fingerprint"], "verdict": prev.get("verdict")})
-        return rec
 
 
 def _has_token(token: str | bool | None) -> bool:
@@ -299,7 +186,7 @@ def run_scan(
     cancel = cancel or threading.Event()
     retrier = Retrier(opts.retry, cancel)
     previous = dict(state.models)
-    examine = _Examiner(opts, know, retrier, previous)
+    examine = Examiner(opts, know, retrier, previous)
     has_token = _has_token(opts.token)
     records: dict[str, Record] = {r: Record.from_dict(d) for r, d in state.done().items()}
     order: list[str] = []  # listing order of this run, then earlier-run records not re-listed
@@ -312,6 +199,7 @@ def run_scan(
     lister.start()
     listing_done = False
     last_checkpoint = time.monotonic()
+    every = opts.checkpoint_every
     total = 0
 
     def finish(rec: Record) -> None:
@@ -344,9 +232,13 @@ def run_scan(
                     listing_done = True
             for out in pool.poll(0.05 if pool.pending else 0.0):
                 finish(_outcome_record(out, opts.deadline))
-            if time.monotonic() - last_checkpoint >= opts.checkpoint_every:
+            if time.monotonic() - last_checkpoint >= every:
+                began = time.monotonic()
                 state.checkpoint()
                 last_checkpoint = time.monotonic()
+                # Rewriting a big scan's state takes a while: rewrites stay under 5% of the
+                # time (the journal holds every finished model meanwhile).
+                every = max(opts.checkpoint_every, 20 * (last_checkpoint - began))
             if listing_done and pool.pending == 0:
                 break
     except KeyboardInterrupt:

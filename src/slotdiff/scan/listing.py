@@ -6,6 +6,7 @@ daemon thread (:class:`Lister`) that the scan watches from outside and can give 
 
 from __future__ import annotations
 
+import heapq
 import json
 import queue
 import re
@@ -20,6 +21,7 @@ from urllib.parse import urljoin, urlsplit
 from ..core.errors import UsageError
 from ..read.hub import quiet_side_requests
 from ..read.hub_errors import describe_failure
+from .pipelines import expand_pipeline_tags, not_lm_pipeline_tags
 
 # Fields asked of the listing: dates to cut at --since, the commit sha (an unchanged repo
 # needs no request at all), popularity for the report, the tags that decide "not an LM".
@@ -35,41 +37,9 @@ EXPAND = [
     "gated",
 ]
 
-# Pipeline tags of models that are not language models: skipped without fetching. Any
-# other tag (or none) is fetched, and the config decides (a text model must be in it).
-NOT_LM_PIPELINES = frozenset(
-    {
-        "audio-classification",
-        "audio-to-audio",
-        "automatic-speech-recognition",
-        "depth-estimation",
-        "graph-ml",
-        "image-classification",
-        "image-feature-extraction",
-        "image-segmentation",
-        "image-to-3d",
-        "image-to-image",
-        "image-to-video",
-        "keypoint-detection",
-        "mask-generation",
-        "object-detection",
-        "reinforcement-learning",
-        "robotics",
-        "tabular-classification",
-        "tabular-regression",
-        "text-to-3d",
-        "text-to-audio",
-        "text-to-image",
-        "text-to-speech",
-        "text-to-video",
-        "time-series-forecasting",
-        "unconditional-image-generation",
-        "video-classification",
-        "voice-activity-detection",
-        "zero-shot-image-classification",
-        "zero-shot-object-detection",
-    }
-)
+# Pipeline tags of models that are not language models (schemas/scan.json): skipped without
+# fetching. Any other tag (or none) is fetched, and the config decides (a text model must be in it).
+NOT_LM_PIPELINES = not_lm_pipeline_tags()
 
 _SINCE = re.compile(r"\s*([0-9]{1,9})\s*([mhdw])\s*\Z", re.ASCII)
 _UNITS = {"m": "minutes", "h": "hours", "d": "days", "w": "weeks"}
@@ -171,7 +141,34 @@ def _listed(info: Any) -> Listed:
 def list_models(
     query: Query, *, endpoint: str | None = None, token: str | bool | None = None
 ) -> Iterator[Listed]:
-    """Models in the window, newest first, from the Hub's ``/api/models`` (lazy, paged)."""
+    """Models in the window, newest first, through ``HfApi.list_models`` (lazy, paged).
+
+    A ``pipeline_tag`` naming several tags (a preset such as ``lm``, or ``a,b``) is one
+    listing per tag, merged newest first (the Hub filters on one tag per listing).
+    """
+    tags = expand_pipeline_tags(query.pipeline_tag)
+    if len(tags) <= 1:
+        yield from _list_one(query, tags[0] if tags else None, endpoint, token)
+        return
+    field_name = "modified" if query.by == "modified" else "created"
+    streams = [_list_one(query, tag, endpoint, token) for tag in tags]
+    seen: set[str] = set()
+    count = 0
+    merged = heapq.merge(*streams, key=lambda m: getattr(m, field_name) or m.created or "", reverse=True)
+    for listed in merged:
+        if listed.repo_id in seen:
+            continue
+        seen.add(listed.repo_id)
+        yield listed
+        count += 1
+        if query.limit is not None and count >= query.limit:
+            return
+
+
+def _list_one(
+    query: Query, pipeline_tag: str | None, endpoint: str | None, token: str | bool | None
+) -> Iterator[Listed]:
+    """One tag's listing, paged by :func:`_pages` (the token stays on the endpoint's origin)."""
     from huggingface_hub import HfApi, ModelInfo
 
     api = HfApi(endpoint=endpoint, token=token)
@@ -181,7 +178,7 @@ def list_models(
     }
     for name, value in (
         ("author", query.author),
-        ("pipeline_tag", query.pipeline_tag),
+        ("pipeline_tag", pipeline_tag),
         ("filter", [query.library] if query.library else None),
         ("search", query.search),
         ("limit", query.limit),

@@ -11,16 +11,18 @@ import io
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
-from ..read.hub_errors import looks_like_repo_id
 from ..render.console import safe_console
 from ..render.json_report import dumps
 from ..render.page import output_width
+from . import text
+from .groups import lineage_groups
 from .listing import iso
-from .verdict import NEW, SKIP_REASONS, TITLES, VERDICTS, Record
+from .markdown import REPORTED, headline, render_markdown
+from .pipelines import expand_pipeline_tags
+from .verdict import NEW, TITLES, Record
 
 FORMAT = "slotdiff-scan-report"
 VERSION = 1
-REPORTED = tuple(v for v in VERDICTS if v != "unchanged")
 HUB = "https://huggingface.co"
 
 
@@ -78,6 +80,7 @@ def to_dict(result: Any, proposed: Sequence[str] = ()) -> dict[str, Any]:
     """The JSON report of a :class:`~slotdiff.scan.engine.ScanResult`."""
     q = result.query
     groups = grouped(result.records)
+    models = [_model(r) for v in REPORTED for r in groups[v]]
     return {
         "format": FORMAT,
         "version": VERSION,
@@ -90,6 +93,7 @@ def to_dict(result: Any, proposed: Sequence[str] = ()) -> dict[str, Any]:
             "by": q.by,
             "filters": {
                 "pipeline_tag": q.pipeline_tag,
+                "pipeline_tags": list(expand_pipeline_tags(q.pipeline_tag)),
                 "library": q.library,
                 "author": q.author,
                 "search": q.search,
@@ -112,191 +116,10 @@ def to_dict(result: Any, proposed: Sequence[str] = ()) -> dict[str, Any]:
             {k: v for k, v in e.items() if k not in ("fills", "model_type_of")}
             for e in new_fingerprints(result.records)
         ],
-        "models": [_model(r) for v in REPORTED for r in groups[v]],
+        "models": models,
+        "lineage": lineage_groups(models),
         "proposed_families": list(proposed),
     }
-
-
-# ---------------------------------------------------------------------------- formatting
-
-
-def _n(x: int | None) -> str:
-    if x is None:
-        return ""
-    for unit, size in (("M", 1_000_000), ("k", 1_000)):
-        if x >= size:
-            return f"{x / size:.1f}".rstrip("0").rstrip(".") + unit
-    return str(x)
-
-
-def _day(text: str | None) -> str:
-    return (text or "")[:10]
-
-
-def _when(listed: Mapping[str, Any]) -> str:
-    created, modified = _day(listed.get("created")), _day(listed.get("modified"))
-    if created and modified and modified != created:
-        return f"created {created}, updated {modified}"
-    return f"created {created}" if created else (f"updated {modified}" if modified else "")
-
-
-def _pop(listed: Mapping[str, Any]) -> str:
-    parts = []
-    if listed.get("downloads") is not None:
-        parts.append(f"{_n(listed['downloads'])} downloads")
-    if listed.get("likes") is not None:
-        parts.append(f"{_n(listed['likes'])} likes")
-    return " · ".join(parts)
-
-
-def _md(text: Any) -> str:
-    """Inline text safe in Markdown (repo ids and config keys come from strangers)."""
-    out = str(text).replace("\\", "\\\\")
-    for ch in "`*_[]<>|#":
-        out = out.replace(ch, "\\" + ch)
-    return " ".join(out.split())
-
-
-def _code(text: Any) -> str:
-    """A code span that stays one table cell: no backticks, newlines or bare pipes."""
-    body = " ".join(str(text).replace("`", "'").split())
-    return "`" + body.replace("|", "\\|") + "`"
-
-
-def _link(repo: str, base: str) -> str:
-    if not looks_like_repo_id(repo):
-        return _code(repo)
-    return f"[{_md(repo)}]({base.rstrip('/')}/{repo})"
-
-
-def _differs(nearest: Mapping[str, Any] | None) -> str:
-    if not nearest:
-        return ""
-    items = ", ".join(f"{_code(d['facet'])} (article {d['article']})" for d in nearest.get("differs", []))
-    return f"nearest family **{_md(nearest['family'])}** at distance {nearest['distance']}" + (
-        f": {items}" if items else ""
-    )
-
-
-def _sizes(changes: Sequence[Mapping[str, Any]], limit: int = 6) -> str:
-    shown = [f"{_code(c['facet'] + '.' + c['size'])} {c['was']} → {c['now']}" for c in changes[:limit]]
-    more = f" (+{len(changes) - limit} more)" if len(changes) > limit else ""
-    return ", ".join(shown) + more
-
-
-def _headline(data: Mapping[str, Any]) -> str:
-    c = data["counts"]
-    new = c["new_model_type"] + c["new_fingerprint"] + c["new_keys"]
-    parts = [
-        f"{new} new",
-        f"{c['new_sizes']} new sizes",
-        f"{c['known']} known",
-        f"{c['skipped']} skipped",
-        f"{c['unchanged']} unchanged",
-    ]
-    return " · ".join(parts)
-
-
-def render_markdown(data: Mapping[str, Any]) -> str:
-    """Markdown for an issue or a chat post."""
-    scan = data["scan"]
-    base = scan["endpoint"]
-    lines = [
-        f"## slotdiff scan: {_headline(data)}",
-        "",
-        f"{data['counts']['models']} models {'created' if scan['by'] == 'created' else 'created or updated'} "
-        f"since {_day(scan['since'])} (scan `{scan['id']}`, {_day(scan['started'])}"
-        + (", resumed" if scan["resumed"] else "")
-        + ").",
-        "",
-    ]
-    if data["listing_error"]:
-        lines += [f"> **Listing incomplete:** {_md(data['listing_error'])}", ""]
-    for note in data["notes"]:
-        lines += [f"> {_md(note)}", ""]
-    by_verdict: dict[str, list[Mapping[str, Any]]] = {}
-    for m in data["models"]:
-        by_verdict.setdefault(m["verdict"], []).append(m)
-    fps = {e["fingerprint"]: e for e in data["new_fingerprints"]}
-    for verdict in REPORTED:
-        models = by_verdict.get(verdict, [])
-        if not models:
-            continue
-        lines += [f"### {TITLES[verdict]} ({len(models)})", ""]
-        if verdict in ("known", "skipped"):
-            lines += _table(verdict, models, base)
-            continue
-        if verdict == "new_fingerprint":
-            for fp_id in dict.fromkeys(m["fingerprint"] for m in models):
-                entry = fps.get(fp_id, {})
-                members = [m for m in models if m["fingerprint"] == fp_id]
-                lines.append(f"#### {_code(fp_id)} · {_md(entry.get('label', members[0]['label']))}")
-                lines.append("")
-                near = _differs(members[0].get("nearest"))
-                if near:
-                    lines += [near[0].upper() + near[1:] + ".", ""]
-                lines += [_item(m, base, show_nearest=False) for m in members]
-                lines.append("")
-            continue
-        lines += [_item(m, base) for m in models]
-        lines.append("")
-    if data["proposed_families"]:
-        lines += ["### Proposed family files", ""]
-        lines += [f"- {_code(p)}" for p in data["proposed_families"]]
-        lines.append("")
-    r = data["retries"]
-    if r["count"] or r["abandoned"]:
-        lines += [
-            f"<sub>{r['count']} retries, {r['waited_s']:g} s waited, "
-            f"{r['abandoned']} models given up at their deadline.</sub>",
-            "",
-        ]
-    return "\n".join(lines).rstrip() + "\n"
-
-
-def _item(m: Mapping[str, Any], base: str, show_nearest: bool = True) -> str:
-    listed = m["listed"]
-    head = f"- **{_link(m['repo_id'], base)}**"
-    if m.get("model_type"):
-        head += f" {_code(m['model_type'])}"
-    meta = " · ".join(x for x in (_when(listed), _pop(listed)) if x)
-    if meta:
-        head += f" — {meta}"
-    sub = []
-    if m.get("label"):
-        sub.append(f"class: {_code(m['label'])}")
-    if m.get("family"):
-        sub.append(f"family: **{_md(m['family'])}**")
-    if show_nearest and m.get("nearest"):
-        sub.append(_differs(m["nearest"]))
-    if m.get("model_type_new"):
-        sub.append("model_type never seen before")
-    if m.get("new_keys"):
-        sub.append("new config keys: " + ", ".join(_code(k) for k in m["new_keys"][:12]))
-    if m.get("size_changes"):
-        sub.append("sizes: " + _sizes(m["size_changes"]))
-    if m.get("previous"):
-        sub.append(f"was {_code(m['previous']['fingerprint'])} in the last scan")
-    return "\n".join([head, *[f"  - {s}" for s in sub]])
-
-
-def _table(verdict: str, models: Sequence[Mapping[str, Any]], base: str) -> list[str]:
-    if verdict == "known":
-        rows = ["| model | date | downloads | likes | family | class |", "|---|---|---|---|---|---|"]
-        for m in models:
-            listed = m["listed"]
-            day = _day(max(listed.get("created") or "", listed.get("modified") or ""))
-            rows.append(
-                f"| {_link(m['repo_id'], base)} | {day} "
-                f"| {_n(listed.get('downloads'))} | {_n(listed.get('likes'))} | {_md(m.get('family') or '')} "
-                f"| {_md(m.get('label') or '')} |"
-            )
-    else:
-        rows = ["| model | reason | detail |", "|---|---|---|"]
-        for m in models:
-            reason = SKIP_REASONS.get(m.get("reason") or "", m.get("reason") or "")
-            rows.append(f"| {_link(m['repo_id'], base)} | {_md(reason)} | {_md(m.get('detail') or '')} |")
-    return [*rows, ""]
 
 
 def render_json(data: Mapping[str, Any]) -> str:
@@ -321,8 +144,8 @@ def render_terminal(data: Mapping[str, Any], width: int | None = None) -> str:
     scan = data["scan"]
     console.print(
         Text(f"slotdiff scan {scan['id']}: ", style="bold")
-        + Text(_headline(data))
-        + Text(f"  (since {_day(scan['since'])})", style="dim")
+        + Text(headline(data))
+        + Text(f"  (since {text.day(scan['since'])})", style="dim")
     )
     if data["listing_error"]:
         console.print(Text(f"listing incomplete: {data['listing_error']}", style="yellow"))
@@ -348,24 +171,37 @@ def render_terminal(data: Mapping[str, Any], width: int | None = None) -> str:
 def _terminal_what(m: Mapping[str, Any]) -> str:
     if m["verdict"] == "skipped":
         return f"{m.get('reason')}: {m.get('detail') or ''}"
-    bits = [m.get("label") or ""]
+    bits = [m.get("label") or "", text.figures(m.get("figures"))]
     if m.get("family"):
         bits.append(f"family {m['family']}")
     near = m.get("nearest")
     if near and m["verdict"] != "known":
         bits.append(
             f"nearest {near['family']} Δ{near['distance']}: "
-            + ", ".join(f"{d['facet']} ({d['article']})" for d in near["differs"])
+            + "; ".join(map(text.difference, near["differs"]))
         )
+    unread = m.get("unreadable")
+    if unread:
+        by_keys = unread.get("nearest_by_keys")
+        bits.append("unreadable: " + unread["why"])
+        if by_keys:
+            bits.append(f"nearest by keys {by_keys['model_type']} ({by_keys['overlap']:.0%})")
     if m.get("new_keys"):
         bits.append("new keys: " + ", ".join(m["new_keys"][:8]))
     if m.get("size_changes"):
-        bits.append(
-            "sizes: "
-            + ", ".join(f"{c['facet']}.{c['size']} {c['was']}→{c['now']}" for c in m["size_changes"][:4])
-        )
+        bits.append("sizes: " + text.size_changes(m["size_changes"], limit=4))
     return " · ".join(b for b in bits if b)
 
+
+__all__ = [
+    "RENDERERS",
+    "grouped",
+    "new_fingerprints",
+    "render_json",
+    "render_markdown",
+    "render_terminal",
+    "to_dict",
+]
 
 RENDERERS: dict[str, Callable[[Mapping[str, Any]], str]] = {
     "table": render_terminal,

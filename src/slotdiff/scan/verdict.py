@@ -20,31 +20,31 @@ does not depend on the order in which concurrent fetches finish. Verdicts, most 
 
 from __future__ import annotations
 
-import json
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, fields
 from functools import cache
-from pathlib import Path
 from typing import Any
 
-from ..analysis.analyze import load
+from ..analysis.analyze import analyze, load
 from ..core.errors import SlotdiffError
-from ..core.resources import data_dir
+from ..read.hub_errors import HubFailure
 from ..read.jsonpos import JSONInputError, parse
-from ..read.source import RawConfig, catalog, from_catalog
-from ..schema.keymap import known_keys, known_model_types, transformers_defaults
+from ..read.source import RawConfig
 from ..slots.classify import (
     Family,
     Fingerprint,
-    families,
     fingerprint,
-    fingerprint_from_dict,
     in_fingerprint,
 )
 from ..slots.classify import label as class_label
 from ..slots.classify import nearest as nearest_family
 from ..slots.fill import articles, slot_table
+from .figures import Figures, figures_of
+from .knowledge import Knowledge, family_details
 from .listing import Listed
+from .sizes import comparable, sizes_of
+from .sizes import size_changes as changes_from
+from .unread import config_keys, looks_like_lm, nearest_by_keys, parse_object, unread_keys
 
 VERDICTS = (
     "new_model_type",
@@ -113,6 +113,10 @@ class Record:
     size_changes: tuple[Mapping[str, Any], ...] = ()
     fills: Mapping[str, Any] | None = None  # kept when no family file holds the design
     previous: Mapping[str, Any] | None = None  # what the last scan recorded, if it differed
+    figures: Mapping[str, Any] | None = None  # figures.Figures as a dict (params, KV, fit, trust)
+    details: Mapping[str, str] | None = None  # facet → this model's fill, in words (new designs)
+    unreadable: Mapping[str, Any] | None = None  # a new model_type the schema layer cannot read
+    lineage: Mapping[str, Any] | None = None  # lineage.Lineage as a dict (the model card's base)
 
     @property
     def repo_id(self) -> str:
@@ -159,30 +163,8 @@ class Analysis:
     label: str
     sizes: Mapping[str, Mapping[str, Any]]  # facet → its numbers
     unknown_keys: tuple[str, ...]  # bare key names the key map does not know
-
-
-def sizes_of(fills: Sequence[Any]) -> dict[str, dict[str, Any]]:
-    """The numbers of each fingerprint facet (what two checkpoints of one design differ in)."""
-    sizes = {f.id: dict(f.sizes) for f in fills if in_fingerprint(f.id) and f.sizes}
-    # As JSON has them (tuples become lists), so sizes read back from the state compare equal.
-    # Sizes are plain numbers, strings and tuples of them: converted directly; anything
-    # else takes the JSON round trip itself.
-    try:
-        return {facet: {k: _plain(v) for k, v in numbers.items()} for facet, numbers in sizes.items()}
-    except TypeError:
-        return json.loads(json.dumps(sizes, default=str))
-
-
-_SCALARS = (str, int, float, type(None))
-
-
-def _plain(value: Any) -> Any:
-    """``value`` as a JSON round trip returns it, for scalars and lists/tuples of scalars."""
-    if type(value) in _SCALARS or type(value) is bool:
-        return value
-    if type(value) in (tuple, list) and all(type(v) in _SCALARS or type(v) is bool for v in value):
-        return list(value)
-    raise TypeError(value)
+    figures: Figures | None = None  # the analysis pipeline's numbers
+    details: Mapping[str, str] = field(default_factory=dict)  # fingerprint facet → fill in words
 
 
 class NotALanguageModel(Exception):
@@ -205,97 +187,20 @@ def analyze_config(data: bytes, name: str) -> Analysis:
     fills = model.fills
     fp = fingerprint(fills)
     keys = tuple(dict.fromkeys(k.rsplit(".", 1)[-1] for k in model.arch.unknown_keys))
-    return Analysis(model.arch.model_type, fp, class_label(fills), sizes_of(fills), keys)
-
-
-# ----------------------------------------------------------------------------- knowledge
-
-
-@cache
-def _exemplar(repo_id: str) -> tuple[str, dict[str, Any], tuple[str, ...]] | None:
-    """(fingerprint id, sizes, unknown keys) of a bundled catalog config; None if not bundled."""
-
-    if repo_id.lower() not in catalog():
-        return None
     try:
-        model = load(from_catalog(repo_id))
-    except SlotdiffError:
-        return None
-    keys = tuple(k.rsplit(".", 1)[-1] for k in model.arch.unknown_keys)
-    return fingerprint(model.fills).id, sizes_of(model.fills), keys
-
-
-@dataclass
-class Knowledge:
-    """What was known when the scan started: family files plus the state of finished scans."""
-
-    families: tuple[Family, ...]
-    seen: Mapping[str, Mapping[str, Any]] = field(default_factory=dict)  # state fingerprints
-    model_types: frozenset[str] = frozenset()
-    keys: frozenset[str] = frozenset()
-
-    def __post_init__(self) -> None:
-        self.by_id = {fam.fingerprint.id: fam for fam in self.families}
-        # Designs first seen by earlier scans act as provisional families.
-        self.provisional = tuple(
-            Family(
-                fp_id,
-                f"{fp_id} (first seen in {entry.get('first_seen')})",
-                tuple(entry.get("model_types", ())),
-                fingerprint_from_dict(entry["fills"]),
-                tuple(entry.get("exemplars", ())),
-                entry.get("label", ""),
-            )
-            for fp_id, entry in sorted(self.seen.items())
-            if fp_id not in self.by_id and entry.get("fills")
-        )
-        self.everything = self.families + self.provisional
-        self.provisional_by_id = {fam.slug: fam for fam in self.provisional}
-        self._sizes: dict[str, list[dict[str, Any]]] = {}
-        exemplar_keys: set[str] = set()
-        # Exemplars bundled in the catalog give the sizes already on record for their
-        # family, and their keys are no news either.
-        for fam in self.families:
-            bucket = self._sizes.setdefault(fam.fingerprint.id, [])
-            for repo in fam.exemplars:
-                got = _exemplar(repo)
-                if got and got[0] == fam.fingerprint.id:
-                    bucket.append(got[1])
-                    exemplar_keys.update(got[2])
-        self.keys = self.keys | exemplar_keys
-        for fp_id, entry in self.seen.items():
-            self._sizes.setdefault(fp_id, []).extend(entry.get("sizes", ()))
-
-    @classmethod
-    def build(
-        cls,
-        folder: str | Path | None,
-        state: Any = None,
-    ) -> Knowledge:
-        fams = families(folder)
-        types = set(known_model_types()) | {k for k in transformers_defaults() if not k.startswith("_")}
-        for fam in fams:
-            types.update(fam.model_types)
-        seen: Mapping[str, Any] = {}
-        keys = set(known_keys())
-        if state is not None:
-            seen = state.fingerprints
-            types.update(state.model_types)
-            keys.update(state.keys)
-        know = cls(fams, seen, frozenset(types), frozenset(keys))
-        # Sizes recorded in a family file (the proposals a scan writes carry them).
-
-        for path in sorted(Path(folder or data_dir("fingerprints")).glob("*.json")):
-            data = json.loads(path.read_text(encoding="utf-8"))
-            if data.get("sizes"):
-                know.add_family_sizes(fingerprint_from_dict(data["fills"]).id, data["sizes"])
-        return know
-
-    def add_family_sizes(self, fp_id: str, sizes: Sequence[Mapping[str, Any]]) -> None:
-        self._sizes.setdefault(fp_id, []).extend(dict(s) for s in sizes)
-
-    def sizes_for(self, fp_id: str) -> list[dict[str, Any]]:
-        return self._sizes.get(fp_id, [])
+        figs = figures_of(analyze(model, counterfactuals=False, classification=False))
+    except Exception as err:  # the design is still news when the cost pass fails on it
+        figs = Figures(note=f"not priced: {type(err).__name__}: {' '.join(str(err).split())[:200]}")
+    details = {f.id: f.detail for f in fills if in_fingerprint(f.id)}
+    return Analysis(
+        model.arch.model_type,
+        fp,
+        class_label(fills),
+        sizes_of(fills, model.arch.n_layers),
+        keys,
+        figs,
+        details,
+    )
 
 
 @cache
@@ -303,32 +208,31 @@ def _facet_articles() -> dict[str, str]:
     return {i.id: i.article for i in slot_table()}
 
 
-def _differs(differs: Sequence[str]) -> list[dict[str, str]]:
+def _design_words(fam: Family, facet: str) -> str:
+    """A facet of a family with no bundled exemplar: its kind and attributes."""
+    try:
+        kind, attrs = fam.fingerprint[facet]
+    except KeyError:
+        return "(none)"
+    shown = ", ".join(f"{k}={v}" for k, v in attrs if v not in (None, False, (), ""))
+    return f"{kind} ({shown})" if shown else kind
+
+
+def _differs(differs: Sequence[str], fam: Family, now: Mapping[str, str]) -> list[dict[str, Any]]:
+    """Each differing facet with its article and both values: the family's, then this model's."""
     article = _facet_articles()
     titles = articles()
+    theirs = family_details(fam)
     return [
         {
             "facet": f,
             "article": article.get(f, ""),
             "title": titles.get(article.get(f, ""), {}).get("title", ""),
+            "was": theirs.get(f) or _design_words(fam, f),
+            "now": now.get(f, ""),
         }
         for f in differs
     ]
-
-
-def _size_changes(now: Mapping[str, Any], known: Sequence[Mapping[str, Any]]) -> list[dict[str, Any]]:
-    """The numbers that differ from the closest sizes on record (fewest differences)."""
-    best: list[dict[str, Any]] | None = None
-    for was in known:
-        changes = []
-        for facet in sorted(set(now) | set(was)):
-            a, b = dict(was.get(facet, {})), dict(now.get(facet, {}))
-            for size in sorted(set(a) | set(b)):
-                if a.get(size) != b.get(size):
-                    changes.append({"facet": facet, "size": size, "was": a.get(size), "now": b.get(size)})
-        if best is None or len(changes) < len(best):
-            best = changes
-    return best or []
 
 
 def judge(listed: Listed, a: Analysis, know: Knowledge, **facts: Any) -> Record:
@@ -343,14 +247,19 @@ def judge(listed: Listed, a: Analysis, know: Knowledge, **facts: Any) -> Record:
     if fingerprint_new:
         near, dist, differs = nearest_family(a.fingerprint, a.model_type, know.everything)
         if near is not None:
-            nearest = {"family": near.name, "slug": near.slug, "distance": dist, "differs": _differs(differs)}
+            nearest = {
+                "family": near.name,
+                "slug": near.slug,
+                "distance": dist,
+                "differs": _differs(differs, near, a.details),
+            }
         sizes_new = False
     else:
         assert fam is not None
         known_sizes = know.sizes_for(fp_id)
-        sizes_new = bool(known_sizes) and dict(a.sizes) not in known_sizes
+        sizes_new = bool(known_sizes) and not any(dict(comparable(a.sizes, k)) == k for k in known_sizes)
         if sizes_new:
-            size_changes = _size_changes(a.sizes, known_sizes)
+            size_changes = changes_from(a.sizes, known_sizes)
     if model_type_new:
         verdict = "new_model_type"
     elif fingerprint_new:
@@ -376,5 +285,63 @@ def judge(listed: Listed, a: Analysis, know: Knowledge, **facts: Any) -> Record:
         sizes=dict(a.sizes),
         size_changes=tuple(size_changes),
         fills=None if fp_id in know.by_id else a.fingerprint.as_dict(),
+        figures=a.figures.to_dict() if a.figures else None,
+        details=dict(a.details) if fingerprint_new else None,
         **facts,
     )
+
+
+def judge_unreadable(listed: Listed, data: bytes, why: str, know: Knowledge, **facts: Any) -> Record | None:
+    """A config the schema layer rejected whose model_type neither slotdiff nor transformers
+    defines, and which looks like a language model: ``new_model_type`` (with the keys slotdiff
+    could not read and the nearest model_type by key overlap), or, when an earlier scan already
+    reported that model_type, an ``unreadable`` skip with the same details. None otherwise
+    (an ordinary skip)."""
+    config = parse_object(data)
+    if config is None:
+        return None
+    model_type = config.get("model_type")
+    if not isinstance(model_type, str) or not model_type or model_type in know.readable_types:
+        return None
+    if not looks_like_lm(config, listed.pipeline_tag):
+        return None
+    why = " ".join(why.split())[:300]
+    unreadable = {
+        "why": why,
+        "unread_keys": unread_keys(config),
+        "nearest_by_keys": nearest_by_keys(config_keys(config)),
+    }
+    if model_type in know.model_types:  # first seen by an earlier scan: news then, not now
+        return skipped(
+            listed,
+            "unreadable",
+            f"model_type {model_type[:80]!r}, first seen by an earlier scan, cannot be read yet: {why}",
+            model_type=model_type[:200],
+            unreadable=unreadable,
+            **facts,
+        )
+    return Record(
+        listed,
+        "new_model_type",
+        detail=why,
+        model_type=model_type[:200],
+        model_type_new=True,
+        new_keys=tuple(k for k in unread_keys(config) if k not in know.keys),
+        unreadable=unreadable,
+        **facts,
+    )
+
+
+def failure_record(listed: Listed, fail: HubFailure) -> Record:
+    """The skip record of a failed fetch (its kind mapped to a skip reason)."""
+    if fail.kind == "network":
+        reason = "timeout" if fail.detail == "timeout" else "network"
+    elif fail.kind == "http":
+        reason = {"rate_limited": "rate_limited", "server": "server_error"}.get(fail.detail, "http")
+    elif fail.kind == "revision":
+        reason = "not_found"
+    elif fail.kind == "offline":
+        reason = "network"
+    else:
+        reason = fail.kind
+    return skipped(listed, reason, fail.reason)

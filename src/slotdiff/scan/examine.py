@@ -1,0 +1,120 @@
+"""One model's work in a scan's worker thread: fetch its config (and card), read and classify
+it (identical config bytes once, in a bounded memo), judge it against what is known."""
+
+from __future__ import annotations
+
+import hashlib
+import re
+import threading
+from dataclasses import replace
+from typing import Any
+
+from ..core.errors import SlotdiffError
+from ..read.hub import fetch_config
+from ..read.hub_errors import HubFailure
+from ..read.jsonpos import JSONInputError
+from ..read.retry import Retrier
+from .lineage import wants_card, with_lineage
+from .listing import Listed
+from .options import ScanOptions
+from .verdict import (
+    Knowledge,
+    NotALanguageModel,
+    Record,
+    analyze_config,
+    failure_record,
+    judge,
+    judge_unreadable,
+    skipped,
+)
+
+_SHA = re.compile(r"[0-9a-f]{40}")
+MEMO_SIZE = 4096  # analyses kept for identical config bytes (re-uploads, quantized copies)
+
+
+class Examiner:
+    """The worker's job for one model: fetch, read, classify, judge."""
+
+    def __init__(
+        self, opts: ScanOptions, know: Knowledge, retrier: Retrier, previous: dict[str, Any]
+    ) -> None:
+        self.opts = opts
+        self.know = know
+        self.retrier = retrier
+        self.previous = previous
+        self._memo: dict[str, Any] = {}  # identical config bytes are classified once
+        self._bytes: dict[str, bytes] = {}  # config bytes a card read may need (relation)
+        self._lock = threading.Lock()
+
+    def __call__(self, listed: Listed) -> Record:
+        rec = self.examine(listed)
+        if not self.opts.cards or not wants_card(rec):
+            return rec
+        return with_lineage(rec, self._bytes.pop(listed.repo_id, None), self.opts, self.retrier)
+
+    def examine(self, listed: Listed) -> Record:
+        if self.retrier.cancel.is_set():
+            return skipped(listed, "network", "the scan was stopped before this model")
+        prev = self.previous.get(listed.repo_id)
+        try:
+            cfg = fetch_config(
+                listed.repo_id,
+                revision=listed.sha if listed.sha and _SHA.fullmatch(listed.sha) else None,
+                timeout=self.opts.timeout,
+                endpoint=self.opts.endpoint,
+                token=self.opts.token,
+                cache_dir=self.opts.cache_dir,
+                retrier=self.retrier,
+                known_etag=prev.get("etag") if prev else None,
+                via_hf_cache=self.opts.via_hf_cache,
+            )
+        except HubFailure as fail:
+            return failure_record(listed, fail)
+        facts = {"commit": cfg.commit, "etag": cfg.etag}
+        if cfg.origin == "unchanged":
+            return Record(listed, "unchanged", detail="config.json unchanged (same etag)", **facts)
+        try:
+            data = cfg.read()
+        except HubFailure as fail:
+            return failure_record(listed, fail)
+        except OSError as err:
+            return skipped(listed, "error", f"cannot read the downloaded file: {err}", **facts)
+        if data is None:
+            return skipped(listed, "error", "no config.json bytes came back", **facts)
+        digest = hashlib.sha256(data).hexdigest()
+        facts["config_sha256"] = digest
+        if prev and prev.get("config_sha256") == digest:
+            return Record(listed, "unchanged", detail="config.json unchanged (same sha256)", **facts)
+        if self.opts.cards:
+            with self._lock:
+                self._bytes[listed.repo_id] = data
+        return self.classify(listed, data, digest, facts, prev)
+
+    def classify(
+        self, listed: Listed, data: bytes, digest: str, facts: dict[str, Any], prev: dict[str, Any] | None
+    ) -> Record:
+        with self._lock:
+            analysis = self._memo.get(digest)
+        try:
+            if analysis is None:
+                analysis = analyze_config(data, listed.repo_id)
+                with self._lock:
+                    if len(self._memo) >= MEMO_SIZE:  # bounded: a week of unique configs is large
+                        self._memo.pop(next(iter(self._memo)))
+                    self._memo[digest] = analysis
+        except JSONInputError as err:
+            reason = "too_large" if "bytes, over the" in err.message else "invalid_json"
+            return skipped(listed, reason, f"{err.message} (line {err.line}, column {err.col})", **facts)
+        except NotALanguageModel as err:
+            new = judge_unreadable(listed, data, str(err), self.know, **facts)
+            return new or skipped(listed, "not_lm", str(err), **facts)
+        except SlotdiffError as err:
+            where = f"{err.key}: " if err.key else ""
+            new = judge_unreadable(listed, data, where + err.reason, self.know, **facts)
+            return new or skipped(listed, "unreadable", where + err.reason, **facts)
+        except Exception as err:  # a config slotdiff cannot handle must not stop the scan
+            return skipped(listed, "error", f"{type(err).__name__}: {err}", **facts)
+        rec = judge(listed, analysis, self.know, **facts)
+        if prev and prev.get("fingerprint") and prev.get("fingerprint") != rec.fingerprint:
+            rec = replace(rec, previous={"fingerprint": prev["fingerprint"], "verdict": prev.get("verdict")})
+        return rec

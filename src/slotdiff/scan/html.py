@@ -1,0 +1,325 @@
+"""The scan report as one self-contained HTML page (``--write-html``).
+
+No network: the CSS and the sorting script are inline, there are no fonts, images or
+external scripts, and a Content-Security-Policy forbids loading anything (the one script is
+allowed by its sha256, so nothing injected could run). On top: the week's new model_types
+and new designs, each design with its slot diff against the nearest family; then new
+mechanisms and new sizes; then one sortable table of every entry with its figures. Every
+string from the Hub (repo ids, config keys, error text) goes through ``html.escape``.
+"""
+
+from __future__ import annotations
+
+import base64
+import hashlib
+from collections.abc import Mapping, Sequence
+from html import escape
+from typing import Any
+from urllib.parse import urlsplit
+
+from ..read.hub_errors import looks_like_repo_id
+from ..render.fmt import bin_bytes, count, si_bytes
+from . import text
+from .groups import base_of, derivatives_line, fold, relation_of
+from .markdown import REPORTED, headline
+from .verdict import SKIP_REASONS, TITLES, VERDICTS
+
+CSS = """
+body{font:14px/1.45 system-ui,-apple-system,"Segoe UI",sans-serif;margin:24px;color:#1d2330;background:#fff}
+h1{font-size:20px;margin:0 0 4px}h2{font-size:17px;margin:28px 0 8px;border-bottom:1px solid #d8dce3}
+h3{font-size:15px;margin:16px 0 6px}.meta{color:#5a6372}code{font:12px ui-monospace,monospace;
+background:#f1f3f6;padding:1px 4px;border-radius:3px}.card{border:1px solid #d8dce3;border-radius:6px;
+padding:10px 14px;margin:8px 0}.card ul{margin:4px 0 0 18px;padding:0}table{border-collapse:collapse;
+width:100%;font-size:13px}th,td{border-bottom:1px solid #e6e9ee;padding:4px 8px;text-align:left;
+vertical-align:top}th{background:#f6f7f9;cursor:pointer;user-select:none;white-space:nowrap}
+th[aria-sort=ascending]::after{content:" \\25B2"}th[aria-sort=descending]::after{content:" \\25BC"}
+td.n{text-align:right;font-variant-numeric:tabular-nums;white-space:nowrap}.was{color:#8a3b12}
+.now{color:#0f5c2e}.v-new_model_type,.v-new_fingerprint,.v-new_keys{font-weight:600;color:#8a1538}
+.v-skipped{color:#6b7280}a{color:#1f4fb5;text-decoration:none}a:hover{text-decoration:underline}
+"""
+
+SCRIPT = """(function () {
+  var table = document.getElementById("entries");
+  if (!table) { return; }
+  var body = table.tBodies[0], heads = table.tHead.rows[0].cells;
+  function key(row, i, num) {
+    var cell = row.cells[i], v = cell.getAttribute("data-sort");
+    if (v === null) { v = cell.textContent; }
+    if (num) { var n = parseFloat(v); return isNaN(n) ? null : n; }
+    return v.toLowerCase();
+  }
+  function sortBy(i) {
+    var th = heads[i], num = th.getAttribute("data-type") === "num";
+    var asc = th.getAttribute("aria-sort") !== "ascending";
+    for (var j = 0; j < heads.length; j++) { heads[j].removeAttribute("aria-sort"); }
+    th.setAttribute("aria-sort", asc ? "ascending" : "descending");
+    var rows = Array.prototype.slice.call(body.rows);
+    rows.sort(function (a, b) {
+      var x = key(a, i, num), y = key(b, i, num);
+      if (x === y) { return 0; }
+      if (x === null) { return 1; }
+      if (y === null) { return -1; }
+      return (x < y ? -1 : 1) * (asc ? 1 : -1);
+    });
+    var frag = document.createDocumentFragment();
+    rows.forEach(function (r) { frag.appendChild(r); });
+    body.appendChild(frag);
+  }
+  Array.prototype.forEach.call(heads, function (th, i) {
+    th.addEventListener("click", function () { sortBy(i); });
+    th.addEventListener("keydown", function (e) {
+      if (e.key === "Enter" || e.key === " ") { e.preventDefault(); sortBy(i); }
+    });
+  });
+})();
+"""
+
+# (header, numeric?) of the entries table, in column order.
+COLUMNS = (
+    ("model", False),
+    ("verdict", True),
+    ("model_type", False),
+    ("class", False),
+    ("params", True),
+    ("active", True),
+    ("weights", True),
+    ("KV/token", True),
+    ("fit", True),
+    ("trust", False),
+    ("lineage", False),
+    ("date", False),
+    ("downloads", True),
+)
+
+
+def e(value: Any) -> str:
+    return escape("" if value is None else str(value), quote=True)
+
+
+def _csp() -> str:
+    digest = base64.b64encode(hashlib.sha256(SCRIPT.encode()).digest()).decode()
+    return f"default-src 'none'; style-src 'unsafe-inline'; script-src 'sha256-{digest}'; img-src data:"
+
+
+def _hub(endpoint: str) -> str | None:
+    parts = urlsplit(endpoint)
+    return endpoint.rstrip("/") if parts.scheme in ("http", "https") and parts.netloc else None
+
+
+def _link(repo: str, hub: str | None) -> str:
+    if hub is None or not looks_like_repo_id(repo):
+        return f"<code>{e(repo)}</code>"
+    return f'<a href="{e(hub + "/" + repo)}" rel="noopener noreferrer">{e(repo)}</a>'
+
+
+def render_html(data: Mapping[str, Any]) -> str:
+    """The whole page."""
+    scan = data["scan"]
+    hub = _hub(scan["endpoint"])
+    models = data["models"]
+    by_verdict: dict[str, list[Mapping[str, Any]]] = {}
+    for m in models:
+        by_verdict.setdefault(m["verdict"], []).append(m)
+    tags = scan["filters"].get("pipeline_tags") or []
+    out = [
+        "<!doctype html>",
+        '<html lang="en"><head><meta charset="utf-8">',
+        f'<meta http-equiv="Content-Security-Policy" content="{e(_csp())}">',
+        '<meta name="viewport" content="width=device-width, initial-scale=1">',
+        f"<title>slotdiff scan {e(scan['id'])}</title>",
+        f"<style>{CSS}</style></head><body>",
+        f"<h1>slotdiff scan: {e(headline(data))}</h1>",
+        f'<p class="meta">{data["counts"]["models"]} models since {e(text.day(scan["since"]))} · scan '
+        f"<code>{e(scan['id'])}</code>" + (f" · pipeline tags {e(', '.join(tags))}" if tags else "") + "</p>",
+    ]
+    if data.get("listing_error"):
+        out.append(f"<p><strong>Listing incomplete:</strong> {e(data['listing_error'])}</p>")
+    out += [f'<p class="meta">{e(n)}</p>' for n in data.get("notes", [])]
+    out += _new_types(by_verdict.get("new_model_type", []), hub)
+    out += _new_designs(by_verdict.get("new_fingerprint", []), data["new_fingerprints"], hub)
+    out += _simple("new_keys", by_verdict.get("new_keys", []), hub)
+    out += _simple("new_sizes", by_verdict.get("new_sizes", []), hub)
+    out += _table([m for v in REPORTED for m in by_verdict.get(v, [])], hub)
+    out += [f"<script>{SCRIPT}</script>", "</body></html>"]
+    return "\n".join(out) + "\n"
+
+
+def _bullets(items: Sequence[str]) -> str:
+    return "<ul>" + "".join(f"<li>{i}</li>" for i in items if i) + "</ul>" if any(items) else ""
+
+
+def _codes(keys: Sequence[str]) -> str:
+    return ", ".join(f"<code>{e(k)}</code>" for k in keys)
+
+
+def _lineage_items(m: Mapping[str, Any], derivs: Sequence[Mapping[str, Any]], hub: str | None) -> list[str]:
+    items = []
+    parent = base_of(m)
+    if parent:
+        items.append(f"{e(relation_of(m) or 'derivative')} of {_link(parent, hub)}")
+    if derivs:
+        names = ", ".join(_link(d["repo_id"], hub) for d in derivs[:12])
+        more = f" and {len(derivs) - 12} more" if len(derivs) > 12 else ""
+        items.append(f"{e(derivatives_line(derivs))}: {names}{more}")
+    return items
+
+
+def _head(m: Mapping[str, Any]) -> str:
+    bits = [f"<code>{e(m['model_type'])}</code>" if m.get("model_type") else ""]
+    if m.get("label"):
+        bits.append(e(m["label"]))
+    figs = text.figures(m.get("figures"))
+    if figs:
+        bits.append(e(figs))
+    return " · ".join(b for b in bits if b)
+
+
+def _new_types(models: Sequence[Mapping[str, Any]], hub: str | None) -> list[str]:
+    if not models:
+        return []
+    out = [f"<h2>{e(TITLES['new_model_type'])} ({len(models)})</h2>"]
+    for m, derivs in fold(models):
+        items = []
+        unread = m.get("unreadable")
+        if unread:
+            items.append(f"the schema layer cannot read it: {e(unread['why'])}")
+            near = unread.get("nearest_by_keys")
+            if near:
+                items.append(
+                    f"nearest known model_type by keys: <code>{e(near['model_type'])}</code> "
+                    f"({near['overlap']:.0%} key overlap, {int(near['shared'])} keys shared)"
+                )
+            if unread.get("unread_keys"):
+                items.append("keys it could not read: " + _codes(unread["unread_keys"]))
+        if m.get("family"):
+            items.append(f"design of family <strong>{e(m['family'])}</strong>")
+        if m.get("nearest"):
+            items.append(_diff_table(m["nearest"]))
+        if m.get("new_keys") and not unread:
+            items.append("new config keys: " + _codes(m["new_keys"]))
+        items += _lineage_items(m, derivs, hub)
+        out.append(
+            f'<div class="card"><strong>{_link(m["repo_id"], hub)}</strong> {_head(m)}{_bullets(items)}</div>'
+        )
+    return out
+
+
+def _diff_table(nearest: Mapping[str, Any]) -> str:
+    rows = "".join(
+        f"<tr><td><code>{e(d['facet'])}</code></td><td>{e(d.get('article'))}</td>"
+        f'<td class="was">{e(d.get("was"))}</td><td class="now">{e(d.get("now"))}</td></tr>'
+        for d in nearest.get("differs", [])
+    )
+    caption = (
+        f"slot diff against the nearest family <strong>{e(nearest['family'])}</strong> "
+        f"(distance {int(nearest['distance'])})"
+    )
+    if not rows:
+        return caption
+    return (
+        f"{caption}<table><thead><tr><th>facet</th><th>article</th><th>{e(nearest['family'])}</th>"
+        f"<th>this design</th></tr></thead><tbody>{rows}</tbody></table>"
+    )
+
+
+def _new_designs(
+    models: Sequence[Mapping[str, Any]], designs: Sequence[Mapping[str, Any]], hub: str | None
+) -> list[str]:
+    if not models:
+        return []
+    labels = {d["fingerprint"]: d.get("label") for d in designs}
+    out = [f"<h2>{e(TITLES['new_fingerprint'])} ({len(models)})</h2>"]
+    for fp in dict.fromkeys(m["fingerprint"] for m in models):
+        members = [m for m in models if m["fingerprint"] == fp]
+        out.append(
+            f'<div class="card"><h3><code>{e(fp)}</code> · '
+            f"{e(labels.get(fp) or members[0].get('label'))}</h3>"
+        )
+        if members[0].get("nearest"):
+            out.append(_diff_table(members[0]["nearest"]))
+        items = [
+            f"{_link(m['repo_id'], hub)} {_head(m)}" + _bullets(_lineage_items(m, derivs, hub))
+            for m, derivs in fold(members)
+        ]
+        out.append(_bullets(items) + "</div>")
+    return out
+
+
+def _simple(verdict: str, models: Sequence[Mapping[str, Any]], hub: str | None) -> list[str]:
+    if not models:
+        return []
+    out = [f"<h2>{e(TITLES[verdict])} ({len(models)})</h2>"]
+    for m, derivs in fold(models):
+        items = []
+        if m.get("family"):
+            items.append(f"family <strong>{e(m['family'])}</strong>")
+        if m.get("new_keys"):
+            items.append("keys slotdiff cannot read yet: " + _codes(m["new_keys"]))
+        if m.get("size_changes"):
+            items.append("sizes: " + e(text.size_changes(m["size_changes"], limit=12)))
+        items += _lineage_items(m, derivs, hub)
+        out.append(
+            f'<div class="card"><strong>{_link(m["repo_id"], hub)}</strong> {_head(m)}{_bullets(items)}</div>'
+        )
+    return out
+
+
+def _cell(shown: str, sort: Any = None, numeric: bool = False) -> str:
+    attr = "" if sort is None else f' data-sort="{e(sort)}"'
+    return f"<td{attr}{' class=n' if numeric else ''}>{shown}</td>"
+
+
+def _row(m: Mapping[str, Any], hub: str | None) -> str:
+    f = m.get("figures") or {}
+    listed = m.get("listed") or {}
+    verdict = m["verdict"]
+    shown_verdict = verdict if verdict != "skipped" else f"skipped: {m.get('reason')}"
+    fit = text.fit_words(f)
+    fit_rank = None if f.get("fits") is None else (1 if f["fits"] else (f.get("min_gpus") or 10_000))
+    what = m.get("label") or (
+        SKIP_REASONS.get(m.get("reason") or "", "") + ": " + (m.get("detail") or "")
+    ).strip(": ")
+    parent = base_of(m)
+    lineage = f"{relation_of(m) or 'derivative'} of {parent}" if parent else ""
+    cells = [
+        _cell(_link(m["repo_id"], hub), m["repo_id"]),
+        f'<td data-sort="{VERDICTS.index(verdict)}" class="v-{e(verdict)}">{e(shown_verdict)}</td>',
+        _cell(e(m.get("model_type"))),
+        _cell(e(what)),
+        _cell(e(count(f["params"])) if f.get("params") is not None else "", f.get("params"), True),
+        _cell(
+            e(count(f["active_params"])) if f.get("active_params") is not None else "",
+            f.get("active_params"),
+            True,
+        ),
+        _cell(
+            e(si_bytes(f["weight_bytes"])) if f.get("weight_bytes") is not None else "",
+            f.get("weight_bytes"),
+            True,
+        ),
+        _cell(
+            e(bin_bytes(f["kv_bytes_per_token"])) if f.get("kv_bytes_per_token") is not None else "",
+            f.get("kv_bytes_per_token"),
+            True,
+        ),
+        _cell(e(fit), fit_rank, True),
+        _cell(e(f.get("trust"))),
+        _cell(e(lineage)),
+        _cell(e(text.day(max(listed.get("created") or "", listed.get("modified") or "")))),
+        _cell(e(text.short_count(listed.get("downloads"))), listed.get("downloads"), True),
+    ]
+    return "<tr>" + "".join(cells) + "</tr>"
+
+
+def _table(models: Sequence[Mapping[str, Any]], hub: str | None) -> list[str]:
+    heads = "".join(
+        f'<th tabindex="0" data-type="{"num" if num else "text"}">{e(name)}</th>' for name, num in COLUMNS
+    )
+    return [
+        f"<h2>All entries ({len(models)})</h2>",
+        '<p class="meta">Click a header to sort. Figures: the default workload (H100 SXM, batch 1, '
+        "context 8192, the checkpoint's weight format, bf16 KV).</p>",
+        f'<table id="entries"><thead><tr>{heads}</tr></thead><tbody>',
+        *(_row(m, hub) for m in models),
+        "</tbody></table>",
+    ]

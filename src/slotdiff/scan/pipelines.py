@@ -15,7 +15,7 @@ from typing import Any
 from ..core.errors import UsageError
 from ..core.resources import load_schema_file
 
-_TAG = re.compile(r"^[a-z0-9][a-z0-9-]{0,63}$")
+_TAG = re.compile(r"[a-z0-9][a-z0-9-]{0,63}")
 
 
 @cache
@@ -55,7 +55,7 @@ def expand_pipeline_tags(spec: str | None) -> tuple[str, ...]:
             continue
         if name in presets():
             out.extend(presets()[name])
-        elif _TAG.match(name):
+        elif _TAG.fullmatch(name):
             out.append(name)
         else:
             raise UsageError(f"--pipeline-tag {spec!r}: {name!r} is not a pipeline tag or a preset")

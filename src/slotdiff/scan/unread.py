@@ -19,7 +19,7 @@ from typing import Any
 from ..schema.keymap import known_keys, transformers_defaults
 from .pipelines import lm_pipeline_tags
 
-_LM_HEAD = re.compile(r"(ForCausalLM|LMHeadModel|ForConditionalGeneration|ForSeq2SeqLM)$")
+_LM_HEAD = re.compile(r"(ForCausalLM|LMHeadModel|ForConditionalGeneration|ForSeq2SeqLM)\Z")
 _SUB_CONFIGS = ("text_config", "llm_config", "language_config", "decoder")
 MAX_KEYS = 40  # unread keys shown per model
 

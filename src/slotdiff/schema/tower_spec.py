@@ -157,8 +157,9 @@ def _check_items(items: list[dict[str, Any]], where: str) -> None:
             _check_items(item["tensors"], where)
 
 
-def _load_towers(folder_name: str) -> dict[str, dict[str, Any]]:
-    """Every tower file of ``schemas/<folder_name>``, by file stem; ``extends`` merged (child wins)."""
+def _with_extends(folder_name: str, own: tuple[str, ...] = ()) -> dict[str, dict[str, Any]]:
+    """Every file of ``schemas/<folder_name>`` by file stem, each ``extends`` chain merged: the
+    child's keys win, its ``fields`` merged key by key; keys in ``own`` are never inherited."""
     folder = data_dir("schemas") / folder_name
     raw = {p.stem: load_schema_file(f"{folder_name}/{p.name}") for p in sorted(folder.glob("*.json"))}
 
@@ -169,15 +170,19 @@ def _load_towers(folder_name: str) -> dict[str, dict[str, Any]]:
             return spec
         if parent in seen or parent not in raw:
             raise ValueError(f"{folder_name}/{name}.json extends unknown or cyclic {parent!r}")
-        base = merged(parent, (*seen, name))
+        base = {k: v for k, v in merged(parent, (*seen, name)).items() if k not in own}
         out = {**base, **spec}
         out["fields"] = {**base.get("fields", {}), **spec.get("fields", {})}
         return out
 
-    out: dict[str, dict[str, Any]] = {}
-    for name in raw:
-        out[name] = merged(name)
-        _check_items(out[name].get("tensors", []), f"{folder_name}/{name}.json")
+    return {name: merged(name) for name in raw}
+
+
+def _load_towers(folder_name: str) -> dict[str, dict[str, Any]]:
+    """Every tower file of ``schemas/<folder_name>``, by file stem, its items checked."""
+    out = _with_extends(folder_name)
+    for name, spec in out.items():
+        _check_items(spec.get("tensors", []), f"{folder_name}/{name}.json")
     return out
 
 
@@ -204,27 +209,10 @@ AUDIO_PREFIX = "audio."
 
 @cache
 def multimodal_types() -> dict[str, dict[str, Any]]:
-    """Every composite-model file, by the top-level model_type it describes."""
-    folder = data_dir("schemas") / "multimodal"
-    raw = {p.stem: load_schema_file(f"multimodal/{p.name}") for p in sorted(folder.glob("*.json"))}
-
-    def merged(name: str, seen: tuple[str, ...] = ()) -> dict[str, Any]:
-        # ``extends``: a sibling file's connector, fields and images, the child's keys winning
-        # (its ``fields`` merged key by key), as vision_types do.
-        spec = raw[name]
-        parent = spec.get("extends")
-        if not parent:
-            return spec
-        if parent in seen or parent not in raw:
-            raise ValueError(f"multimodal/{name}.json extends unknown or cyclic {parent!r}")
-        base = {k: v for k, v in merged(parent, (*seen, name)).items() if k != "model_types"}
-        out = {**base, **spec}
-        out["fields"] = {**base.get("fields", {}), **spec.get("fields", {})}
-        return out
-
+    """Every composite-model file, by the top-level model_type it describes (``extends``: a
+    sibling file's connector, fields and images, as vision_types do; never its model_types)."""
     out: dict[str, dict[str, Any]] = {}
-    for stem in raw:
-        spec = merged(stem)
+    for stem, spec in _with_extends("multimodal", own=("model_types",)).items():
         _check_items(spec.get("connector", []), f"{stem}.json")
         for name in spec.get("model_types", [stem]):
             out[name] = spec

@@ -395,6 +395,15 @@ def test_the_unmodelled_term_is_what_the_default_misses(fid: str) -> None:
     assert MEASURED[fid][1]
 
 
+def test_an_unmodelled_vision_profile_is_said_not_hidden() -> None:
+    # 12126 logged 14.65 GiB of pool where the estimate gives 44.78: vLLM profiled the vision
+    # encoder (36.6 GiB). The answer must say so, and stop saying it once the term is passed.
+    fid = "vllm-12126-llama32-11b-vision-h100"
+    assert any("vision encoder" in n and "upper bound" in n for n in predict(fid).notes)
+    measured = predict(fid, **MEASURED[fid][0])
+    assert not any("vision encoder" in n for n in measured.notes)
+
+
 WEIGHTS = {  # "Model loading took" / "model weights take", GiB per rank
     "vllm-10511-meta-llama-3-8b-h100-tp1": "weights_gib",
     "vllm-10511-meta-llama-3-8b-h100-tp2": "weights_gib",

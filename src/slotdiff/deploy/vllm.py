@@ -205,6 +205,14 @@ def vllm_fit(arch: Architecture, plan: MemoryPlan, gpu: GPU, args: EngineArgs) -
     notes = [f"vLLM {version.text} {'V1' if version.v1 else 'V0'} accounting", why]
     if not args.block_size:
         notes.append(f"block size {block_why}")
+    if multimodal and args.activation_gib is None:
+        # vLLM profiles the encoder with its largest multimodal batch; slotdiff does not model
+        # that term (12126, Llama-3.2-11B-Vision: 36.6 GiB logged), so the pool is an upper bound.
+        notes.append(
+            "not modelled: vLLM also profiles the vision encoder with its largest image batch "
+            "(36.6 GiB for Llama-3.2-11B-Vision on an H100); the pool is an upper bound: pass the "
+            "logged activation peak with --activation-gib"
+        )
     total = gpu.visible
     requested = total * u
     stages = []

@@ -404,6 +404,24 @@ def test_an_unmodelled_vision_profile_is_said_not_hidden() -> None:
     assert not any("vision encoder" in n for n in measured.notes)
 
 
+def test_mxfp4_repack_on_hopper_is_said_only_where_it_happens(capsys: pytest.CaptureFixture[str]) -> None:
+    # 23278 and 33155: gpt-oss-120b on an H100 (Hopper) loads 6-9% more than its MXFP4
+    # checkpoint; 22331: gpt-oss-20b on an RTX 3090 (Ampere) loads the checkpoint's bytes.
+    for fid in (
+        "vllm-23278-gpt-oss-120b-h100-v0101-negative-kv",
+        "vllm-33155-gpt-oss-120b-h100-v0141-weights",
+    ):
+        assert any("repacks MXFP4" in n for n in predict(fid).notes), fid
+    measured = predict("vllm-23278-gpt-oss-120b-h100-v0101-negative-kv", weights_gib=65.9651)
+    assert not any("repacks MXFP4" in n for n in measured.notes)
+    for preset, said in (("a100-80gb", False), ("l40s", False), ("h200", True)):
+        model = str(config_path("openai__gpt-oss-120b"))
+        argv = ["fit", model, "--engine", "vllm", "--gpu", preset, "--json"]
+        assert main(argv) in (0, 1)
+        notes = json.loads(capsys.readouterr().out)["engine"]["notes"]
+        assert any("repacks MXFP4" in n for n in notes) is said, preset
+
+
 WEIGHTS = {  # "Model loading took" / "model weights take", GiB per rank
     "vllm-10511-meta-llama-3-8b-h100-tp1": "weights_gib",
     "vllm-10511-meta-llama-3-8b-h100-tp2": "weights_gib",

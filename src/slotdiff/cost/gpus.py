@@ -55,6 +55,7 @@ class GPU:
     link_bytes_per_s: int | None = None  # scale-up link, bidirectional, as the vendor prints it
     link: str = ""
     custom: tuple[str, ...] = ()  # fields a user set (flags or their own file)
+    architecture: str | None = None  # chip generation (hopper, ampere ...): engines pick kernels by it
 
     def peak_for(self, dtype: str) -> int:
         """Dense peak for math in ``dtype`` (a canonical name): bf16, fp16, fp8, int8, fp4,
@@ -102,6 +103,7 @@ def _from_entry(g: Mapping[str, Any]) -> GPU:
         visible_bytes=g.get("visible_memory_bytes"),
         link_bytes_per_s=g.get("interconnect_bytes_per_s"),
         link=g.get("interconnect", ""),
+        architecture=g.get("architecture"),
     )
 
 

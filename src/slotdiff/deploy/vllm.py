@@ -19,6 +19,7 @@ from ..cost.gpus import GPU
 from ..cost.layout import Layout, stage_sizes
 from ..cost.memory import MemoryPlan
 from ..schema.arch import Architecture
+from ..schema.precision import weight_format
 from . import engine_terms as et
 from .kvspec import KVLayout, kv_layout
 
@@ -212,6 +213,17 @@ def vllm_fit(arch: Architecture, plan: MemoryPlan, gpu: GPU, args: EngineArgs) -
             "not modelled: vLLM also profiles the vision encoder with its largest image batch "
             "(36.6 GiB for Llama-3.2-11B-Vision on an H100); the pool is an upper bound: pass the "
             "logged activation peak with --activation-gib"
+        )
+    if (
+        args.weights_gib is None
+        and gpu.architecture == "hopper"
+        and weight_format(arch).kind == "mxfp4"
+        and version >= (0, 10)
+    ):
+        # gpt-oss-120b on an H100: 65.97 GiB loaded in 0.10.1, 64.38 in 0.14.1, 60.77 of checkpoint
+        notes.append(
+            "not modelled: vLLM repacks MXFP4 expert weights for Hopper's kernels, which holds 6-9% "
+            "more than the checkpoint; pass the logged 'Model loading took' with --weights-gib"
         )
     total = gpu.visible
     requested = total * u

@@ -13,6 +13,8 @@ from types import ModuleType
 
 import pytest
 
+import slotdiff
+
 ROOT = Path(__file__).resolve().parents[1]
 
 
@@ -45,3 +47,17 @@ def test_audio_part_matches_transformers(row: object) -> None:
     assert not got.get("excluded"), got.get("excluded")
     theirs = row.reference["params"]["parts"]
     assert got["by_part"].get("audio") == theirs["audio"]
+
+
+@pytest.mark.parametrize("model_type", sorted(COUNTED))
+def test_the_modality_line_names_the_audio_encoder(model_type: str) -> None:
+    """A counted audio encoder is said beside the vision tower, by the model_type its own
+    sub-config declares (the config's ``audio_config``, not slotdiff's data)."""
+    row = next(r for r in ROWS if r.model_type == model_type)
+    declared = next(
+        sub["model_type"]
+        for key, sub in row.config.items()
+        if "audio" in key and isinstance(sub, dict) and sub.get("model_type")
+    )
+    detail = slotdiff.analyze(row.config).to_dict()["slots"]["modality"]["input"]["detail"]
+    assert f"audio encoder {declared}" in detail

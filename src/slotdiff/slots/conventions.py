@@ -63,22 +63,24 @@ def modality_input(arch: Architecture) -> Fill:
     enc = vis["model_type"].value or "vision encoder"
     layers, hidden = vis.get("layers"), vis.get("hidden")
     dims = f" ({layers.value} layers × {hidden.value})" if layers and hidden else ""
+    # an audio encoder beside the vision tower is said on the same line
+    also = f"; audio encoder {arch.audio[1] or arch.audio[0]}" if arch.audio is not None else ""
     own = vis.get("modality")
     if own is not None and own.value:  # a multimodal file naming its own input (Evolla: protein)
         detail = vis.get("modality_detail")
         text = str(detail.value) if detail is not None and detail.value else enc
-        return ev.fill("modality.input", str(own.value), f"{text}{dims}", {"audio": bool(audio)})
+        return ev.fill("modality.input", str(own.value), f"{text}{dims}{also}", {"audio": bool(audio)})
     if cross:
         ev.use("cross_attention_layers")
         return ev.fill(
             "modality.input",
             "vision-cross-attention",
-            f"{enc}{dims}, read through {len(cross)} cross-attention layers",
+            f"{enc}{dims}, read through {len(cross)} cross-attention layers{also}",
             {"audio": bool(audio)},
         )
     return ev.fill(
         "modality.input",
         "vision-tokens",
-        f"{enc}{dims} + connector, image features injected as tokens",
+        f"{enc}{dims} + connector, image features injected as tokens{also}",
         {"audio": bool(audio)},
     )

@@ -270,12 +270,12 @@ def run(args: argparse.Namespace) -> int:
         if progress is not None:
             progress.close()
     try:
-        data = _report(args, result)
+        new = _report(args, result)["new"]  # the report itself is dropped before the merge
     except BaseException:
         result.release()  # not reported: the findings stay pending, the next run reports them
         raise
     result.commit()
-    return 1 if args.fail_on_new and data["new"] else 0
+    return 1 if args.fail_on_new and new else 0
 
 
 def _report(args: argparse.Namespace, result: Any) -> dict[str, Any]:

@@ -20,9 +20,9 @@ import os
 from collections.abc import Iterable, Mapping
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
-from typing import IO, Any
+from typing import IO, Any, BinaryIO
 
-from ..core.files import atomic_write_text
+from ..core.files import atomic_write, atomic_write_text
 from .listing import from_iso, iso
 from .statefile import empty_state, lock_state, read_state, regular_file, validator
 from .verdict import Record
@@ -181,11 +181,11 @@ class ScanState:
         if self.path is None or not (self._dirty or force):
             return
         self.data["updated"] = iso(datetime.now(UTC))
-        if pretty:
-            text = json.dumps(self.data, indent=1, default=_jsonable)
+        if pretty:  # json's indenting encoder is pure Python: streamed, not joined in memory
+            atomic_write(self.path, lambda fh: _write_indented(self.data, fh))
         else:
             text = json.dumps(self.data, separators=(",", ":"), default=_jsonable)
-        atomic_write_text(self.path, text + "\n")
+            atomic_write_text(self.path, text + "\n")
         self._dirty = False
         if self._journal is not None:
             self._journal.truncate(0)
@@ -291,3 +291,18 @@ def _record(entry: Record | Mapping[str, Any]) -> Record:
 def _jsonable(value: Any) -> Any:
     """json's fallback for the state file: a Record as its dict, anything else as text."""
     return value.to_dict() if isinstance(value, Record) else str(value)
+
+
+def _write_indented(data: Any, fh: BinaryIO) -> None:
+    """``json.dumps(data, indent=1)`` and a newline into ``fh``, in pieces of about 64 KB
+    (the whole text of a 50,000-model state, and json's millions of chunks, never in memory)."""
+    batch: list[str] = []
+    held = 0
+    for chunk in json.JSONEncoder(indent=1, default=_jsonable).iterencode(data):
+        batch.append(chunk)
+        held += len(chunk)
+        if held >= 1 << 16:
+            fh.write("".join(batch).encode("utf-8"))
+            batch, held = [], 0
+    batch.append("\n")
+    fh.write("".join(batch).encode("utf-8"))

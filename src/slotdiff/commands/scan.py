@@ -8,20 +8,22 @@ new_model_type, new_fingerprint, new_keys, new_sizes, known, skipped (with a rea
 from __future__ import annotations
 
 import argparse
+import contextlib
 import signal
 import sys
+from collections.abc import Callable
 from pathlib import Path
-from typing import Any
+from typing import IO, Any
 
 from ..core.errors import SlotdiffError, UsageError
-from ..core.files import atomic_write_text
+from ..core.files import atomic_write, atomic_write_text
 from ..core.printable import one_line, printable
 from ..read.retry import RetryPolicy
 from ..scan.engine import ScanOptions, run_scan
 from ..scan.html import render_html
 from ..scan.pipelines import expand_pipeline_tags
 from ..scan.propose import write_proposals
-from ..scan.report import RENDERERS, new_fingerprints, render_terminal, to_dict
+from ..scan.report import RENDERERS, new_fingerprints, render_terminal, spool_json, to_dict
 from ..scan.verdict import NEW
 from .options import COUNT, NONNEGATIVE, SECONDS, add_width_argument
 
@@ -268,12 +270,12 @@ def run(args: argparse.Namespace) -> int:
         if progress is not None:
             progress.close()
     try:
-        data = _report(args, result)
+        new = _report(args, result)["new"]  # the report itself is dropped before the merge
     except BaseException:
         result.release()  # not reported: the findings stay pending, the next run reports them
         raise
     result.commit()
-    return 1 if args.fail_on_new and data["new"] else 0
+    return 1 if args.fail_on_new and new else 0
 
 
 def _report(args: argparse.Namespace, result: Any) -> dict[str, Any]:
@@ -286,19 +288,47 @@ def _report(args: argparse.Namespace, result: Any) -> dict[str, Any]:
             raise _unwritten(args.update_fingerprints, err) from err
     data = to_dict(result, proposed)
     fmt = args.format or ("table" if sys.stdout.isatty() else "markdown")
-    texts = [
-        (path, (render_html if name == "html" else RENDERERS[name])(data)) for path, name in _files(args)
-    ]
-    # rendered before anything is written: all or nothing
-    stdout = render_terminal(data, args.width) if fmt == "table" else RENDERERS[fmt](data)
-    for path, text in texts:
-        try:
-            atomic_write_text(path, printable(text))  # a file gets what stdout would
-        except OSError as err:
-            raise _unwritten(path, err) from err
-    sys.stdout.write(stdout)
-    sys.stdout.flush()
+    files = _files(args)
+    # Everything is rendered before anything is written: all or nothing. Each format once
+    # (a file and stdout share it); the JSON report, the big one, into a temporary file
+    # (streamed, never whole in memory) that the file and stdout are then copied from.
+    texts: dict[str, str] = {}
+    for name in {name for _, name in files} | {fmt}:
+        if name == "table":
+            texts[name] = render_terminal(data, args.width)
+        elif name == "html":
+            texts[name] = render_html(data)
+        elif name != "json":
+            texts[name] = RENDERERS[name](data)
+    with contextlib.ExitStack() as stack:
+        spool = None
+        if "json" in {name for _, name in files} | {fmt}:
+            try:
+                spool = stack.enter_context(spool_json(data))
+            except OSError as err:
+                raise SlotdiffError("scan", f"cannot spool the JSON report ({err.strerror or err})") from err
+        for path, name in files:
+            try:
+                if name == "json":
+                    atomic_write(path, lambda fh: _copy(spool, lambda piece: fh.write(piece.encode("utf-8"))))
+                else:
+                    atomic_write_text(path, printable(texts[name]))  # a file gets what stdout would
+            except OSError as err:
+                raise _unwritten(path, err) from err
+        if fmt == "json":
+            _copy(spool, sys.stdout.write)
+        else:
+            sys.stdout.write(texts[fmt])
+        sys.stdout.flush()
     return data
+
+
+def _copy(spool: IO[str] | None, write: Callable[[str], Any]) -> None:
+    """The spooled JSON report, from its start, to ``write`` in pieces (made printable)."""
+    assert spool is not None
+    spool.seek(0)
+    while piece := spool.read(1 << 20):
+        write(printable(piece))
 
 
 def _unwritten(path: Path, err: OSError) -> SlotdiffError:

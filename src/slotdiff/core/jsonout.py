@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import json
 import re
+from collections.abc import Iterator
 from typing import Any
 
 # What json leaves raw but a terminal or a UTF-8 encoder must not see (see core.printable).
@@ -27,6 +28,22 @@ def dumps(value: Any, indent: int | None = 2) -> str:
     """``value`` as strict JSON text (no trailing newline), safe for any terminal or file."""
     text = json.dumps(value, indent=indent, ensure_ascii=False, allow_nan=False, default=str)
     return _RAW.sub(_u, text)
+
+
+def iterdumps(value: Any, indent: int | None = 2, size: int = 1 << 16) -> Iterator[str]:
+    """:func:`dumps` in pieces of about ``size`` characters (joined, the same text): a big
+    report streams to a file without its whole text, or json's million small chunks, in memory."""
+    enc = json.JSONEncoder(indent=indent, ensure_ascii=False, allow_nan=False, default=str)
+    batch: list[str] = []
+    held = 0
+    for chunk in enc.iterencode(value):
+        batch.append(chunk)
+        held += len(chunk)
+        if held >= size:
+            yield _RAW.sub(_u, "".join(batch))
+            batch, held = [], 0
+    if batch:
+        yield _RAW.sub(_u, "".join(batch))
 
 
 def dumps_line(value: Any, indent: int | None = 2) -> str:

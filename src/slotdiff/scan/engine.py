@@ -188,7 +188,7 @@ def run_scan(
     previous = dict(state.models)
     examine = Examiner(opts, know, retrier, previous)
     has_token = _has_token(opts.token)
-    records: dict[str, Record] = {r: Record.from_dict(d) for r, d in state.done().items()}
+    records: dict[str, Record] = state.done()
     order: list[str] = []  # listing order of this run, then earlier-run records not re-listed
     in_order: set[str] = set()
     lister = Lister(

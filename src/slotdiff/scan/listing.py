@@ -89,7 +89,7 @@ class Query:
         return out
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)  # one per listed model: no per-instance dict
 class Listed:
     """One model as the listing gave it (fields the listing left out are None)."""
 

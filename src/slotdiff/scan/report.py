@@ -8,9 +8,11 @@ differ with their article pointers. Unchanged models are only counted.
 from __future__ import annotations
 
 import io
+import tempfile
 from collections.abc import Callable, Mapping, Sequence
-from typing import Any
+from typing import IO, Any
 
+from ..core.jsonout import iterdumps
 from ..render.console import safe_console
 from ..render.json_report import dumps
 from ..render.page import output_width
@@ -126,6 +128,21 @@ def render_json(data: Mapping[str, Any]) -> str:
     return dumps(data)  # the one JSON writer (render/json_report.py → core/jsonout.py)
 
 
+def spool_json(data: Mapping[str, Any]) -> IO[str]:
+    """The JSON report (the text :func:`render_json` gives) in an anonymous temporary file,
+    read from the start: written in pieces, so a 50,000-model report is never whole in memory
+    (nor json's millions of small chunks). The caller closes it; the file goes with it."""
+    fh = tempfile.TemporaryFile("w+", encoding="utf-8", newline="")  # noqa: SIM115 (returned)
+    try:
+        for piece in iterdumps(data):
+            fh.write(piece)
+        fh.seek(0)
+    except BaseException:
+        fh.close()
+        raise
+    return fh
+
+
 def render_terminal(data: Mapping[str, Any], width: int | None = None) -> str:
     """A short summary for a terminal: counts, then one line per reported model."""
 
@@ -200,6 +217,7 @@ __all__ = [
     "render_json",
     "render_markdown",
     "render_terminal",
+    "spool_json",
     "to_dict",
 ]
 

@@ -4,6 +4,7 @@ of one design differ in), and how they compare with the sizes on record."""
 from __future__ import annotations
 
 import json
+import sys
 from collections.abc import Mapping, Sequence
 from typing import Any
 
@@ -15,7 +16,8 @@ DEPTH = "layers"  # the pseudo-facet holding the layer count (no fill carries de
 def sizes_of(fills: Sequence[Any], n_layers: int | None = None) -> dict[str, dict[str, Any]]:
     """The numbers of each fingerprint facet (what two checkpoints of one design differ in),
     and the depth: a depth-upscaled model has new sizes."""
-    sizes = {f.id: dict(f.sizes) for f in fills if in_fingerprint(f.id) and f.sizes}
+    # Facet ids are built per call ("slot.facet"): interned, every record shares one copy.
+    sizes = {sys.intern(f.id): dict(f.sizes) for f in fills if in_fingerprint(f.id) and f.sizes}
     if n_layers is not None:
         sizes[DEPTH] = {"n_layers": n_layers}
     # As JSON has them (tuples become lists), so sizes read back from the state compare equal.

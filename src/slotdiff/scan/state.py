@@ -20,9 +20,9 @@ import os
 from collections.abc import Iterable, Mapping
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
-from typing import IO, Any
+from typing import IO, Any, BinaryIO
 
-from ..core.files import atomic_write_text
+from ..core.files import atomic_write, atomic_write_text
 from .listing import from_iso, iso
 from .statefile import empty_state, lock_state, read_state, regular_file, validator
 from .verdict import Record
@@ -127,9 +127,7 @@ class ScanState:
         if cur is not None:
             if cur.get("query") == dict(query):
                 # Transient failures get another try; everything else stays counted.
-                cur["done"] = {
-                    r: rec for r, rec in cur["done"].items() if not Record.from_dict(rec).transient
-                }
+                cur["done"] = {r: rec for r, rec in cur["done"].items() if not _record(rec).transient}
                 self._open_journal()
                 self.checkpoint(force=True)
                 return True, f"resumed scan {cur['id']} ({len(cur['done'])} models already done)"
@@ -145,9 +143,10 @@ class ScanState:
         self.checkpoint(force=True)
         return False, note
 
-    def done(self) -> Mapping[str, Mapping[str, Any]]:
+    def done(self) -> dict[str, Record]:
+        """The models the scan in progress has finished (the journal's included)."""
         cur = self.current
-        return {} if cur is None else cur["done"]
+        return {} if cur is None else {r: _record(rec) for r, rec in cur["done"].items()}
 
     def _open_journal(self, truncate: bool = False) -> None:
         jp = self.journal_path
@@ -163,11 +162,13 @@ class ScanState:
         """Remember one finished model (journal line now, state file at the next checkpoint)."""
         cur = self.current
         assert cur is not None, "record() outside a scan"
-        data = rec.to_dict()
-        cur["done"][rec.repo_id] = data
+        # The Record itself is kept (the caller holds it anyway), not a dict copy of it: the
+        # state file's writer turns it into its dict on each checkpoint (_jsonable).
+        cur["done"][rec.repo_id] = rec
         self._dirty = True
         if self._journal is not None:
-            self._journal.write(json.dumps({"scan": cur["id"], "record": data}, default=str) + "\n")
+            line = json.dumps({"scan": cur["id"], "record": rec.to_dict()}, default=str)
+            self._journal.write(line + "\n")
             self._journal.flush()  # in the OS's hands: survives SIGKILL of this process
 
     def checkpoint(self, force: bool = False, pretty: bool = False) -> None:
@@ -180,11 +181,11 @@ class ScanState:
         if self.path is None or not (self._dirty or force):
             return
         self.data["updated"] = iso(datetime.now(UTC))
-        if pretty:
-            text = json.dumps(self.data, indent=1, default=str)
+        if pretty:  # json's indenting encoder is pure Python: streamed, not joined in memory
+            atomic_write(self.path, lambda fh: _write_indented(self.data, fh))
         else:
-            text = json.dumps(self.data, separators=(",", ":"), default=str)
-        atomic_write_text(self.path, text + "\n")
+            text = json.dumps(self.data, separators=(",", ":"), default=_jsonable)
+            atomic_write_text(self.path, text + "\n")
         self._dirty = False
         if self._journal is not None:
             self._journal.truncate(0)
@@ -194,7 +195,7 @@ class ScanState:
         cur = self.current
         assert cur is not None
         for rec_data in cur["done"].values():
-            self._merge(Record.from_dict(rec_data), cur["id"], finished)
+            self._merge(_record(rec_data), cur["id"], finished)
         self.data["scans"].append(
             {
                 "id": cur["id"],
@@ -280,3 +281,28 @@ class ScanState:
             checked = from_iso(entry.get("checked"))
             if checked is not None and checked < cutoff:
                 del models[repo]
+
+
+def _record(entry: Record | Mapping[str, Any]) -> Record:
+    """A done entry as a Record: this run's are Records, those read back from disk dicts."""
+    return entry if isinstance(entry, Record) else Record.from_dict(entry)
+
+
+def _jsonable(value: Any) -> Any:
+    """json's fallback for the state file: a Record as its dict, anything else as text."""
+    return value.to_dict() if isinstance(value, Record) else str(value)
+
+
+def _write_indented(data: Any, fh: BinaryIO) -> None:
+    """``json.dumps(data, indent=1)`` and a newline into ``fh``, in pieces of about 64 KB
+    (the whole text of a 50,000-model state, and json's millions of chunks, never in memory)."""
+    batch: list[str] = []
+    held = 0
+    for chunk in json.JSONEncoder(indent=1, default=_jsonable).iterencode(data):
+        batch.append(chunk)
+        held += len(chunk)
+        if held >= 1 << 16:
+            fh.write("".join(batch).encode("utf-8"))
+            batch, held = [], 0
+    batch.append("\n")
+    fh.write("".join(batch).encode("utf-8"))

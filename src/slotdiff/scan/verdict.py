@@ -89,7 +89,7 @@ TRANSIENT = frozenset({"timeout", "rate_limited", "server_error", "network"})
 _LM_FIELDS = ("d_model", "n_layers", "vocab")
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)  # one per listed model: no per-instance dict
 class Record:
     """One model's outcome: listing facts, verdict, and what supports it (JSON-ready)."""
 

@@ -23,6 +23,8 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+from common import private_hf_home
+
 ROOT = Path(__file__).resolve().parent.parent
 RAW = ROOT / "tests" / "fixtures" / "corpus" / "raw"
 LLAMA = json.loads((RAW / "meta-llama__Meta-Llama-3-8B.json").read_text(encoding="utf-8"))
@@ -180,8 +182,8 @@ def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--quick", action="store_true", help="one run per row (CI)")
     args = ap.parse_args(argv)
-    home = tempfile.mkdtemp(prefix="slotdiff-bench-hf-")  # never the user's HF_HOME
-    os.environ.update(HF_HOME=home, XDG_CACHE_HOME=os.path.join(home, "xdg"), HF_HUB_OFFLINE="1")
+    private_hf_home()  # never the user's HF_HOME
+    os.environ["HF_HUB_OFFLINE"] = "1"
     print(f"python {sys.version.split()[0]}, {os.cpu_count()} CPUs; best of {1 if args.quick else 3} per row")
     with tempfile.TemporaryDirectory() as name:
         started = time.perf_counter()

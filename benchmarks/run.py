@@ -50,6 +50,7 @@ for _p in (ROOT / "src", ROOT / "tests", HERE):
 
 import lint_speed  # noqa: E402  (benchmarks/, on sys.path above)
 import scan_speed  # noqa: E402
+from common import private_hf_home  # noqa: E402
 
 # A few configs for --quick: a dense model, a GQA one, an MoE, a repaired transformers default.
 QUICK_CONFIGS = (
@@ -341,15 +342,6 @@ def table(rows: list[Row]) -> str:
     return "\n".join(
         f"| {r.measure} | {r.slotdiff} | {r.reference} | {r.ratio} | {r.target} |" for r in lines
     )
-
-
-def private_hf_home() -> str:
-    """Point HF_HOME (and XDG_CACHE_HOME, which a child stripped of HF_* falls back to) at a
-    fresh temporary folder for this process and every child it starts."""
-    home = tempfile.mkdtemp(prefix="slotdiff-bench-hf-")
-    os.environ["HF_HOME"] = home
-    os.environ["XDG_CACHE_HOME"] = os.path.join(home, "xdg")
-    return home
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -30,11 +30,12 @@ import subprocess
 import sys
 import tempfile
 import textwrap
-import threading
 import time
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
+
+from common import fetch_each, private_hf_home
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT / "src"))
@@ -170,23 +171,7 @@ def raw_serving(url: str, ids: list[str], workers: int) -> float:
     t0 = time.perf_counter()
     listing = client.get(f"{url}/api/models", params={"sort": "lastModified", "limit": len(ids)})
     assert len(listing.json()) == len(ids)
-    todo = list(ids)
-    lock = threading.Lock()
-
-    def work() -> None:
-        while True:
-            with lock:
-                if not todo:
-                    return
-                rid = todo.pop()
-            client.get(f"{url}/{rid}/resolve/main/config.json").raise_for_status()
-            client.get(f"{url}/{rid}/resolve/main/README.md").raise_for_status()  # the model card
-
-    threads = [threading.Thread(target=work) for _ in range(workers)]
-    for t in threads:
-        t.start()
-    for t in threads:
-        t.join()
+    fetch_each(client, url, ids, ("config.json", "README.md"), workers)  # config and model card
     took = time.perf_counter() - t0
     client.close()
     return took
@@ -275,15 +260,6 @@ def stop_server(proc: subprocess.Popen[str]) -> None:
     assert proc.stdin is not None
     proc.stdin.close()
     proc.wait(timeout=30)
-
-
-def private_hf_home() -> str:
-    """Point HF_HOME (and XDG_CACHE_HOME, which a child stripped of HF_* falls back to) at a
-    fresh temporary folder for this process and every child it starts."""
-    home = tempfile.mkdtemp(prefix="slotdiff-bench-hf-")
-    os.environ["HF_HOME"] = home
-    os.environ["XDG_CACHE_HOME"] = os.path.join(home, "xdg")
-    return home
 
 
 def main() -> None:

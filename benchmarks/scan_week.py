@@ -31,11 +31,12 @@ import subprocess
 import sys
 import tempfile
 import textwrap
-import threading
 import time
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
+
+from common import fetch_each
 
 ROOT = Path(__file__).resolve().parent.parent
 CORPUS = ROOT / "tests" / "fixtures" / "corpus" / "raw"
@@ -136,23 +137,7 @@ def raw_serving(url: str, workers: int) -> tuple[float, int]:
             resp = client.get(nxt)
             ids += [m["id"] for m in resp.json()]
             nxt = resp.links.get("next", {}).get("url")
-    todo = list(ids)
-    lock = threading.Lock()
-
-    def work() -> None:
-        while True:
-            with lock:
-                if not todo:
-                    return
-                rid = todo.pop()
-            for name in ("config.json", "README.md"):
-                client.get(f"{url}/{rid}/resolve/main/{name}").raise_for_status()
-
-    threads = [threading.Thread(target=work) for _ in range(workers)]
-    for t in threads:
-        t.start()
-    for t in threads:
-        t.join()
+    fetch_each(client, url, ids, ("config.json", "README.md"), workers)
     took = time.perf_counter() - t0
     client.close()
     return took, len(ids)

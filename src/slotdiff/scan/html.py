@@ -182,15 +182,7 @@ def _new_types(models: Sequence[Mapping[str, Any]], hub: str | None) -> list[str
         items = []
         unread = m.get("unreadable")
         if unread:
-            items.append(f"the schema layer cannot read it: {e(unread['why'])}")
-            near = unread.get("nearest_by_keys")
-            if near:
-                items.append(
-                    f"nearest known model_type by keys: <code>{e(near['model_type'])}</code> "
-                    f"({near['overlap']:.0%} key overlap, {int(near['shared'])} keys shared)"
-                )
-            if unread.get("unread_keys"):
-                items.append("keys it could not read: " + _codes(unread["unread_keys"]))
+            items += text.unreadable_lines(unread, e, lambda k: f"<code>{e(k)}</code>")
         if m.get("family"):
             items.append(f"design of family <strong>{e(m['family'])}</strong>")
         if m.get("nearest"):

@@ -149,15 +149,7 @@ def _item(
         sub.append(_differs(m["nearest"]))
     unread = m.get("unreadable")
     if unread:
-        sub.append(f"the schema layer cannot read it: {md(unread['why'])}")
-        near = unread.get("nearest_by_keys")
-        if near:
-            sub.append(
-                f"nearest known model_type by keys: {code(near['model_type'])} "
-                f"({near['overlap']:.0%} key overlap, {near['shared']} keys shared)"
-            )
-        if unread.get("unread_keys"):
-            sub.append("keys it could not read: " + ", ".join(code(k) for k in unread["unread_keys"][:24]))
+        sub += text.unreadable_lines(unread, md, code, max_keys=24)
     elif m.get("model_type_new"):
         sub.append("model_type never seen before")
     if m.get("new_keys") and not unread:

@@ -4,7 +4,7 @@ popularity, each figure, and each difference with both of its values ("layers 32
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 from ..render.fmt import bin_bytes, count, si_bytes
@@ -105,3 +105,24 @@ def fit_words(f: Mapping[str, Any]) -> str:
     if f.get("min_gpus"):
         return f"needs {f['min_gpus']}× {name}"
     return f"no {name} layout fits"
+
+
+def unreadable_lines(
+    unread: Mapping[str, Any],
+    esc: Callable[[Any], str],
+    code: Callable[[Any], str],
+    max_keys: int | None = None,
+) -> list[str]:
+    """What a report says of a config the schema layer cannot read: why, the nearest known
+    model_type by key overlap, the keys it could not read; ``esc``/``code`` are the format's."""
+    lines = [f"the schema layer cannot read it: {esc(unread['why'])}"]
+    near = unread.get("nearest_by_keys")
+    if near:
+        lines.append(
+            f"nearest known model_type by keys: {code(near['model_type'])} "
+            f"({near['overlap']:.0%} key overlap, {int(near['shared'])} keys shared)"
+        )
+    keys = unread.get("unread_keys") or []
+    if keys:
+        lines.append("keys it could not read: " + ", ".join(code(k) for k in keys[:max_keys]))
+    return lines

@@ -143,7 +143,9 @@ def raw_serving(url: str, workers: int) -> tuple[float, int]:
     return took, len(ids)
 
 
-def scan_cmd(url: str, tmp: Path, n: int, workers: int, state: Path, report: Path) -> tuple[list[str], dict]:
+def scan_cmd(
+    url: str, tmp: Path, n: int, workers: int, state: Path, report: Path, every_report: bool = False
+) -> tuple[list[str], dict]:
     cmd = [
         sys.executable,
         "-c",
@@ -159,6 +161,9 @@ def scan_cmd(url: str, tmp: Path, n: int, workers: int, state: Path, report: Pat
         "--quiet",
         "--json",
     ]  # fmt: skip
+    if every_report:  # what the weekly CI job writes (docs/SCAN.md): Markdown and HTML as well
+        cmd += ["--write-markdown", str(report.with_suffix(".md"))]
+        cmd += ["--write-html", str(report.with_suffix(".html"))]
     env = {
         **os.environ,
         "PYTHONPATH": str(ROOT / "src"),
@@ -210,6 +215,9 @@ def main() -> None:
     ap.add_argument("--workers", type=int, default=16)
     ap.add_argument("--latency", type=float, default=0.1)
     ap.add_argument("--no-resume", action="store_true", help="skip the kill-and-resume round")
+    ap.add_argument(
+        "--every-report", action="store_true", help="also write the Markdown and HTML reports (as the CI job)"
+    )
     args = ap.parse_args()
     print(
         f"python {sys.version.split()[0]}, {os.cpu_count()} CPUs, load {os.getloadavg()[0]:.1f}", flush=True
@@ -225,7 +233,7 @@ def main() -> None:
             print(f"raw serving: {listed} models, {dict(raw_req['by_file'])}, {raw:.1f} s", flush=True)
 
             state, report = tmp / "state.json", tmp / "report.json"
-            cmd, env = scan_cmd(url, tmp, args.models, args.workers, state, report)
+            cmd, env = scan_cmd(url, tmp, args.models, args.workers, state, report, args.every_report)
             wall, code, rss, cpu = run_child(cmd, env)
             req = served(proc)
             data = json.loads(report.read_text())

@@ -33,10 +33,12 @@ from huggingface_hub.utils import disable_progress_bars
 from slotdiff.analysis.analyze import load
 from slotdiff.cli import main
 from slotdiff.core.errors import SlotdiffError
+from slotdiff.core.jsonout import dumps, iterdumps
 from slotdiff.read.hub_errors import HubFailure
 from slotdiff.read.retry import Retrier, RetryPolicy
 from slotdiff.scan.engine import ScanOptions, run_scan
 from slotdiff.scan.pool import DeadlinePool
+from slotdiff.scan.records import RecordView
 from slotdiff.scan.report import render_markdown, render_terminal, to_dict
 from slotdiff.scan.state import ScanState
 from slotdiff.scan.verdict import VERDICTS
@@ -138,7 +140,6 @@ def options(hub: HubServer, tmp: Path, **kw: Any) -> ScanOptions:
         "endpoint": hub.url,
         "cache_dir": str(tmp / "hf-cache"),
         "token": None,
-        "checkpoint_every": 0.2,
     }
     base.update(kw)
     return ScanOptions(**base)
@@ -247,6 +248,24 @@ def first_scan(tmp_path_factory: pytest.TempPathFactory):
 def test_every_model_gets_its_verdict(first_scan) -> None:
     got = {r.repo_id: (r.verdict, r.reason) for r in first_scan["first"].records}
     assert got == EXPECTED
+
+
+def test_the_records_are_read_back_from_the_journal_after_the_merge(first_scan) -> None:
+    """The scan's records live in its journal (unlinked by the merge, still open): the
+    streamed JSON report the CLI writes is the report built in memory, one model a line."""
+    result = first_scan["first"]
+    assert not (first_scan["tmp"] / "state.json.journal").exists()
+    assert isinstance(result.records, RecordView) and len(result.records) == len(EXPECTED)
+    streamed = "".join(iterdumps(to_dict(result, stream=True)))
+    in_memory = to_dict(result)
+    assert json.loads(streamed) == json.loads(dumps(in_memory))
+    lines = streamed.splitlines()
+    start = lines.index('  "models": [')
+    for n, model in enumerate(in_memory["models"]):
+        assert json.loads(lines[start + 1 + n].strip().rstrip(",")) == json.loads(dumps(model))
+    assert sorted(m["repo_id"] for m in json.loads(streamed)["models"]) == sorted(
+        r for r, (verdict, _) in EXPECTED.items() if verdict != "unchanged"
+    )
 
 
 def test_every_model_counted_once_and_nothing_stops_the_scan(first_scan) -> None:
@@ -763,10 +782,9 @@ def _done(state: Path) -> int:
     if not state.exists():
         return 0
     try:
-        cur = ScanState.load(state).current
+        return len(ScanState.load(state).done_ids())
     except SlotdiffError:
         return 0
-    return 0 if cur is None else len(cur["done"])
 
 
 def _wait_done(proc: subprocess.Popen[Any], state: Path, at_least: int) -> int:
@@ -801,7 +819,7 @@ def test_scan_killed_midway_resumes_and_counts_each_model_once(tmp_path: Path) -
 
         killed = ScanState.load(tmp_path / "state.json")
         assert killed.current is not None, "the unfinished scan is in the state"
-        done_before = set(killed.current["done"])
+        done_before = killed.done_ids()
         assert seen <= len(done_before) < 40  # nothing recorded before the kill is lost
         for repo_ in repos:
             repo_.faults = ()
@@ -888,8 +906,11 @@ def test_sigterm_saves_the_state_and_exits_130(tmp_path: Path) -> None:
         assert proc.wait(timeout=20) == 130
         assert "interrupted" in (proc.stderr.read() if proc.stderr else "")
         state = ScanState.load(tmp_path / "state.json")
-        assert state.current is not None and seen <= len(state.current["done"]) < 20
-        assert not (tmp_path / "state.json.journal").read_text()  # all of it is in the state file
+        assert state.current is not None and seen <= len(state.done_ids()) < 20
+        # The finished models are the journal's lines (the state file holds the scan's header).
+        journal = (tmp_path / "state.json.journal").read_text().splitlines()
+        assert {json.loads(line)["record"]["repo_id"] for line in journal} == state.done_ids()
+        assert json.loads((tmp_path / "state.json").read_text())["current"]["done"] == {}
 
 
 # --------------------------------------------------------------------------- units: pool, retries

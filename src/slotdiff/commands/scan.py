@@ -283,10 +283,10 @@ def _report(args: argparse.Namespace, result: Any) -> dict[str, Any]:
     proposed: list[str] = []
     if args.update_fingerprints is not None:
         try:
-            proposed = write_proposals(args.update_fingerprints, new_fingerprints(result.records))
+            proposed = write_proposals(args.update_fingerprints, new_fingerprints(result.raw()))
         except OSError as err:
             raise _unwritten(args.update_fingerprints, err) from err
-    data = to_dict(result, proposed)
+    data = to_dict(result, proposed, stream=True)  # models read back from the journal as written
     fmt = args.format or ("table" if sys.stdout.isatty() else "markdown")
     files = _files(args)
     # Everything is rendered before anything is written: all or nothing. Each format once

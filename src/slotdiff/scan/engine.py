@@ -1,7 +1,8 @@
 """The scan loop: list → (skip, or fetch and classify in the pool) → judge → record → report.
 
 The main thread owns the state and the listing's hand-over; worker threads only fetch and
-classify (pure work, no shared writes). Every model ends as exactly one :class:`Record`.
+classify (pure work, no shared writes). Every model ends as exactly one :class:`Record`,
+written to the journal as it finishes and read back from there (:mod:`.records`).
 """
 
 from __future__ import annotations
@@ -9,7 +10,7 @@ from __future__ import annotations
 import secrets
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime
 from typing import Any
@@ -31,6 +32,7 @@ from .listing import (
 )
 from .options import ScanOptions
 from .pool import DeadlinePool, Outcome
+from .records import RecordView
 from .state import ScanState
 from .verdict import (
     NEW,
@@ -43,13 +45,17 @@ from .verdict import (
 
 @dataclass
 class ScanResult:
-    """A finished (or interrupted) scan: its records in listing order, and what happened."""
+    """A finished (or interrupted) scan: its records in listing order, and what happened.
+
+    ``records`` reads each Record from the scan's journal when it is reached (a 50,000-model
+    scan's records are not all in memory); :meth:`raw` gives them as dicts, cheaper still.
+    """
 
     scan_id: str
     started: str
     finished: str | None
     query: Query
-    records: list[Record]
+    records: Sequence[Record]
     resumed: bool = False
     notes: list[str] = field(default_factory=list)
     listing_error: str | None = None
@@ -64,15 +70,27 @@ class ScanResult:
     # in the state and the next run reports them again).
     commit: Callable[[], None] = field(default=lambda: None, repr=False)
     release: Callable[[], None] = field(default=lambda: None, repr=False)
+    _counts: dict[str, Any] | None = field(default=None, repr=False)
+
+    def raw(self) -> Iterator[dict[str, Any]]:
+        """The records as the dicts they were written as, in order (no Record built)."""
+        if isinstance(self.records, RecordView):
+            return self.records.raw()
+        return (r.to_dict() for r in self.records)
 
     def counts(self) -> dict[str, Any]:
-        by_verdict = dict.fromkeys(VERDICTS, 0)
-        reasons: dict[str, int] = {}
-        for rec in self.records:
-            by_verdict[rec.verdict] += 1
-            if rec.reason:
-                reasons[rec.reason] = reasons.get(rec.reason, 0) + 1
-        return {"models": len(self.records), **by_verdict, "skipped_by_reason": dict(sorted(reasons.items()))}
+        """Models by verdict and skip reason (one pass over the records, then remembered)."""
+        if self._counts is None:
+            by_verdict = dict.fromkeys(VERDICTS, 0)
+            reasons: dict[str, int] = {}
+            n = 0
+            for rec in self.raw():
+                n += 1
+                by_verdict[rec["verdict"]] += 1
+                if rec.get("reason"):
+                    reasons[rec["reason"]] = reasons.get(rec["reason"], 0) + 1
+            self._counts = {"models": n, **by_verdict, "skipped_by_reason": dict(sorted(reasons.items()))}
+        return dict(self._counts)
 
     @property
     def new(self) -> list[Record]:
@@ -188,7 +206,7 @@ def run_scan(
     previous = dict(state.models)
     examine = Examiner(opts, know, retrier, previous)
     has_token = _has_token(opts.token)
-    records: dict[str, Record] = state.done()
+    store = state.store  # finished models: a journal line each, an offset each in memory
     order: list[str] = []  # listing order of this run, then earlier-run records not re-listed
     in_order: set[str] = set()
     lister = Lister(
@@ -198,14 +216,11 @@ def run_scan(
     pool = DeadlinePool(examine, opts.workers, opts.deadline)
     lister.start()
     listing_done = False
-    last_checkpoint = time.monotonic()
-    every = opts.checkpoint_every
     total = 0
 
     def finish(rec: Record) -> None:
-        records[rec.repo_id] = rec
         state.record(rec)
-        progress("done", rec, len(records), max(total, len(records)))
+        progress("done", rec, len(store), max(total, len(store)))
 
     try:
         while True:
@@ -218,7 +233,7 @@ def run_scan(
                     in_order.add(listed.repo_id)
                     total += 1
                     progress("listed", total)
-                    if listed.repo_id in records:
+                    if listed.repo_id in store:
                         continue  # done before the scan was killed
                     quick = _prefilter(listed, previous.get(listed.repo_id), has_token)
                     if quick is not None:
@@ -232,13 +247,6 @@ def run_scan(
                     listing_done = True
             for out in pool.poll(0.05 if pool.pending else 0.0):
                 finish(_outcome_record(out, opts.deadline))
-            if time.monotonic() - last_checkpoint >= every:
-                began = time.monotonic()
-                state.checkpoint()
-                last_checkpoint = time.monotonic()
-                # Rewriting a big scan's state takes a while: rewrites stay under 5% of the
-                # time (the journal holds every finished model meanwhile).
-                every = max(opts.checkpoint_every, 20 * (last_checkpoint - began))
             if listing_done and pool.pending == 0:
                 break
     except KeyboardInterrupt:
@@ -250,10 +258,9 @@ def run_scan(
         raise
     pool.close()
     result.retries, result.waited_s, result.abandoned = retrier.retries, retrier.waited, pool.abandoned
-    result.records = [records[r] for r in order if r in records] + [
-        rec for r, rec in records.items() if r not in in_order
-    ]
-    if result.listing_error and not order and not records:
+    listed_now = [store.offset(r) for r in order if r in store]
+    result.records = RecordView(store, listed_now + [at for r, at in store.offsets() if r not in in_order])
+    if result.listing_error and not order and not len(store):
         state.close()
         raise SlotdiffError("scan", result.listing_error)
     finished = iso(datetime.now(UTC)) or ""

@@ -11,7 +11,7 @@ entry with a count, not a page of copies.
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
 Model = Mapping[str, Any]
@@ -27,9 +27,11 @@ def relation_of(m: Model) -> str | None:
     return (m.get("lineage") or {}).get("relation")
 
 
-def lineage_groups(models: Sequence[Model]) -> list[dict[str, Any]]:
-    """Each base named by some model's card, with its derivatives (most derivatives first)."""
-    by_id = {m["repo_id"]: m for m in models}
+def lineage_groups(models: Iterable[Model], verdicts: Mapping[str, str]) -> list[dict[str, Any]]:
+    """Each base named by some model's card, with its derivatives (most derivatives first).
+
+    ``models`` need only be those whose card names a base (others are passed over);
+    ``verdicts`` is every reported model's verdict, by repo id (is the base in the scan?)."""
     groups: dict[str, list[Model]] = {}
     for m in models:
         base = base_of(m)
@@ -41,8 +43,8 @@ def lineage_groups(models: Sequence[Model]) -> list[dict[str, Any]]:
         out.append(
             {
                 "base": base,
-                "in_scan": base in by_id,
-                "verdict": by_id[base]["verdict"] if base in by_id else None,
+                "in_scan": base in verdicts,
+                "verdict": verdicts.get(base),
                 "count": len(derivs),
                 "by_relation": dict(sorted(rel.items())),
                 "derivatives": [

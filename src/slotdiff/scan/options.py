@@ -30,6 +30,5 @@ class ScanOptions:
     endpoint: str | None = None
     cache_dir: str | None = None
     token: str | bool | None = None
-    checkpoint_every: float = 2.0  # seconds between state-file rewrites (the journal is per model)
     via_hf_cache: bool = False  # download through hf_hub_download (keeps configs in the HF cache)
     cards: bool = True  # read each model card's base_model (one more GET per fetched model)

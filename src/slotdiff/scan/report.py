@@ -9,80 +9,127 @@ from __future__ import annotations
 
 import io
 import tempfile
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
+from dataclasses import dataclass, field
 from typing import IO, Any
 
-from ..core.jsonout import iterdumps
+from ..core.jsonout import Stream, iterdumps
 from ..render.console import safe_console
 from ..render.json_report import dumps
 from ..render.page import output_width
 from . import text
-from .groups import lineage_groups
+from .groups import base_of, lineage_groups
 from .listing import iso
 from .markdown import REPORTED, headline, render_markdown
 from .pipelines import expand_pipeline_tags
-from .verdict import NEW, TITLES, Record
+from .records import RecordView
+from .verdict import NEW, TITLES
 
 FORMAT = "slotdiff-scan-report"
 VERSION = 1
 HUB = "https://huggingface.co"
 
 
-def _sort_key(rec: Record) -> tuple[str, str]:
-    # Newest first within a group; the repo id breaks ties so reports are reproducible.
-    return (rec.listed.date or "", rec.repo_id)
+def _date(rec: Mapping[str, Any]) -> str:
+    """The listing's date of a record dict (``Listed.date``: the later of created, modified)."""
+    listed = rec.get("listed") or {}
+    return max(filter(None, (listed.get("created"), listed.get("modified"))), default="")
 
 
-def grouped(records: Sequence[Record]) -> dict[str, list[Record]]:
-    out: dict[str, list[Record]] = {v: [] for v in REPORTED}
-    for rec in records:
-        if rec.verdict in out:
-            out[rec.verdict].append(rec)
-    for recs in out.values():
-        recs.sort(key=lambda r: r.repo_id)
-        recs.sort(key=lambda r: r.listed.date or "", reverse=True)  # stable: newest first, then by id
-    return out
-
-
-def _model(rec: Record) -> dict[str, Any]:
-    data = rec.to_dict()
+def _model(rec: Mapping[str, Any]) -> dict[str, Any]:
+    data = dict(rec)
     data.pop("fills", None)  # the design is in new_fingerprints (and proposals), once
     return data
 
 
-def new_fingerprints(records: Sequence[Record]) -> list[dict[str, Any]]:
-    """Each new design once, with every model that has it (first seen first)."""
+def new_fingerprints(records: Iterable[Mapping[str, Any]]) -> list[dict[str, Any]]:
+    """Each new design once, with every model that has it (first seen first).
+
+    ``records`` are record dicts (``ScanResult.raw()``); only the new designs' are kept."""
+    fresh = [r for r in records if r.get("fingerprint_new") and r.get("fingerprint") is not None]
+    fresh.sort(key=lambda r: (_date(r), r["repo_id"]))
     out: dict[str, dict[str, Any]] = {}
-    for rec in sorted(records, key=_sort_key):
-        if not rec.fingerprint_new or rec.fingerprint is None:
-            continue
+    for rec in fresh:
         entry = out.setdefault(
-            rec.fingerprint,
+            rec["fingerprint"],
             {
-                "fingerprint": rec.fingerprint,
-                "label": rec.label,
+                "fingerprint": rec["fingerprint"],
+                "label": rec.get("label"),
                 "model_types": [],
-                "nearest": rec.nearest,
+                "nearest": rec.get("nearest"),
                 "models": [],
                 "model_type_of": {},
-                "fills": rec.fills,
+                "fills": rec.get("fills"),
                 "sizes": [],
             },
         )
-        entry["model_type_of"][rec.repo_id] = rec.model_type
-        if rec.model_type and rec.model_type not in entry["model_types"]:
-            entry["model_types"].append(rec.model_type)
-        entry["models"].append(rec.repo_id)
-        if rec.sizes is not None and rec.sizes not in entry["sizes"]:
-            entry["sizes"].append(rec.sizes)
+        mt = rec.get("model_type")
+        entry["model_type_of"][rec["repo_id"]] = mt
+        if mt and mt not in entry["model_types"]:
+            entry["model_types"].append(mt)
+        entry["models"].append(rec["repo_id"])
+        sizes = rec.get("sizes")
+        if sizes is not None and sizes not in entry["sizes"]:
+            entry["sizes"].append(sizes)
     return list(out.values())
 
 
-def to_dict(result: Any, proposed: Sequence[str] = ()) -> dict[str, Any]:
-    """The JSON report of a :class:`~slotdiff.scan.engine.ScanResult`."""
+@dataclass
+class _Pass:
+    """What one read of every record gives the report (the records themselves stay on disk)."""
+
+    order: list[tuple[int, str, str, int]] = field(default_factory=list)  # rank, date, id, index
+    verdicts: dict[str, str] = field(default_factory=dict)  # repo id → verdict (lineage's in_scan)
+    derivatives: list[dict[str, Any]] = field(default_factory=list)  # models whose card names a base
+    designs: list[Mapping[str, Any]] = field(default_factory=list)  # records with a new design
+    new: bool = False
+
+
+_RANK = {v: i for i, v in enumerate(REPORTED)}
+
+
+def _one_pass(records: Iterable[Mapping[str, Any]]) -> _Pass:
+    out = _Pass()
+    derivatives: dict[int, dict[str, Any]] = {}
+    for i, rec in enumerate(records):
+        verdict, repo = rec["verdict"], rec["repo_id"]
+        out.new = out.new or verdict in NEW
+        if verdict not in _RANK:
+            continue  # unchanged: only counted
+        out.verdicts[repo] = verdict
+        out.order.append((_RANK[verdict], _date(rec), repo, i))
+        if base_of(rec) is not None:
+            derivatives[i] = {"repo_id": repo, "verdict": verdict, "lineage": rec.get("lineage")}
+        if rec.get("fingerprint_new"):
+            out.designs.append(rec)
+    # Grouped by verdict, newest first within a group, the repo id breaking ties (stable sorts).
+    out.order.sort(key=lambda k: k[2])
+    out.order.sort(key=lambda k: k[1], reverse=True)
+    out.order.sort(key=lambda k: k[0])
+    out.derivatives = [derivatives[i] for *_, i in out.order if i in derivatives]  # report order
+    return out
+
+
+def to_dict(result: Any, proposed: Sequence[str] = (), *, stream: bool = False) -> dict[str, Any]:
+    """The JSON report of a :class:`~slotdiff.scan.engine.ScanResult`.
+
+    ``stream=True``: ``models`` is a :class:`~slotdiff.core.jsonout.Stream` that reads each
+    model from the scan's journal as the writer (or a renderer) reaches it, so a 50,000-model
+    report is never whole in memory; write it with :func:`spool_json`. Without it, a list.
+    """
     q = result.query
-    groups = grouped(result.records)
-    models = [_model(r) for v in REPORTED for r in groups[v]]
+    seen = _one_pass(result.raw())
+    positions = [i for *_, i in seen.order]
+    records = result.records
+
+    def models() -> Iterator[dict[str, Any]]:
+        if isinstance(records, RecordView):
+            for at in (records.offsets[i] for i in positions):
+                yield _model(records.store.raw(at))
+        else:
+            for i in positions:
+                yield _model(records[i].to_dict())
+
     return {
         "format": FORMAT,
         "version": VERSION,
@@ -106,7 +153,7 @@ def to_dict(result: Any, proposed: Sequence[str] = ()) -> dict[str, Any]:
             "endpoint": result.endpoint or HUB,
         },
         "counts": result.counts(),
-        "new": any(r.verdict in NEW for r in result.records),
+        "new": seen.new,
         "listing_error": result.listing_error,
         "notes": list(result.notes),
         "retries": {
@@ -116,10 +163,10 @@ def to_dict(result: Any, proposed: Sequence[str] = ()) -> dict[str, Any]:
         },
         "new_fingerprints": [
             {k: v for k, v in e.items() if k not in ("fills", "model_type_of")}
-            for e in new_fingerprints(result.records)
+            for e in new_fingerprints(seen.designs)
         ],
-        "models": models,
-        "lineage": lineage_groups(models),
+        "models": Stream(models, len(positions)) if stream else list(models()),
+        "lineage": lineage_groups(seen.derivatives, seen.verdicts),
         "proposed_families": list(proposed),
     }
 
@@ -212,7 +259,6 @@ def _terminal_what(m: Mapping[str, Any]) -> str:
 
 __all__ = [
     "RENDERERS",
-    "grouped",
     "new_fingerprints",
     "render_json",
     "render_markdown",

@@ -1,10 +1,12 @@
 """The scan state file: what earlier scans saw, so a repeated scan reports only what changed.
 
-One JSON file (``--state PATH``), always replaced atomically. A scan in progress lives in
-its ``current`` section, and every finished model is also appended to a journal beside it
-(``PATH.journal``, one JSON line each, flushed as it is written), so a scan killed at any
-moment loses only the models that were in flight: the next run reads state + journal and
-resumes where it stopped. Finished scans are merged into the top-level sections:
+One JSON file (``--state PATH``), always replaced atomically. A scan in progress is its
+``current`` section (id, window, options) plus a journal beside it (``PATH.journal``): every
+finished model is one JSON line there, flushed as it is written, so a scan killed at any
+moment loses only the models that were in flight, and the next run reads state + journal
+and resumes where it stopped. The journal is also where the report reads the models back
+from (:mod:`.records`): a big scan never holds them all in memory. Finished scans are merged
+into the top-level sections:
 
 ``models``        repo id → commit, config etag and sha256, fingerprint, verdict, when
 ``fingerprints``  fingerprint id → first repo, label, model_types, fills, sizes seen
@@ -24,6 +26,7 @@ from typing import IO, Any, BinaryIO
 
 from ..core.files import atomic_write, atomic_write_text
 from .listing import from_iso, iso
+from .records import RecordStore
 from .statefile import empty_state, lock_state, read_state, regular_file, validator
 from .verdict import Record
 
@@ -39,7 +42,7 @@ class ScanState:
     def __init__(self, path: Path | None, data: dict[str, Any] | None = None) -> None:
         self.path = path
         self.data = data or empty_state()
-        self._journal: IO[str] | None = None
+        self._store: RecordStore | None = None  # the scan in progress's records (the journal)
         self._lock: IO[bytes] | None = None
         self._dirty = False
 
@@ -60,7 +63,7 @@ class ScanState:
         try:
             state = cls(path, read_state(path))
             state._lock = held
-            state._replay()
+            state._replay(writable=held is not None)
         except BaseException:
             if held is not None:
                 held.close()
@@ -71,25 +74,16 @@ class ScanState:
     def journal_path(self) -> Path | None:
         return None if self.path is None else self.path.with_name(self.path.name + ".journal")
 
-    def _replay(self) -> None:
+    def _replay(self, writable: bool) -> None:
+        """Index the journal's lines of the scan in progress (only offsets are kept)."""
         jp = self.journal_path
         if jp is None or not jp.exists():
             return
         regular_file(jp)
         current = self.data.get("current")
-        valid = validator("record")
-        with open(jp, encoding="utf-8", errors="replace") as fh:
-            for line in fh:
-                try:
-                    entry = json.loads(line)
-                except ValueError:
-                    continue  # a line cut short by a kill
-                if not isinstance(entry, dict) or not current or entry.get("scan") != current["id"]:
-                    continue
-                record = entry.get("record")
-                if valid.is_valid(record):  # anything else: that model is examined again
-                    current["done"][record["repo_id"]] = record
-                    self._dirty = True
+        self._store = RecordStore.replay(
+            jp, current["id"] if current else None, validator("record").is_valid, writable=writable
+        )
 
     @property
     def models(self) -> Mapping[str, Mapping[str, Any]]:
@@ -126,11 +120,15 @@ class ScanState:
         cur = self.current
         if cur is not None:
             if cur.get("query") == dict(query):
-                # Transient failures get another try; everything else stays counted.
-                cur["done"] = {r: rec for r, rec in cur["done"].items() if not _record(rec).transient}
-                self._open_journal()
+                store = self._open_store(cur["id"], fresh=False)
+                # Records an older slotdiff kept in the state file join the journal; transient
+                # failures get another try (the journal's were dropped as it was replayed).
+                for rec in cur["done"].values():
+                    if not _record(rec).transient:
+                        store.add(_record(rec).to_dict() if isinstance(rec, Record) else rec)
+                cur["done"] = {}
                 self.checkpoint(force=True)
-                return True, f"resumed scan {cur['id']} ({len(cur['done'])} models already done)"
+                return True, f"resumed scan {cur['id']} ({len(store)} models already done)"
             note = f"discarded the unfinished scan {cur['id']} (it listed with other options)"
         self.data["current"] = {
             "id": scan_id,
@@ -139,45 +137,48 @@ class ScanState:
             "query": dict(query),
             "done": {},
         }
-        self._open_journal(truncate=True)
+        self._open_store(scan_id, fresh=True)
         self.checkpoint(force=True)
         return False, note
 
-    def done(self) -> dict[str, Record]:
-        """The models the scan in progress has finished (the journal's included)."""
-        cur = self.current
-        return {} if cur is None else {r: _record(rec) for r, rec in cur["done"].items()}
-
-    def _open_journal(self, truncate: bool = False) -> None:
+    def _open_store(self, scan_id: str, fresh: bool) -> RecordStore:
         jp = self.journal_path
         if jp is None:
-            return
-        if self._journal is None:
-            jp.parent.mkdir(parents=True, exist_ok=True)
-            self._journal = open(jp, "a", encoding="utf-8")  # noqa: SIM115 (kept open for the scan)
-        if truncate:
-            self._journal.truncate(0)
+            self._store = RecordStore.anonymous(scan_id)
+        elif fresh or self._store is None or self._store.scan_id != scan_id:
+            if self._store is not None:
+                self._store.seal()
+            self._store = (
+                RecordStore.fresh(jp, scan_id)
+                if fresh
+                else RecordStore.replay(jp, scan_id, validator("record").is_valid, writable=True)
+            )
+        return self._store
+
+    @property
+    def store(self) -> RecordStore:
+        """The records of the scan in progress (after :meth:`begin`)."""
+        assert self._store is not None, "store outside a scan"
+        return self._store
+
+    def done_ids(self) -> set[str]:
+        """Repo ids the scan in progress has finished (state file and journal; for readers)."""
+        cur = self.current
+        if cur is None:
+            return set()
+        ids = set(cur["done"])
+        if self._store is not None:
+            ids.update(self._store.ids())
+        return ids
 
     def record(self, rec: Record) -> None:
-        """Remember one finished model (journal line now, state file at the next checkpoint)."""
-        cur = self.current
-        assert cur is not None, "record() outside a scan"
-        # The Record itself is kept (the caller holds it anyway), not a dict copy of it: the
-        # state file's writer turns it into its dict on each checkpoint (_jsonable).
-        cur["done"][rec.repo_id] = rec
-        self._dirty = True
-        if self._journal is not None:
-            line = json.dumps({"scan": cur["id"], "record": rec.to_dict()}, default=str)
-            self._journal.write(line + "\n")
-            self._journal.flush()  # in the OS's hands: survives SIGKILL of this process
+        """Remember one finished model: a journal line now (merged at :meth:`finish`)."""
+        assert self.current is not None, "record() outside a scan"
+        self.store.add(rec.to_dict())
 
     def checkpoint(self, force: bool = False, pretty: bool = False) -> None:
-        """Write the state file atomically (then the journal it now contains is emptied).
-
-        Mid-scan checkpoints are compact (json's C encoder: ~20x faster than indented
-        output, which matters when a few hundred records are rewritten every few seconds);
-        the final write is indented, for people and for diffs of a committed state file.
-        """
+        """Write the state file atomically (compact; ``pretty``: indented, for people and for
+        diffs of a committed state file). The scan's records stay in the journal."""
         if self.path is None or not (self._dirty or force):
             return
         self.data["updated"] = iso(datetime.now(UTC))
@@ -187,8 +188,6 @@ class ScanState:
             text = json.dumps(self.data, separators=(",", ":"), default=_jsonable)
             atomic_write_text(self.path, text + "\n")
         self._dirty = False
-        if self._journal is not None:
-            self._journal.truncate(0)
 
     def finish(self, finished: str, counts: Mapping[str, Any]) -> None:
         """Merge the scan into what is known, forget the journal, write the state."""
@@ -196,6 +195,9 @@ class ScanState:
         assert cur is not None
         for rec_data in cur["done"].values():
             self._merge(_record(rec_data), cur["id"], finished)
+        if self._store is not None:
+            for _, at in self._store.offsets():  # one line at a time, never all of them
+                self._merge(self._store.record(at), cur["id"], finished)
         self.data["scans"].append(
             {
                 "id": cur["id"],
@@ -217,10 +219,10 @@ class ScanState:
                 os.unlink(jp)
 
     def close(self) -> None:
-        """Close the journal and release the lock (the state stays as last written)."""
-        if self._journal is not None:
-            self._journal.close()
-            self._journal = None
+        """Stop writing the journal and release the lock (the state stays as last written;
+        the records stay readable through the store until it is dropped)."""
+        if self._store is not None:
+            self._store.seal()
         if self._lock is not None:
             self._lock.close()  # closing the descriptor releases the flock
             self._lock = None

@@ -29,7 +29,9 @@ from .verdict import (
 )
 
 _SHA = re.compile(r"[0-9a-f]{40}")
-MEMO_SIZE = 4096  # analyses kept for identical config bytes (re-uploads, quantized copies)
+# Analyses kept for identical config bytes (re-uploads, mirrors): about 7 KB each, so 1,024
+# of them cap the memo near 7 MB however many distinct configs a week lists (FIFO).
+MEMO_SIZE = 1024
 
 
 class Examiner:

@@ -113,7 +113,7 @@ def test_a_stream_is_written_item_by_item_and_never_as_text() -> None:
         '    {"i": 1, "s": "\\u202e"},',
         '    {"i": 2, "s": "\\u202e"}',
     ]
-    assert text.splitlines()[:2] == ['{', '  "a": 1,'] and text.endswith('  "z": [\n    1\n  ]\n}')
+    assert text.splitlines()[:2] == ["{", '  "a": 1,'] and text.endswith('  "z": [\n    1\n  ]\n}')
     assert "".join(iterdumps(listed)) == dumps(listed)  # no Stream: exactly dumps()
     with pytest.raises(TypeError, match="iterdumps"):
         dumps(data)  # refused, never printed as the text of an object

@@ -22,11 +22,7 @@ from collections.abc import Callable, Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import IO, Any, overload
 
-from .verdict import TRANSIENT, Record
-
-
-def _transient(record: Mapping[str, Any]) -> bool:
-    return record.get("verdict") == "skipped" and record.get("reason") in TRANSIENT
+from .verdict import Record
 
 
 class RecordStore:
@@ -78,7 +74,7 @@ class RecordStore:
                 record = entry.get("record")
                 if not valid(record):
                     continue
-                if _transient(record):
+                if Record.from_dict(record).transient:
                     index.pop(record["repo_id"], None)
                 else:
                     index[record["repo_id"]] = at
@@ -114,10 +110,6 @@ class RecordStore:
         with contextlib.suppress(OSError, ValueError):
             self._fh.flush()
         self._writable = False
-
-    def close(self) -> None:
-        self._writable = False
-        self._fh.close()
 
     # -------------------------------------------------------------------------- reading
 

@@ -19,7 +19,7 @@ from ..render.json_report import dumps
 from ..render.page import output_width
 from . import text
 from .groups import base_of, lineage_groups
-from .listing import iso
+from .listing import Listed, iso
 from .markdown import REPORTED, headline, render_markdown
 from .pipelines import expand_pipeline_tags
 from .records import RecordView
@@ -31,9 +31,8 @@ HUB = "https://huggingface.co"
 
 
 def _date(rec: Mapping[str, Any]) -> str:
-    """The listing's date of a record dict (``Listed.date``: the later of created, modified)."""
-    listed = rec.get("listed") or {}
-    return max(filter(None, (listed.get("created"), listed.get("modified"))), default="")
+    """The listing's date of a record dict (``Listed.date``: newest first within a group)."""
+    return Listed.from_dict(rec.get("listed") or {"repo_id": rec["repo_id"]}).date or ""
 
 
 def _model(rec: Mapping[str, Any]) -> dict[str, Any]:

@@ -124,8 +124,8 @@ class ScanState:
                 # Records an older slotdiff kept in the state file join the journal; transient
                 # failures get another try (the journal's were dropped as it was replayed).
                 for rec in cur["done"].values():
-                    if not _record(rec).transient:
-                        store.add(_record(rec).to_dict() if isinstance(rec, Record) else rec)
+                    if not Record.from_dict(rec).transient:
+                        store.add(rec)
                 cur["done"] = {}
                 self.checkpoint(force=True)
                 return True, f"resumed scan {cur['id']} ({len(store)} models already done)"
@@ -185,7 +185,7 @@ class ScanState:
         if pretty:  # json's indenting encoder is pure Python: streamed, not joined in memory
             atomic_write(self.path, lambda fh: _write_indented(self.data, fh))
         else:
-            text = json.dumps(self.data, separators=(",", ":"), default=_jsonable)
+            text = json.dumps(self.data, separators=(",", ":"), default=str)
             atomic_write_text(self.path, text + "\n")
         self._dirty = False
 
@@ -193,9 +193,7 @@ class ScanState:
         """Merge the scan into what is known, forget the journal, write the state."""
         cur = self.current
         assert cur is not None
-        for rec_data in cur["done"].values():
-            self._merge(_record(rec_data), cur["id"], finished)
-        if self._store is not None:
+        if self._store is not None:  # begin() moved any records the state file held into it
             for _, at in self._store.offsets():  # one line at a time, never all of them
                 self._merge(self._store.record(at), cur["id"], finished)
         self.data["scans"].append(
@@ -285,22 +283,12 @@ class ScanState:
                 del models[repo]
 
 
-def _record(entry: Record | Mapping[str, Any]) -> Record:
-    """A done entry as a Record: this run's are Records, those read back from disk dicts."""
-    return entry if isinstance(entry, Record) else Record.from_dict(entry)
-
-
-def _jsonable(value: Any) -> Any:
-    """json's fallback for the state file: a Record as its dict, anything else as text."""
-    return value.to_dict() if isinstance(value, Record) else str(value)
-
-
 def _write_indented(data: Any, fh: BinaryIO) -> None:
     """``json.dumps(data, indent=1)`` and a newline into ``fh``, in pieces of about 64 KB
     (the whole text of a 50,000-model state, and json's millions of chunks, never in memory)."""
     batch: list[str] = []
     held = 0
-    for chunk in json.JSONEncoder(indent=1, default=_jsonable).iterencode(data):
+    for chunk in json.JSONEncoder(indent=1, default=str).iterencode(data):
         batch.append(chunk)
         held += len(chunk)
         if held >= 1 << 16:

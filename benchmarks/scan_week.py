@@ -103,6 +103,25 @@ SERVER = textwrap.dedent(
 )
 
 
+# The scan as a child that reports its own peak RSS (VmHWM of its own address space): wait4's
+# ru_maxrss is no measure of it, since Linux carries the parent's peak into a child across fork
+# and exec, and this parent holds a whole 50,000-model report when it starts the rerun.
+CHILD = textwrap.dedent(
+    """
+    import os, sys
+    from slotdiff.cli import main
+    try:
+        code = main(sys.argv[1:])
+    finally:
+        with open("/proc/self/status") as fh:
+            peak = next(line.split()[1] for line in fh if line.startswith("VmHWM:"))
+        with open(os.environ["SLOTDIFF_BENCH_PEAK"], "w") as fh:
+            fh.write(peak)  # kB
+    sys.exit(code)
+    """
+)
+
+
 def start_server(n: int, latency: float) -> tuple[subprocess.Popen[str], str]:
     proc = subprocess.Popen(
         [sys.executable, "-c", SERVER, str(ROOT / "tests"), str(ROOT / "benchmarks"), str(n), str(latency)],
@@ -149,7 +168,7 @@ def scan_cmd(
     cmd = [
         sys.executable,
         "-c",
-        "import sys; from slotdiff.cli import main; sys.exit(main(sys.argv[1:]))",
+        CHILD,
         "scan",
         "--since", "30d",
         "--limit", str(n),
@@ -170,6 +189,7 @@ def scan_cmd(
         "HF_ENDPOINT": url,
         "HF_HOME": str(tmp / "hf-home"),
         "HF_HUB_DISABLE_TELEMETRY": "1",
+        "SLOTDIFF_BENCH_PEAK": str(tmp / "peak-kb"),
     }
     env.pop("HF_TOKEN", None)
     env.pop("HF_HUB_OFFLINE", None)
@@ -177,12 +197,15 @@ def scan_cmd(
 
 
 def run_child(cmd: list[str], env: dict) -> tuple[float, int, float, float]:
-    """(wall s, exit code, peak RSS MiB, CPU s) of one subprocess."""
+    """(wall s, exit code, the child's own peak RSS MiB, CPU s) of one scan subprocess."""
+    peak = Path(env["SLOTDIFF_BENCH_PEAK"])
+    peak.unlink(missing_ok=True)
     t0 = time.perf_counter()
     proc = subprocess.Popen(cmd, env=env, stdout=subprocess.DEVNULL)
     _, status, usage = os.wait4(proc.pid, 0)
     wall = time.perf_counter() - t0
-    return wall, os.waitstatus_to_exitcode(status), usage.ru_maxrss / 1024, usage.ru_utime + usage.ru_stime
+    rss = int(peak.read_text()) / 1024
+    return wall, os.waitstatus_to_exitcode(status), rss, usage.ru_utime + usage.ru_stime
 
 
 def done_count(state: Path) -> int:

@@ -16,8 +16,13 @@ from typing import Any
 
 import jsonschema
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 
+from slotdiff.core.jsonout import Stream
 from slotdiff.scan.engine import ScanOptions, run_scan
+from slotdiff.scan.html import render_html
+from slotdiff.scan.markdown import _trimmed
 from slotdiff.scan.report import render_markdown, render_terminal, to_dict
 from slotdiff.scan.verdict import VERDICTS
 from test_scan import FAST, isolated
@@ -220,6 +225,28 @@ def test_derivatives_are_grouped_under_their_base(scanned) -> None:
     designs = md.split("### New fingerprint")[1].split("\n### ")[0].split("#### ")
     entry = next(part for part in designs if "a/biased-ft" in part or "b/biased-q" in part)
     assert entry.count("- **[") == 1 and "1 derivative (1 quantized)" in entry
+
+
+def test_markdown_and_html_read_the_models_twice_and_hold_none_but_the_novel(scanned) -> None:
+    # A 50,000-model report is spooled from the journal, never held: the renderers get the
+    # models as a Stream and may read it twice (the novel sections and the known models'
+    # lineage, then a row per model). The text must be the one the list gives.
+    data = scanned["data"]
+    reads = []
+
+    def models() -> Iterator[dict[str, Any]]:
+        reads.append(len(reads))
+        return iter(json.loads(json.dumps(data["models"])))
+
+    streamed = {**data, "models": Stream(models, len(data["models"]))}
+    assert render_markdown(streamed) == render_markdown(data) and len(reads) == 2
+    reads.clear()
+    assert render_html(streamed) == render_html(data) and len(reads) == 2
+
+
+@given(st.lists(st.sampled_from(["", " ", "\t", "a", "b ", "c\nd", "\n", "e\n\n"]), max_size=12))
+def test_markdown_lines_are_trimmed_as_one_joined_string_would_be(lines: list[str]) -> None:
+    assert "".join(_trimmed(iter(lines))) == "\n".join(lines).rstrip() + "\n"
 
 
 def test_report_validates_against_its_schema(scanned) -> None:

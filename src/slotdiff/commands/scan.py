@@ -16,14 +16,13 @@ from pathlib import Path
 from typing import IO, Any
 
 from ..core.errors import SlotdiffError, UsageError
-from ..core.files import atomic_write, atomic_write_text
+from ..core.files import atomic_write
 from ..core.printable import one_line, printable
 from ..read.retry import RetryPolicy
 from ..scan.engine import ScanOptions, run_scan
-from ..scan.html import render_html
 from ..scan.pipelines import expand_pipeline_tags
 from ..scan.propose import write_proposals
-from ..scan.report import RENDERERS, new_fingerprints, render_terminal, spool_json, to_dict
+from ..scan.report import PIECES, RENDERERS, new_fingerprints, render_terminal, spool, to_dict
 from ..scan.verdict import NEW
 from .options import COUNT, NONNEGATIVE, SECONDS, add_width_argument
 
@@ -290,44 +289,38 @@ def _report(args: argparse.Namespace, result: Any) -> dict[str, Any]:
     fmt = args.format or ("table" if sys.stdout.isatty() else "markdown")
     files = _files(args)
     # Everything is rendered before anything is written: all or nothing. Each format once
-    # (a file and stdout share it); the JSON report, the big one, into a temporary file
-    # (streamed, never whole in memory) that the file and stdout are then copied from.
-    texts: dict[str, str] = {}
-    for name in {name for _, name in files} | {fmt}:
-        if name == "table":
-            texts[name] = render_terminal(data, args.width)
-        elif name == "html":
-            texts[name] = render_html(data)
-        elif name != "json":
-            texts[name] = RENDERERS[name](data)
+    # (a file and stdout share it); the JSON, Markdown and HTML reports, which hold a row per
+    # model, into temporary files (streamed, never whole in memory) that the files and stdout
+    # are then copied from.
     with contextlib.ExitStack() as stack:
-        spool = None
-        if "json" in {name for _, name in files} | {fmt}:
+        texts: dict[str, str] = {}
+        spools: dict[str, IO[str]] = {}
+        for name in {name for _, name in files} | {fmt}:
+            if name == "table":
+                texts[name] = render_terminal(data, args.width)
+                continue
             try:
-                spool = stack.enter_context(spool_json(data))
+                spools[name] = stack.enter_context(spool(PIECES[name](data)))
             except OSError as err:
-                raise SlotdiffError("scan", f"cannot spool the JSON report ({err.strerror or err})") from err
+                reason = err.strerror or err
+                raise SlotdiffError("scan", f"cannot spool the {name} report ({reason})") from err
         for path, name in files:
             try:
-                if name == "json":
-                    atomic_write(path, lambda fh: _copy(spool, lambda piece: fh.write(piece.encode("utf-8"))))
-                else:
-                    atomic_write_text(path, printable(texts[name]))  # a file gets what stdout would
+                atomic_write(path, lambda fh, n=name: _copy(spools[n], lambda p: fh.write(p.encode("utf-8"))))
             except OSError as err:
                 raise _unwritten(path, err) from err
-        if fmt == "json":
-            _copy(spool, sys.stdout.write)
+        if fmt in spools:
+            _copy(spools[fmt], sys.stdout.write)
         else:
             sys.stdout.write(texts[fmt])
         sys.stdout.flush()
     return data
 
 
-def _copy(spool: IO[str] | None, write: Callable[[str], Any]) -> None:
-    """The spooled JSON report, from its start, to ``write`` in pieces (made printable)."""
-    assert spool is not None
-    spool.seek(0)
-    while piece := spool.read(1 << 20):
+def _copy(spooled: IO[str], write: Callable[[str], Any]) -> None:
+    """A spooled report, from its start, to ``write`` in pieces (made printable)."""
+    spooled.seek(0)
+    while piece := spooled.read(1 << 20):
         write(printable(piece))
 
 

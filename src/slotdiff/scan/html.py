@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import base64
 import hashlib
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from html import escape
 from typing import Any
 from urllib.parse import urlsplit
@@ -21,7 +21,7 @@ from ..read.hub_errors import looks_like_repo_id
 from ..render.fmt import bin_bytes, count, si_bytes
 from . import text
 from .groups import base_of, derivatives_line, fold, relation_of
-from .markdown import REPORTED, headline
+from .markdown import headline
 from .verdict import SKIP_REASONS, TITLES, VERDICTS
 
 CSS = """
@@ -114,12 +114,19 @@ def _link(repo: str, hub: str | None) -> str:
 
 def render_html(data: Mapping[str, Any]) -> str:
     """The whole page."""
+    return "".join(iter_html(data))
+
+
+def iter_html(data: Mapping[str, Any]) -> Iterator[str]:
+    """:func:`render_html` a line at a time (each with its newline), for a page of 50,000
+    models spooled to a file: the novel sections are held (they are the week's few), the
+    table's rows are written as a second read of the models reaches them."""
     scan = data["scan"]
     hub = _hub(scan["endpoint"])
-    models = data["models"]
     by_verdict: dict[str, list[Mapping[str, Any]]] = {}
-    for m in models:
-        by_verdict.setdefault(m["verdict"], []).append(m)
+    for m in data["models"]:
+        if m["verdict"] not in ("known", "skipped"):
+            by_verdict.setdefault(m["verdict"], []).append(m)
     tags = scan["filters"].get("pipeline_tags") or []
     out = [
         "<!doctype html>",
@@ -139,9 +146,9 @@ def render_html(data: Mapping[str, Any]) -> str:
     out += _new_designs(by_verdict.get("new_fingerprint", []), data["new_fingerprints"], hub)
     out += _simple("new_keys", by_verdict.get("new_keys", []), hub)
     out += _simple("new_sizes", by_verdict.get("new_sizes", []), hub)
-    out += _table([m for v in REPORTED for m in by_verdict.get(v, [])], hub)
-    out += [f"<script>{SCRIPT}</script>", "</body></html>"]
-    return "\n".join(out) + "\n"
+    yield from (line + "\n" for line in out)
+    yield from (line + "\n" for line in _table(data["models"], len(data["models"]), hub))
+    yield f"<script>{SCRIPT}</script>\n</body></html>\n"
 
 
 def _bullets(items: Sequence[str]) -> str:
@@ -303,15 +310,16 @@ def _row(m: Mapping[str, Any], hub: str | None) -> str:
     return "<tr>" + "".join(cells) + "</tr>"
 
 
-def _table(models: Sequence[Mapping[str, Any]], hub: str | None) -> list[str]:
+def _table(models: Iterable[Mapping[str, Any]], n: int, hub: str | None) -> Iterator[str]:
+    """Every entry (the report's order: by verdict, newest first), a row as it is read."""
     heads = "".join(
         f'<th tabindex="0" data-type="{"num" if num else "text"}">{e(name)}</th>' for name, num in COLUMNS
     )
-    return [
-        f"<h2>All entries ({len(models)})</h2>",
+    yield f"<h2>All entries ({n})</h2>"
+    yield (
         '<p class="meta">Click a header to sort. Figures: the default workload (H100 SXM, batch 1, '
-        "context 8192, the checkpoint's weight format, bf16 KV).</p>",
-        f'<table id="entries"><thead><tr>{heads}</tr></thead><tbody>',
-        *(_row(m, hub) for m in models),
-        "</tbody></table>",
-    ]
+        "context 8192, the checkpoint's weight format, bf16 KV).</p>"
+    )
+    yield f'<table id="entries"><thead><tr>{heads}</tr></thead><tbody>'
+    yield from (_row(m, hub) for m in models)
+    yield "</tbody></table>"

@@ -9,16 +9,24 @@ derivatives are folded under their base. Every string from the Hub is escaped.
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from typing import Any
 
 from ..read.hub_errors import looks_like_repo_id
 from ..render.fmt import bin_bytes, count
 from . import text
-from .groups import base_of, derivatives_line, fold, relation_of
+from .groups import base_of, derivatives_line, fold, relation_of, slim
 from .verdict import SKIP_REASONS, TITLES, VERDICTS
 
 REPORTED = tuple(v for v in VERDICTS if v != "unchanged")
+# The sections shown as tables (a row per model: the big ones), with their header rows.
+TABLE_HEADS = {
+    "known": [
+        "| model | date | downloads | family | class | params | KV/token | fit | trust |",
+        "|---|---|---|---|---|---|---|---|---|",
+    ],
+    "skipped": ["| model | reason | detail |", "|---|---|---|"],
+}
 
 
 def md(value: Any) -> str:
@@ -68,10 +76,22 @@ def _differs(nearest: Mapping[str, Any] | None) -> str:
 
 def render_markdown(data: Mapping[str, Any]) -> str:
     """Markdown for an issue or a chat post."""
+    return "".join(iter_markdown(data))
+
+
+def iter_markdown(data: Mapping[str, Any]) -> Iterator[str]:
+    """:func:`render_markdown` a line at a time (each with its newline), for a report of
+    50,000 models spooled to a file. The models are read twice and never all held: first the
+    novel sections whole and the known models' lineage only, then a row per shown known model
+    and per skipped one."""
+    yield from _trimmed(_lines(data))
+
+
+def _lines(data: Mapping[str, Any]) -> Iterator[str]:
     scan = data["scan"]
     base = scan["endpoint"]
     tags = scan["filters"].get("pipeline_tags") or []
-    lines = [
+    yield from [
         f"## slotdiff scan: {headline(data)}",
         "",
         f"{data['counts']['models']} models {'created' if scan['by'] == 'created' else 'created or updated'} "
@@ -83,48 +103,74 @@ def render_markdown(data: Mapping[str, Any]) -> str:
         "",
     ]
     if data["listing_error"]:
-        lines += [f"> **Listing incomplete:** {md(data['listing_error'])}", ""]
+        yield from [f"> **Listing incomplete:** {md(data['listing_error'])}", ""]
     for note in data["notes"]:
-        lines += [f"> {md(note)}", ""]
-    by_verdict: dict[str, list[Mapping[str, Any]]] = {}
+        yield from [f"> {md(note)}", ""]
+    novel: dict[str, list[Mapping[str, Any]]] = {}
+    known: list[Mapping[str, Any]] = []  # lineage only: what folding needs
+    skipped = 0
     for m in data["models"]:
-        by_verdict.setdefault(m["verdict"], []).append(m)
+        if m["verdict"] == "known":
+            known.append(slim(m))
+        elif m["verdict"] == "skipped":
+            skipped += 1
+        else:
+            novel.setdefault(m["verdict"], []).append(m)
     fps = {e["fingerprint"]: e for e in data["new_fingerprints"]}
+    folded = fold(known)
+    rows: dict[str, list[str]] | None = None  # the tables' rows, from the second read
     for verdict in REPORTED:
-        models = by_verdict.get(verdict, [])
-        if not models:
+        models = novel.get(verdict, [])
+        n = len(known) if verdict == "known" else skipped if verdict == "skipped" else len(models)
+        if not n:
             continue
-        lines += [f"### {TITLES[verdict]} ({len(models)})", ""]
-        if verdict in ("known", "skipped"):
-            lines += _table(verdict, models, base)
-            continue
-        if verdict == "new_fingerprint":
+        yield from [f"### {TITLES[verdict]} ({n})", ""]
+        if verdict in TABLE_HEADS:
+            rows = rows if rows is not None else _table_rows(data["models"], folded, base)
+            yield from [*TABLE_HEADS[verdict], *rows[verdict], ""]
+        elif verdict == "new_fingerprint":
             for fp_id in dict.fromkeys(m["fingerprint"] for m in models):
                 entry = fps.get(fp_id, {})
                 members = [m for m in models if m["fingerprint"] == fp_id]
-                lines.append(f"#### {code(fp_id)} · {md(entry.get('label', members[0]['label']))}")
-                lines.append("")
+                yield f"#### {code(fp_id)} · {md(entry.get('label', members[0]['label']))}"
+                yield ""
                 near = _differs(members[0].get("nearest"))
                 if near:
-                    lines += [near[0].upper() + near[1:] + ".", ""]
-                lines += [_item(m, d, base, show_nearest=False) for m, d in fold(members)]
-                lines.append("")
-            continue
-        lines += [_item(m, d, base) for m, d in fold(models)]
-        lines.append("")
-    lines += _lineage(data, base)
+                    yield from [near[0].upper() + near[1:] + ".", ""]
+                yield from (_item(m, d, base, show_nearest=False) for m, d in fold(members))
+                yield ""
+        else:
+            yield from (_item(m, d, base) for m, d in fold(models))
+            yield ""
+    yield from _lineage(data, base)
     if data["proposed_families"]:
-        lines += ["### Proposed family files", ""]
-        lines += [f"- {code(p)}" for p in data["proposed_families"]]
-        lines.append("")
+        yield from ["### Proposed family files", ""]
+        yield from (f"- {code(p)}" for p in data["proposed_families"])
+        yield ""
     r = data["retries"]
     if r["count"] or r["abandoned"]:
-        lines += [
+        yield from [
             f"<sub>{r['count']} retries, {r['waited_s']:g} s waited, "
             f"{r['abandoned']} models given up at their deadline.</sub>",
             "",
         ]
-    return "\n".join(lines).rstrip() + "\n"
+
+
+def _trimmed(lines: Iterable[str]) -> Iterator[str]:
+    """``"\\n".join(lines).rstrip() + "\\n"``, a line at a time: trailing blank lines are
+    held back until a line with text follows them, and the last line is stripped."""
+    held: str | None = None
+    blanks: list[str] = []
+    for line in lines:
+        if not line.strip():
+            blanks.append(line)
+            continue
+        if held is not None:
+            yield held + "\n" + "".join(b + "\n" for b in blanks)
+        elif blanks:
+            yield "".join(b + "\n" for b in blanks)
+        held, blanks = line, []
+    yield ("" if held is None else held.rstrip()) + "\n"
 
 
 def _item(
@@ -168,28 +214,33 @@ def _item(
     return "\n".join([head, *[f"  - {s}" for s in sub]])
 
 
-def _table(verdict: str, models: Sequence[Mapping[str, Any]], base: str) -> list[str]:
-    if verdict == "known":
-        rows = [
-            "| model | date | downloads | family | class | params | KV/token | fit | trust |",
-            "|---|---|---|---|---|---|---|---|---|",
-        ]
-        for m, derivs in fold(models):
-            listed = m["listed"]
-            when = text.day(max(listed.get("created") or "", listed.get("modified") or ""))
-            f = m.get("figures") or {}
-            name = link(m["repo_id"], base) + (f" (+{derivatives_line(derivs)})" if derivs else "")
-            rows.append(
-                f"| {name} | {when} | {text.short_count(listed.get('downloads'))} "
-                f"| {md(m.get('family') or '')} | {md(m.get('label') or '')} "
-                f"| {md(_params(f))} | {md(_kv(f))} | {md(text.fit_words(f))} | {md(f.get('trust') or '')} |"
-            )
-    else:
-        rows = ["| model | reason | detail |", "|---|---|---|"]
-        for m in models:
+def _table_rows(
+    models: Iterable[Mapping[str, Any]], folded: Sequence[tuple[Mapping[str, Any], list[Any]]], base: str
+) -> dict[str, list[str]]:
+    """The second read: a row per shown known model (its folded derivatives counted in it), in
+    the section's order, and a row per skipped model."""
+    derivs = {lead["repo_id"]: d for lead, d in folded}
+    known: dict[str, str] = {}
+    skipped: list[str] = []
+    for m in models:
+        if m["verdict"] == "known" and m["repo_id"] in derivs:
+            known[m["repo_id"]] = _known_row(m, derivs[m["repo_id"]], base)
+        elif m["verdict"] == "skipped":
             reason = SKIP_REASONS.get(m.get("reason") or "", m.get("reason") or "")
-            rows.append(f"| {link(m['repo_id'], base)} | {md(reason)} | {md(m.get('detail') or '')} |")
-    return [*rows, ""]
+            skipped.append(f"| {link(m['repo_id'], base)} | {md(reason)} | {md(m.get('detail') or '')} |")
+    return {"known": [known[lead["repo_id"]] for lead, _ in folded], "skipped": skipped}
+
+
+def _known_row(m: Mapping[str, Any], derivs: Sequence[Mapping[str, Any]], base: str) -> str:
+    listed = m["listed"]
+    when = text.day(max(listed.get("created") or "", listed.get("modified") or ""))
+    f = m.get("figures") or {}
+    name = link(m["repo_id"], base) + (f" (+{derivatives_line(derivs)})" if derivs else "")
+    return (
+        f"| {name} | {when} | {text.short_count(listed.get('downloads'))} "
+        f"| {md(m.get('family') or '')} | {md(m.get('label') or '')} "
+        f"| {md(_params(f))} | {md(_kv(f))} | {md(text.fit_words(f))} | {md(f.get('trust') or '')} |"
+    )
 
 
 def _params(f: Mapping[str, Any]) -> str:

@@ -19,8 +19,9 @@ from ..render.json_report import dumps
 from ..render.page import output_width
 from . import text
 from .groups import base_of, lineage_groups
+from .html import iter_html
 from .listing import Listed, iso
-from .markdown import REPORTED, headline, render_markdown
+from .markdown import REPORTED, headline, iter_markdown, render_markdown
 from .pipelines import expand_pipeline_tags
 from .records import RecordView
 from .verdict import NEW, TITLES
@@ -178,9 +179,17 @@ def spool_json(data: Mapping[str, Any]) -> IO[str]:
     """The JSON report (the text :func:`render_json` gives) in an anonymous temporary file,
     read from the start: written in pieces, so a 50,000-model report is never whole in memory
     (nor json's millions of small chunks). The caller closes it; the file goes with it."""
-    fh = tempfile.TemporaryFile("w+", encoding="utf-8", newline="")  # noqa: SIM115 (returned)
+    return spool(iterdumps(data))
+
+
+def spool(pieces: Iterable[str]) -> IO[str]:
+    """``pieces`` joined in an anonymous temporary file, read from the start (a report too big
+    to hold as one string: JSON, Markdown or HTML of a 50,000-model scan). The caller closes
+    it; the file goes with it. A lone surrogate from a config (which no UTF-8 file can hold)
+    passes through as itself, for :func:`~slotdiff.core.printable.printable` to escape."""
+    fh = tempfile.TemporaryFile("w+", encoding="utf-8", errors="surrogatepass", newline="")  # noqa: SIM115
     try:
-        for piece in iterdumps(data):
+        for piece in pieces:
             fh.write(piece)
         fh.seek(0)
     except BaseException:
@@ -257,14 +266,23 @@ def _terminal_what(m: Mapping[str, Any]) -> str:
 
 
 __all__ = [
+    "PIECES",
     "RENDERERS",
     "new_fingerprints",
     "render_json",
     "render_markdown",
     "render_terminal",
+    "spool",
     "spool_json",
     "to_dict",
 ]
+
+# The reports that hold a row per model, each as the pieces of its text (spooled by the CLI).
+PIECES: dict[str, Callable[[Mapping[str, Any]], Iterable[str]]] = {
+    "json": iterdumps,
+    "markdown": iter_markdown,
+    "html": iter_html,
+}
 
 RENDERERS: dict[str, Callable[[Mapping[str, Any]], str]] = {
     "table": render_terminal,

@@ -259,7 +259,12 @@ class Result:
 
 
 def _verdict(
-    figure: str, theirs: Any, got: Mapping[str, Any], why_none: str | None, text_part: int | None = None
+    figure: str,
+    theirs: Any,
+    got: Mapping[str, Any],
+    why_none: str | None,
+    text_part: int | None = None,
+    unread: int = 0,
 ) -> Verdict:
     """Compare one figure; ``got`` is :func:`slotdiff_figures` of the config that figure uses.
 
@@ -267,6 +272,8 @@ def _verdict(
     e.g. a vision tower it has no data for) is a refusal of that part: its note says what was
     left out and how the counted part compares with ``text_part``, transformers' total less the
     oracle's ``vision``, ``connector`` and ``audio`` parts (a hint: part boundaries are a convention).
+    A total that equals transformers' less ``unread`` (expert rows no routed expert can read:
+    ``tests/oracle/registry.py``, ``expert_groups``) is exact, with a note that says so.
     """
     if theirs is None:
         return Verdict(figure, "no reference", note=why_none or "transformers gives none")
@@ -288,6 +295,9 @@ def _verdict(
         return Verdict(figure, "refused", ours, theirs, note=note)
     if figure.startswith("kv.") and got.get("kv_dtype") != "bfloat16":
         return Verdict(figure, "wrong", ours, theirs, note=f"KV dtype {got.get('kv_dtype')}, not bfloat16")
+    if figure == "params.total" and unread and ours == theirs - unread:
+        note = f"transformers' total less {unread:,} unread expert-row parameters"
+        return Verdict(figure, "exact", ours, theirs, note=note)
     return Verdict(figure, "exact" if ours == theirs else "wrong", ours, theirs)
 
 
@@ -302,7 +312,8 @@ def compare(row: Row) -> Result:
     for figure, _label, which in FIGURES:
         if which == "config":
             note = row.reference["params"].get("active_note") if figure == "params.active" else None
-            verdicts.append(_verdict(figure, ref.get(figure), main, note, text_part))
+            unread = row.reference["params"].get("unread_expert_params", 0)
+            verdicts.append(_verdict(figure, ref.get(figure), main, note, text_part, unread))
         elif kv is not None:
             verdicts.append(_verdict(figure, ref.get(figure), kv, None))
         elif row.kv_unsupported:
@@ -438,7 +449,8 @@ def _summary(r: Result) -> str:
         return "wrong: " + "; ".join(bits)
     if r.status in ("refused", "error"):
         return f"{r.status}: {r.reason}"
-    return r.status
+    notes = [f"{v.figure}: {v.note}" for v in r.verdicts if v.status == "exact" and v.note]
+    return r.status + (f" ({'; '.join(notes)})" if notes else "")
 
 
 #: Refusal and error texts grouped into classes, first match wins (pattern, class label).
@@ -491,7 +503,10 @@ def render(reference: Mapping[str, Any], excluded: Mapping[str, Any], results: l
         "`MODEL_FOR_IMAGE_TEXT_TO_TEXT_MAPPING_NAMES` is a row below: its default config "
         "(`CONFIG_MAPPING[mt]().to_dict()`, multimodal sub-configs included) and the variants its "
         "config class can express (`tests/oracle/registry.py`). Figures: total parameters of the "
-        "meta-device build; active parameters (routed-expert tensors at top_k / n_experts); KV "
+        "meta-device build (less the rows of an expert tensor past the smallest expert tensor's "
+        "expert count, which no routed expert can read and no checkpoint holds: LongCat-Flash's "
+        "`gate_up_proj` for its zero-computation experts; the row then says so); active "
+        "parameters (routed-expert tensors at top_k / n_experts); KV "
         "bytes per token (bf16) and per-sequence state bytes of a real cache after a forward "
         "pass of a tiny copy (slotdiff is given the same tiny config). slotdiff is read through "
         "`slotdiff.analyze(config).to_dict()` only.",
@@ -577,17 +592,21 @@ def render(reference: Mapping[str, Any], excluded: Mapping[str, Any], results: l
         known = {True: "yes", False: "no"}.get(default.known, "")
         lines.append(f"| `{mt}` | {entry['model_class']} | {known} | {status} | {_cell(variant_text)} |")
     wrong = [r for r in results if r.status == "wrong"]
-    lines += [
-        "",
-        "## Wrong rows in detail",
-        "",
-        "Ours vs theirs for every differing figure; for a differing total, the parts that differ "
-        "(slotdiff's `by_part` vs the oracle's `PART_PATTERNS` split, whose boundaries are a "
-        "convention: a hint, not a verdict).",
-        "",
-        "| row | figure | slotdiff | transformers | differing parts (ours vs theirs) |",
-        "|---|---|---:|---:|---|",
-    ]
+    lines += ["", "## Wrong rows in detail", ""]
+    if not wrong:
+        lines.append(
+            "None: every figure slotdiff gives equals transformers' "
+            "(a total less unread expert rows, where the type's row says so)."
+        )
+    else:
+        lines += [
+            "Ours vs theirs for every differing figure; for a differing total, the parts that differ "
+            "(slotdiff's `by_part` vs the oracle's `PART_PATTERNS` split, whose boundaries are a "
+            "convention: a hint, not a verdict).",
+            "",
+            "| row | figure | slotdiff | transformers | differing parts (ours vs theirs) |",
+            "|---|---|---:|---:|---|",
+        ]
     for r in wrong:
         hint = ", ".join(f"{p} {_n(a)} vs {_n(b)}" for p, (a, b) in r.parts.items())
         for verdict in r.verdicts:

@@ -629,6 +629,7 @@ class ExpertGroup:
     top_k_from: str
     params: int
     leading_dims: list[int]
+    unread: int = 0  # elements of rows past the smallest leading dimension (see expert_groups)
 
 
 def _top_k(model: torch.nn.Module, name: str, text: PreTrainedConfig) -> tuple[int | None, str]:
@@ -674,6 +675,11 @@ def expert_groups(model: PreTrainedModel) -> list[ExpertGroup]:
     CDMoE ``down_embed`` / ``up_embed``: a token reads top_k rows of each).  Each group's
     top-k comes from :func:`_top_k`.  Grouped per module name with layer indices normalised,
     expert count and top-k.
+
+    When the tensors of (c) disagree on their leading dimension (LongCat-Flash: ``gate_up_proj``
+    [512 + 256 zero experts, ...], ``down_proj`` [512, ...]), an expert index past the smallest
+    one has no row in the smaller tensor: no routed expert can read the larger tensors' rows
+    there, and no checkpoint holds them. Their element count is the group's ``unread``.
     """
     text = model.config.get_text_config(decoder=True)
     taken: set[int] = set()
@@ -681,6 +687,7 @@ def expert_groups(model: PreTrainedModel) -> list[ExpertGroup]:
     for name, mod in model.named_modules():
         last = name.rsplit(".", 1)[-1].lower()
         tensors: list[torch.nn.Parameter] = []
+        unread = 0
         if isinstance(mod, torch.nn.ModuleList) and last.endswith("experts") and "shared" not in last:
             tensors = [p for p in mod.parameters() if id(p) not in taken]
             count: int | None = len(mod)
@@ -695,6 +702,7 @@ def expert_groups(model: PreTrainedModel) -> list[ExpertGroup]:
                 tensors = [p for p in own if p.ndim >= 3]
                 dims = sorted({int(p.shape[0]) for p in tensors})
                 count = dims[0] if len(dims) == 1 else None
+                unread = sum((p.shape[0] - dims[0]) * (p.numel() // p.shape[0]) for p in tensors)
             elif isinstance(ne, int) and not isinstance(ne, bool) and ne > 0:
                 rows = [
                     child.weight
@@ -722,6 +730,7 @@ def expert_groups(model: PreTrainedModel) -> list[ExpertGroup]:
             groups[key] = ExpertGroup(module, count, top_k, source, 0, dims)
             group = groups[key]
         group.params += sum(p.numel() for p in tensors)
+        group.unread += unread
     return list(groups.values())
 
 
@@ -756,8 +765,11 @@ def measure_params(cfg: Mapping[str, Any]) -> dict[str, Any]:
         "total": total,
         "active": active,
         "parts": {k: v for k, v in parts.items() if v},
-        "experts": [g.__dict__ for g in groups],
+        "experts": [{k: v for k, v in g.__dict__.items() if k != "unread"} for g in groups],
     }
+    unread = sum(g.unread for g in groups)
+    if unread:
+        out["unread_expert_params"] = unread
     if why:
         out["active_note"] = why
     return out

@@ -11,10 +11,13 @@ quantized copies of an earlier repo, a quarter fine-tunes), tagged ``text-genera
    of the ``lm`` preset (paged), then config.json and README.md of every model, from one
    plain httpx2 client with as many threads as the scan has workers;
 2. ``slotdiff scan --pipeline-tag lm`` as a subprocess (the CLI, state file and JSON report
-   included): wall time, the ratio to (1), peak RSS, CPU seconds, the state file's size per
+   included): wall time, the ratio to (1), its own peak RSS, CPU seconds, the state file's size per
    model, and the report's count of models (each once);
 3. the same scan killed with SIGKILL half-way and run again: every model reported once, and
    no model finished before the kill fetched again.
+
+``--every-report`` has the first scan write the Markdown and HTML reports as well, as the
+weekly job does.
 
 Nothing here asserts; the figures go to docs/SCAN.md.
 """

@@ -15,6 +15,7 @@ import pytest
 
 import slotdiff
 from slotdiff.analysis.analyze import load
+from slotdiff.cli import main
 from slotdiff.cost.inventory.tensor import Unsupported
 from slotdiff.cost.params import count
 
@@ -80,6 +81,22 @@ def test_longcat_flash_is_the_published_560b() -> None:
     # LongCat-Flash model card: 560B total parameters (the defaults file is that config).
     total = count(load(DEFAULTS / "longcat_flash.json").arch).total
     assert round(total / 1e9) in (560, 561)
+
+
+def test_zero_compute_experts_make_active_a_maximum(capsys: pytest.CaptureFixture[str]) -> None:
+    # LongCat-Flash model card: a token activates 18.6B to 31.3B parameters (about 27B on
+    # average), as its router may pick zero-compute experts. A count of every top_k pick as
+    # a computing expert is the top of that range, and must say it is a maximum.
+    report = slotdiff.analyze(json.loads((DEFAULTS / "longcat_flash.json").read_text())).to_dict()
+    params = report["cost"]["params"]
+    assert params["active_is"] == "maximum"
+    assert 31.2e9 < params["active_without_embedding"] < 31.45e9
+    assert any("zero-compute" in a for a in report["cost"]["assumptions"])
+    assert main([str(DEFAULTS / "longcat_flash.json")]) == 0
+    assert "active at most " in capsys.readouterr().out
+    moe = slotdiff.analyze(json.loads((DEFAULTS / "granitemoe.json").read_text())).to_dict()
+    assert moe["cost"]["params"]["active_is"] == "exact"
+    assert not any("zero-compute" in a for a in moe["cost"]["assumptions"])
 
 
 @pytest.mark.parametrize("name", sorted(NOT_BUILDABLE))

@@ -36,6 +36,9 @@ class ParamCount:
     excluded: tuple[str, ...] = ()
     # Weights that weight-tied layers run again: in the FLOPs, not in any count above.
     reused: tuple[Tensor, ...] = ()
+    # Zero-compute (identity) experts among the router's choices (LongCat-Flash): ``active``
+    # takes all top_k picks to be computing experts, the most a token can use.
+    active_is_maximum: bool = False
 
     @property
     def active_without_embedding(self) -> int:
@@ -96,8 +99,17 @@ def count(arch: Architecture, mtp_of: tuple[Tensor, ...] | None = None) -> Param
     if (arch.get("mtp_layers") or 0) and arch.get("mtp_style") != "deepseek":
         mtp = None  # the config names MTP modules but not their tensors
     lookup = 0 if arch.get("tie_embeddings") else sum(t.params for t in ts if t.part == "embedding/tokens")
+    maximum = bool(arch.get("n_zero_experts")) and bool(arch.get("top_k"))
     return ParamCount(
-        total, active, tuple((p, v) for p, v in by.items() if v), mtp, ts, lookup, tuple(excluded), reused
+        total,
+        active,
+        tuple((p, v) for p, v in by.items() if v),
+        mtp,
+        ts,
+        lookup,
+        tuple(excluded),
+        reused,
+        maximum,
     )
 
 

@@ -55,6 +55,7 @@ class CostReport:
                 "total": p.total,
                 "active": p.active,
                 "active_without_embedding": p.active_without_embedding,
+                "active_is": "maximum" if p.active_is_maximum else "exact",
                 "active_headline": self.active.to_dict() if self.active else None,
                 "mtp": p.mtp,
                 "by_part": dict(p.by_part),
@@ -130,6 +131,12 @@ def cost_of(arch: Architecture, workload: Workload | None = None, *, searches: b
         notes.append(
             "recurrent (linear-attention / SSM) states are priced in float32 (or the config's "
             "ssm cache dtype), as transformers keeps them; their convolution windows at the KV dtype"
+        )
+    if params.active_is_maximum:
+        notes.append(
+            "zero-compute (identity) experts: active parameters, FLOPs per token and the experts a "
+            "decode step reads take every top_k choice to be a computing expert, the most a token "
+            "uses; a token routed to zero-compute experts uses fewer"
         )
     if any(s.mixer == "mla" for s in arch.layers):
         notes.append(

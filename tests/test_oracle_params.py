@@ -18,6 +18,8 @@ from slotdiff.analysis.analyze import load
 from slotdiff.cli import main
 from slotdiff.cost.inventory.tensor import Unsupported
 from slotdiff.cost.params import count
+from slotdiff.scan.figures import figures_of
+from slotdiff.scan.text import figures
 
 from conftest import DEFAULTS, RAW, all_corpus
 from oracle import hf_oracle
@@ -94,6 +96,8 @@ def test_zero_compute_experts_make_active_a_maximum(capsys: pytest.CaptureFixtur
     assert any("zero-compute" in a for a in report["cost"]["assumptions"])
     assert main([str(DEFAULTS / "longcat_flash.json")]) == 0
     assert "active at most " in capsys.readouterr().out
+    scanned = figures_of(slotdiff.analyze(json.loads((DEFAULTS / "longcat_flash.json").read_text())))
+    assert scanned.active_is == "maximum" and "(at most 32.18B active)" in figures(scanned.to_dict())
     moe = slotdiff.analyze(json.loads((DEFAULTS / "granitemoe.json").read_text())).to_dict()
     assert moe["cost"]["params"]["active_is"] == "exact"
     assert not any("zero-compute" in a for a in moe["cost"]["assumptions"])

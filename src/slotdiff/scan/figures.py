@@ -21,6 +21,7 @@ class Figures:
 
     params: int | None = None
     active_params: int | None = None
+    active_is: str = "exact"  # maximum: zero-compute experts among the router's picks (cost.params)
     weight_bytes: int | None = None
     kv_bytes_per_token: float | None = None
     trust: str | None = None  # verified | unverified (analysis.coverage)
@@ -41,6 +42,7 @@ class Figures:
             return None
         kw = {k: data.get(k) for k in cls.__dataclass_fields__ if k in data}
         kw["trust_reasons"] = tuple(kw.get("trust_reasons") or ())
+        kw["active_is"] = kw.get("active_is") or "exact"  # records from before the field
         return cls(**kw)
 
 
@@ -62,6 +64,7 @@ def figures_of(report: Report) -> Figures:
     return Figures(
         params=_int(cost.params.total),
         active_params=_int(cost.params.active),
+        active_is="maximum" if cost.params.active_is_maximum else "exact",
         weight_bytes=_int(cost.weights.bytes) if cost.weights.supported else None,
         kv_bytes_per_token=float(kv) if kv is not None else None,
         trust=status,

@@ -287,7 +287,9 @@ def _row(m: Mapping[str, Any], hub: str | None) -> str:
         _cell(e(what)),
         _cell(e(count(f["params"])) if f.get("params") is not None else "", f.get("params"), True),
         _cell(
-            e(count(f["active_params"])) if f.get("active_params") is not None else "",
+            e(("≤ " if f.get("active_is") == "maximum" else "") + count(f["active_params"]))
+            if f.get("active_params") is not None
+            else "",
             f.get("active_params"),
             True,
         ),

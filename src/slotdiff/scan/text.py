@@ -78,7 +78,8 @@ def figures(f: Mapping[str, Any] | None) -> str:
     parts = []
     if f.get("params") is not None:
         active = f.get("active_params")
-        extra = f" ({count(active)} active)" if active is not None and active != f["params"] else ""
+        most = "at most " if f.get("active_is") == "maximum" else ""
+        extra = f" ({most}{count(active)} active)" if active is not None and active != f["params"] else ""
         parts.append(f"{count(f['params'])} params{extra}")
     if f.get("weight_bytes") is not None:
         parts.append(f"{si_bytes(f['weight_bytes'])} weights")

@@ -22,7 +22,7 @@ from slotdiff.scan.figures import figures_of
 from slotdiff.scan.text import figures
 
 from conftest import DEFAULTS, RAW, all_corpus
-from oracle import hf_oracle
+from oracle import hf_oracle, registry
 
 # transformers 5.24 cannot build these defaults as they are (its own bugs); the same model
 # with the one missing value filled in is what its class documents.
@@ -34,18 +34,13 @@ REPAIRS = {
 }
 
 
-def phantom_zero_experts(cfg: dict, theirs: dict) -> int:
-    """Rows transformers allocates in gate_up_proj for LongCat-Flash's zero (identity)
-    experts, which compute nothing and which no checkpoint stores."""
-    zero, routed = cfg.get("zero_expert_num") or 0, cfg["n_routed_experts"]
-    gate_up = theirs["by_name"]["model.layers.N.mlp.experts.gate_up_proj"]
-    return gate_up * zero // (routed + zero)
+def unread_expert_rows(cfg: dict) -> int:
+    """Expert-tensor rows of transformers' build that no routed expert can read (the
+    registry harness's rule, ``registry.expert_groups``: LongCat-Flash's ``gate_up_proj`` rows
+    for its zero-compute experts, which no checkpoint stores; 0 for every other family)."""
+    model, _ = hf_oracle.build_meta(cfg)
+    return sum(g.unread for g in registry.expert_groups(model))
 
-
-# Where slotdiff deliberately differs from transformers, with the difference computed from
-# transformers' own tensor shapes (LongCat-Flash: the published model is 560B; transformers
-# builds 741B).
-KNOWN_DIFFERENCES = {"longcat_flash.json": phantom_zero_experts}
 
 # transformers has no model class for these: slotdiff must refuse rather than guess.
 NOT_BUILDABLE = {"moonshotai__Kimi-K3.json"}
@@ -66,7 +61,7 @@ def test_total_equals_transformers(path: Path) -> None:
     cfg = reference(path)
     ours = count(load(cfg).arch)
     theirs = hf_oracle.param_count(cfg)
-    extra = KNOWN_DIFFERENCES[path.name](cfg, theirs) if path.name in KNOWN_DIFFERENCES else 0
+    extra = unread_expert_rows(cfg)
     assert ours.total == theirs["total"] - extra
     # The parts transformers' names identify unambiguously must agree too.
     for part in ("embedding", "head"):

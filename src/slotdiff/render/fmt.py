@@ -15,6 +15,12 @@ def count(n: float | int | None) -> str:
     return f"{n:.0f}"
 
 
+def active(n: float | int | None, maximum: bool = False) -> str:
+    """An active-parameter count: ``32.18B``, or ``at most 32.18B`` when it is a maximum (the
+    router also picks zero-compute experts: ``ParamCount.active_is_maximum``)."""
+    return ("at most " if maximum else "") + count(n)
+
+
 def si_bytes(n: float | int | None) -> str:
     """Decimal bytes for weights: 16060522496 → 16.06 GB."""
     if n is None:

@@ -47,11 +47,7 @@ def render(report: Any) -> str:
             f"{kv.context:,}, KV {kv.dtype}):",
             "",
             f"- params {fmt.count(p.total)}"
-            + (
-                f", active {'at most ' if p.active_is_maximum else ''}{fmt.count(p.active)}"
-                if p.active != p.total
-                else ""
-            )
+            + (f", active {fmt.active(p.active, p.active_is_maximum)}" if p.active != p.total else "")
             + (f", MTP {fmt.count(p.mtp)} apart" if p.mtp else "")
             + (", MTP modules not counted" if p.mtp is None else ""),
             *([f"- trust: {report.coverage.line()}"] if getattr(report, "coverage", None) else []),

@@ -63,9 +63,7 @@ def cost_lines(report: Any) -> Text:
     p = c.params
     line = f"params {fmt.count(p.total)}"
     if p.active != p.total:
-        line += f", active {'at most ' if p.active_is_maximum else ''}{fmt.count(p.active)}" + _without_table(
-            report
-        )
+        line += f", active {fmt.active(p.active, p.active_is_maximum)}" + _without_table(report)
     if p.mtp:
         line += f", MTP modules {fmt.count(p.mtp)} (apart)"
     elif p.mtp is None:

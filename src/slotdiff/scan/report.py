@@ -115,7 +115,8 @@ def to_dict(result: Any, proposed: Sequence[str] = (), *, stream: bool = False) 
 
     ``stream=True``: ``models`` is a :class:`~slotdiff.core.jsonout.Stream` that reads each
     model from the scan's journal as the writer (or a renderer) reaches it, so a 50,000-model
-    report is never whole in memory; write it with :func:`spool_json`. Without it, a list.
+    report is never whole in memory; spool it (:data:`PIECES` and :func:`spool`, as the CLI
+    does). Without it, a list.
     """
     q = result.query
     seen = _one_pass(result.raw())
@@ -173,13 +174,6 @@ def to_dict(result: Any, proposed: Sequence[str] = (), *, stream: bool = False) 
 
 def render_json(data: Mapping[str, Any]) -> str:
     return dumps(data)  # the one JSON writer (render/json_report.py → core/jsonout.py)
-
-
-def spool_json(data: Mapping[str, Any]) -> IO[str]:
-    """The JSON report (the text :func:`render_json` gives) in an anonymous temporary file,
-    read from the start: written in pieces, so a 50,000-model report is never whole in memory
-    (nor json's millions of small chunks). The caller closes it; the file goes with it."""
-    return spool(iterdumps(data))
 
 
 def spool(pieces: Iterable[str]) -> IO[str]:
@@ -273,7 +267,6 @@ __all__ = [
     "render_markdown",
     "render_terminal",
     "spool",
-    "spool_json",
     "to_dict",
 ]
 

@@ -7,6 +7,7 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
+from ..render.fmt import active as fmt_active
 from ..render.fmt import bin_bytes, count, si_bytes
 from .pipelines import size_names
 
@@ -78,8 +79,8 @@ def figures(f: Mapping[str, Any] | None) -> str:
     parts = []
     if f.get("params") is not None:
         active = f.get("active_params")
-        most = "at most " if f.get("active_is") == "maximum" else ""
-        extra = f" ({most}{count(active)} active)" if active is not None and active != f["params"] else ""
+        shown = fmt_active(active, f.get("active_is") == "maximum")
+        extra = f" ({shown} active)" if active is not None and active != f["params"] else ""
         parts.append(f"{count(f['params'])} params{extra}")
     if f.get("weight_bytes") is not None:
         parts.append(f"{si_bytes(f['weight_bytes'])} weights")

@@ -39,7 +39,7 @@ from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
-from common import fetch_each
+from common import fetch_each, private_hf_home
 
 ROOT = Path(__file__).resolve().parent.parent
 CORPUS = ROOT / "tests" / "fixtures" / "corpus" / "raw"
@@ -245,6 +245,7 @@ def main() -> None:
         "--every-report", action="store_true", help="also write the Markdown and HTML reports (as the CI job)"
     )
     args = ap.parse_args()
+    private_hf_home()  # never the user's HF_HOME, for this process, the server and each scan
     print(
         f"python {sys.version.split()[0]}, {os.cpu_count()} CPUs, load {os.getloadavg()[0]:.1f}", flush=True
     )

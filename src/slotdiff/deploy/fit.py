@@ -13,6 +13,7 @@ from ..cost.context import context_limit
 from ..cost.kv import kv_cost
 from ..cost.layout import Layout, kv_heads_of, problems, uneven_pp
 from ..cost.memory import MemoryPlan, Need
+from ..cost.step import layout_notes
 from ..cost.weights import effective_format
 from ..cost.workload import Workload
 from ..schema.arch import Architecture
@@ -65,6 +66,7 @@ class Fit:
     engine: EngineFit | None
     efficiency: str
     assumptions: tuple[str, ...]
+    bound: bool = True  # times at 100% of peak: lower bounds (else estimates)
 
     @property
     def valid(self) -> bool:
@@ -212,6 +214,7 @@ def fit(
         engine=eng,
         efficiency=wl.efficiency_note,
         assumptions=tuple(fit_assumptions(dep, plan, reserve, mtp, eng)),
+        bound=wl.bound,
     )
 
 
@@ -255,15 +258,9 @@ def fit_assumptions(
         notes.append(
             "MTP modules loaded beside the weights" if mtp else "MTP modules not loaded (add them with --mtp)"
         )
-    link = dep.device.link_bandwidth
     notes.append(
-        "decode bound per GPU: its share of the weights read plus its KV over HBM bandwidth, against "
-        "its share of the FLOPs over the dense peak, plus "
-        + (
-            f"TP all-reduce / EP all-to-all over the link ({link * 2 / 1e9:,.0f} GB/s bidirectional), "
-            "not overlapped"
-            if link
-            else "no communication time (the GPU states no link bandwidth)"
-        )
+        "decode per GPU: its share of the decoder's weights read plus its KV over HBM bandwidth, against "
+        "its share of the FLOPs over the dense peak, plus its communication (cost/step.py)"
     )
+    notes += layout_notes(dep)
     return notes

@@ -38,14 +38,33 @@ def _count(n: int | None, never: str = "never") -> str:
     return never if n is None else f"{n:,}"
 
 
-def _decode_line(step: Any, label: str) -> str:
-    per_seq = step.tokens_per_s / step.batch if step.batch else 0.0
+def step_detail(step: Any) -> str:
+    """How a step's time splits: the binding roofline side, the other, communication (how
+    many collectives, and whether latency or bytes dominate) and the pipeline's mode."""
     other = (
         f"compute {fmt.ms(step.compute_ms)}" if step.bound == "memory" else f"memory {fmt.ms(step.memory_ms)}"
     )
+    parts = [f"{step.bound}-bound", other]
+    t = step.traffic
+    if step.comm_ms:
+        side = "latency" if t.latency_s >= t.transfer_s else "bandwidth"
+        parts.append(f"communication {fmt.ms(step.comm_ms)}, {t.count:,} transfers, {side}-bound")
+    if step.pp > 1:
+        mode = (
+            f"{step.micro_batches} micro-batches overlapped"
+            if step.overlapped
+            else f"{step.pp} stages in turn"
+        )
+        parts.append(f"pipeline: {mode}")
+    return "; ".join(parts)
+
+
+def _decode_line(step: Any, label: str, bound: bool = True) -> str:
+    per_seq = step.tokens_per_s / step.batch if step.batch else 0.0
+    ge, le = ("≥", "≤") if bound else ("≈", "≈")
     return (
-        f"{label}: ≥ {fmt.ms(step.step_ms)}/step ({step.bound}-bound; {other}) → "
-        f"≤ {step.tokens_per_s:,.1f} tokens/s ({per_seq:,.1f}/seq.)"
+        f"{label}: {ge} {fmt.ms(step.step_ms)}/step ({step_detail(step)}) → "
+        f"{le} {step.tokens_per_s:,.1f} tokens/s ({per_seq:,.1f}/seq.)"
     )
 
 

@@ -99,6 +99,12 @@ class SpecDec:
     notes: tuple[str, ...]
     max_batch: int | None = None  # largest batch that fits at the context (None: no limit)
     context_warning: str | None = None
+    batch: int = 1  # the workload's batch: the headline is the table's row for it
+
+    @property
+    def headline(self) -> SpecRow:
+        """The table's row at the workload's batch: the speedup this workload gets."""
+        return next(r for r in self.rows if r.batch == self.batch)
 
     @property
     def expected_tokens(self) -> float:
@@ -116,6 +122,8 @@ class SpecDec:
             "alpha": self.alpha,
             "gamma": self.gamma,
             "draft_cost": self.draft_cost,
+            "batch": self.batch,
+            "speedup": self.headline.speedup,
             "expected_tokens_per_step": self.expected_tokens,
             "speedup_when_verification_free": self.ideal_speedup,
             "context": self.context,
@@ -244,6 +252,9 @@ def specdec(
     def row(b: int) -> SpecRow:
         return _row(dep, b, ctx, alpha, gamma, draft, draft_cost)
 
+    batch = dep.workload.batch
+    batches = tuple(sorted({*batches, batch}))
+
     notes = [
         "acceptance independent per token at rate α; output distribution unchanged (seed 08)",
         f"verification = one forward over γ+1 = {gamma + 1} positions per sequence: weights read "
@@ -289,6 +300,7 @@ def specdec(
         notes=tuple(notes),
         max_batch=dep.max_batch(ctx + gamma),
         context_warning=context_limit(dep.arch).warning(ctx + gamma),
+        batch=batch,
     )
 
 

@@ -238,11 +238,16 @@ def _specdec_block(s: Any) -> list[str]:
         head += f", one draft token costs {s.draft_cost:.3f} of a decode step at batch 1"
     else:
         head = f"draft: external, α {a:g}, γ {g}, one draft token costs {s.draft_cost:g} of a decode step"
+    h = s.headline
     lines = [
         head,
+        f"  speedup at batch {h.batch:,}: {h.speedup:.2f}× ({s.expected_tokens:.2f} tokens per "
+        f"verification of {fmt.ms(h.verify_ms)} + drafts {fmt.ms(h.draft_ms)}, against "
+        f"{fmt.ms(h.decode_ms)} a token)",
         f"  expected tokens per verification: (1 − {a:g}^{g + 1}) / (1 − {a:g}) = {s.expected_tokens:.2f}",
-        f"  speedup while verification is free: {s.expected_tokens:.2f} / ({g} × {s.draft_cost:.3g} + 1) "
-        f"= {s.ideal_speedup:.2f}×",
+        f"  seed 08's figure, if verification cost one decode step: {s.expected_tokens:.2f} / ({g} × "
+        f"{s.draft_cost:.3g} + 1) = {s.ideal_speedup:.2f}×; here it costs {h.verify_ratio:.2f} at batch "
+        f"{h.batch:,}",
         f"  verification ({g + 1} positions) turns compute-bound from batch "
         f"{_count(s.verify_compute_bound_batch_weights)} by the weights alone "
         f"(ridge {s.ridge:.0f} / (γ+1) = {s.ridge / (g + 1):.0f}); with KV at {s.context:,} tokens: "

@@ -6,7 +6,7 @@ from __future__ import annotations
 from typing import Any
 
 from ..schema.precision import dtype_label
-from . import fmt, page
+from . import page
 from .deploy import _decode_line, _gib, display_name
 
 
@@ -103,5 +103,7 @@ def render_fit(f: Any, style: str = "text", width: int | None = None) -> str:
     if f.decode_at_max:
         lines.append(_decode_line(f.decode_at_max, f"decode at {f.decode_at_max.batch:,} sequences", f.bound))
     if f.decode and (not f.decode_at_max or f.decode.batch != f.decode_at_max.batch):
-        lines.append(_decode_line(f.decode, f"decode at {f.batch:,} sequence{'s' if f.batch > 1 else ''}", f.bound))
+        lines.append(
+            _decode_line(f.decode, f"decode at {f.batch:,} sequence{'s' if f.batch > 1 else ''}", f.bound)
+        )
     return page.render(lines, f.assumptions, style, width)

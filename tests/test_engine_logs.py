@@ -203,7 +203,8 @@ def band(fid: str, avail_gib: float, **extra: Any) -> tuple[EngineFit, EngineFit
 
 def test_every_fixture_keeps_its_source_and_figures() -> None:
     # the v0.19 H100 sweep (vllm-llmd-v019-*) is checked in test_engine_logs_v019.py
-    files = sorted(f for f in [*LOGS.glob("vllm/*.json"), *LOGS.glob("sglang/*.json")] if "-llmd-" not in f.stem)
+    every = [*LOGS.glob("vllm/*.json"), *LOGS.glob("sglang/*.json")]
+    files = sorted(f for f in every if "-llmd-" not in f.stem)
     assert len(files) == 19
     for f in files:
         data = json.loads(f.read_text(encoding="utf-8"))

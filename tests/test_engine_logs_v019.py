@@ -146,7 +146,8 @@ def test_float32_checkpoint_loads_in_bf16() -> None:
 def test_releases_before_0_17_keep_the_sorted_sampler() -> None:
     # The same deployment on 0.16 (sort-based top-k/top-p, the fitted 34 B a logit, added to the
     # forward): 5.64 vs 2.23 GiB across 0.16 -> 0.17 for Qwen3-14B in the sweep's version table.
-    new, old = predict("vllm-llmd-v019-qwen3-8b-tp1"), predict("vllm-llmd-v019-qwen3-8b-tp1", version="0.16.0")
+    fid = "vllm-llmd-v019-qwen3-8b-tp1"
+    new, old = predict(fid), predict(fid, version="0.16.0")
     assert term(old, 0, "activation_peak") - term(new, 0, "activation_peak") > 2.5
     assert parse_version("0.16.0") < (0, 17)
 

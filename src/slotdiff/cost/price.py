@@ -48,6 +48,7 @@ class CostReport:
     precision: Precision | None = None
     feasibility: Feasibility | None = None  # None for counterfactuals (not searched)
     active: ActiveHeadline | None = None
+    decode_bound: DecodeCost | None = None  # at 100% of peak, when the workload's efficiency is below
 
     def to_dict(self) -> dict[str, Any]:
         p = self.params
@@ -67,6 +68,7 @@ class CostReport:
             "kv": self.kv.to_dict(),
             "flops": self.flops.to_dict(),
             "decode": self.decode.to_dict(),
+            "decode_bound": self.decode_bound.to_dict() if self.decode_bound else None,
             "prefill": self.prefill.to_dict(),
             "compute": {
                 "dtype": self.precision.dtype,
@@ -149,7 +151,13 @@ def cost_of(arch: Architecture, workload: Workload | None = None, *, searches: b
             "flops.attention_per_token_transformers)"
         )
     head = active_headline(arch, params) if searches else None
-    return CostReport(wl, params, weights, kv, flops, decode, prefill, tuple(notes), prec, fit, head)
+    bound = None
+    if searches and not wl.bound:  # the lower bound beside the estimate, and their ratio
+        at_peak = replace(wl, mfu=1.0, mbu=1.0, efficiency=None)
+        bound = decode_cost(
+            Deployment(arch, params, weights, at_peak, wl.parallel), wl.batch, wl.context, False
+        )
+    return CostReport(wl, params, weights, kv, flops, decode, prefill, tuple(notes), prec, fit, head, bound)
 
 
 def _deltas(this: CostReport, other: CostReport) -> dict[str, float | int | None]:

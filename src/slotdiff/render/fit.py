@@ -106,4 +106,10 @@ def render_fit(f: Any, style: str = "text", width: int | None = None) -> str:
         lines.append(
             _decode_line(f.decode, f"decode at {f.batch:,} sequence{'s' if f.batch > 1 else ''}", f.bound)
         )
+    if f.decode and f.decode_bound:
+        ratio = f.decode.step_ms / f.decode_bound.step_ms
+        lines.append(
+            f"  the bound at 100% of peak: ≥ {fmt.ms(f.decode_bound.step_ms)}/step at {f.batch:,} "
+            f"sequence{'s' if f.batch > 1 else ''}; the estimate is {ratio:.2f}× it"
+        )
     return page.render(lines, f.assumptions, style, width)

@@ -108,6 +108,12 @@ def cost_lines(report: Any) -> Text:
         + ("" if feas is None or feas.fits else " (if it fit)")
         + "\n"
     )
+    if c.decode_bound is not None:
+        b = c.decode_bound
+        t.append(
+            f"  the bound at 100% of peak: ≥ {fmt.ms(b.step_ms)}/step; this estimate is "
+            f"{d.step_ms / b.step_ms:.2f}× it ({wl.efficiency or '--mbu/--mfu'})\n"
+        )
     cb = d.compute_bound_batch_weights
     cbk = d.compute_bound_batch
     t.append(

@@ -6,7 +6,7 @@ from __future__ import annotations
 from typing import Any
 
 from ..schema.precision import dtype_label
-from . import page
+from . import fmt, page
 from .deploy import _decode_line, _gib, display_name
 
 

@@ -102,11 +102,10 @@ def cost_lines(report: Any) -> Text:
     bound = "≥" if wl.mfu == 1 and wl.mbu == 1 else "≈"
     lay = wl.parallel
     where = short_name(wl.device.name) + (f" ×{lay.gpus} ({lay.label()})" if lay.gpus > 1 else "")
+    unfit = "" if feas is None or feas.fits else " (if it fit)"
     t.append(
-        f"decode on {where} at batch {d.batch}: {bound} {fmt.ms(d.step_ms)}/step "
-        f"({step_detail(d.step)}), {'≤' if bound == '≥' else '≈'} {d.tokens_per_s:,.0f} tokens/s"
-        + ("" if feas is None or feas.fits else " (if it fit)")
-        + "\n"
+        f"decode on {where} at batch {d.batch}{unfit}: {bound} {fmt.ms(d.step_ms)}/step "
+        f"({step_detail(d.step)}), {'≤' if bound == '≥' else '≈'} {d.tokens_per_s:,.0f} tokens/s\n"
     )
     if c.decode_bound is not None:
         b = c.decode_bound

@@ -200,3 +200,20 @@ def test_under_load_prompts_are_chunked_and_decodes_go_first() -> None:
     alone = simulate(dep, 1, 6000, 16, 1, max_num_batched_tokens=8192)
     assert ttft[0] > alone.ttft["mean"]  # it shared its step with the second prompt's chunk
     assert r.tpot["p99"] >= r.decode_only_itl_ms
+
+
+def test_train_splits_the_state_as_serving_splits_the_weights(capsys: pytest.CaptureFixture[str]) -> None:
+    # Llama-3.1-70B, TP=8: a GPU holds the norms (2,637,824 B of the 141,107,412,992 in bf16)
+    # whole and an eighth of the rest, so every per-GPU state is that share of the whole, and
+    # sequence parallelism divides the activation peak by 8.
+    share = ((141_107_412_992 - 2_637_824) / 8 + 2_637_824) / 141_107_412_992
+    assert main(["train", str(raw(LLAMA70)), "--json"]) in (0, 1)
+    whole = json.loads(capsys.readouterr().out)
+    assert main(["train", str(raw(LLAMA70)), "-tp", "8", "--json"]) in (0, 1)
+    split = json.loads(capsys.readouterr().out)
+    for key in ("weights", "gradients", "master_weights", "optimizer"):
+        assert split["state_bytes_per_gpu"][key] == pytest.approx(whole["state_bytes_per_gpu"][key] * share)
+    states = sum(split["state_bytes_per_gpu"].values())
+    peak = whole["activations"]["peak_bytes"]
+    assert split["per_gpu"]["total_bytes"] == pytest.approx(states + peak / 8)
+    assert split["setup"]["total_gpus"] == 8

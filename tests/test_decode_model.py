@@ -11,6 +11,7 @@ are kept there), never read back from slotdiff.
 from __future__ import annotations
 
 import json
+from dataclasses import replace
 
 import pytest
 
@@ -88,6 +89,11 @@ def test_tp8_communication_of_llama_70b_is_latency_at_batch_one() -> None:
     assert t.transfer_s == pytest.approx(160 * 28_672 / NVLINK)
     assert t.latency_s > 50 * t.transfer_s
     assert step.comm_ms == pytest.approx(0.944 + 160 * 28_672 / NVLINK * 1e3)
+    # `choose` re-lays a priced deployment out: the stage caches must not carry over
+    single = deployment(arch(LLAMA70), Workload())
+    decode_step(single, 1, 8192)
+    relaid = decode_step(replace(single, layout=Layout(tp=8)), 1, 8192)
+    assert relaid.step_ms == pytest.approx(step.step_ms)
 
 
 def test_a_group_beyond_the_nvlink_domain_crosses_infiniband() -> None:

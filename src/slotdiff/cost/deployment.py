@@ -55,9 +55,12 @@ class Deployment:
     weights: WeightsCost
     workload: Workload
     layout: Layout = field(default_factory=Layout)
-    _flops: dict[int, FlopsCost] = field(default_factory=dict, repr=False, compare=False)
-    _kv: dict[int, KVCost] = field(default_factory=dict, repr=False, compare=False)
-    _stages: dict[int, tuple[StageCost, ...]] = field(default_factory=dict, repr=False, compare=False)
+    # caches (fresh in every instance: ``replace(dep, layout=...)`` must not see another layout's)
+    _flops: dict[int, FlopsCost] = field(default_factory=dict, init=False, repr=False, compare=False)
+    _kv: dict[int, KVCost] = field(default_factory=dict, init=False, repr=False, compare=False)
+    _stages: dict[int, tuple[StageCost, ...]] = field(
+        default_factory=dict, init=False, repr=False, compare=False
+    )
 
     @property
     def gpus(self) -> int:

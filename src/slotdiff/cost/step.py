@@ -278,7 +278,6 @@ def step(
     """One step of ``batch`` sequences at ``context``, ``tokens_per_sequence`` tokens each;
     ``with_kv=False`` counts the weights alone (bytes and FLOPs)."""
     lay = dep.layout
-    e, k = dep.arch.get("n_experts") or 0, dep.arch.get("top_k") or 0
     micro = max(1, min(batch, lay.pp))
     seqs = math.ceil(batch / micro)  # the largest micro-batch
     tokens = seqs * tokens_per_sequence
@@ -286,18 +285,35 @@ def step(
     rank_tokens = rank_seqs * tokens_per_sequence
     work = Work(rank_tokens, rank_seqs, tokens if lay.ep else rank_tokens)
     times = tuple(stage_time(dep, s, work, with_kv) for s in dep.stages(context))
+    return assemble(
+        dep, times, batch, context, micro, hops(dep, tokens), work.expert_tokens, tokens_per_sequence
+    )
+
+
+def assemble(
+    dep: Deployment,
+    times: tuple[StageTime, ...],
+    batch: int,
+    context: int,
+    micro: int,
+    hop: Traffic,
+    expert_tokens: int,
+    tokens_per_sequence: int = 1,
+) -> Step:
+    """The Step of these stage times on ``dep``'s layout (``micro`` micro-batches)."""
+    e, k = dep.arch.get("n_experts") or 0, dep.arch.get("top_k") or 0
     return Step(
         gpus=dep.gpus,
-        pp=lay.pp,
+        pp=len(times),
         batch=batch,
         context=context,
         tokens_per_sequence=tokens_per_sequence,
         micro_batches=micro,
         stages=times,
-        hops=hops(dep, tokens),
+        hops=hop,
         bandwidth=dep.bandwidth,
         peak=dep.peak,
-        experts_touched=experts_touched(e, k, work.expert_tokens) if e else None,
+        experts_touched=experts_touched(e, k, expert_tokens) if e else None,
     )
 
 

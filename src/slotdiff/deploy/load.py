@@ -26,8 +26,7 @@ from typing import Any
 
 from ..core.errors import UsageError
 from ..cost.deployment import Deployment, StageCost
-from ..cost.step import Step, Work, hops, stage_time
-from ..cost.touched import experts_touched
+from ..cost.step import Step, Work, assemble, hops, stage_time
 
 MAX_REQUESTS = 100_000
 MAX_STEPS = 200_000  # scheduled steps a run may take (decode-only stretches count once)
@@ -188,20 +187,9 @@ def forward(
         )
         expert_tokens = math.ceil(tokens / micro) if lay.ep else m_tokens
         times.append(stage_time(dep, per, Work(m_tokens, m_seqs, expert_tokens)))
-    e, k = dep.arch.get("n_experts") or 0, dep.arch.get("top_k") or 0
-    return Step(
-        gpus=dep.gpus,
-        pp=lay.pp,
-        batch=seqs,
-        context=int(decode_context),
-        tokens_per_sequence=1,
-        micro_batches=micro,
-        stages=tuple(times),
-        hops=hops(dep, math.ceil(tokens / micro)),
-        bandwidth=dep.bandwidth,
-        peak=dep.peak,
-        experts_touched=experts_touched(e, k, tokens) if e else None,
-    )
+    expert_tokens = math.ceil(tokens / micro) if lay.ep else math.ceil(tokens / micro / lay.dp)
+    hop = hops(dep, math.ceil(tokens / micro))
+    return assemble(dep, tuple(times), seqs, int(decode_context), micro, hop, expert_tokens)
 
 
 def simulate(

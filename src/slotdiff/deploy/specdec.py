@@ -23,8 +23,7 @@ from ..cost.flops import attention_flops
 from ..cost.inventory.mtp import mtp_tensors
 from ..cost.kv import layer_kv_elements, layer_span
 from ..cost.layout import kv_share
-from ..cost.step import Work, stage_time
-from ..cost.touched import experts_touched
+from ..cost.step import Work, assemble, stage_time
 from ..cost.weights import effective_format, tensor_bytes
 from ..schema.precision import storage_bits
 from .serving import DecodeStep, Deployment, decode_step, first_true
@@ -185,22 +184,9 @@ def mtp_stage(dep: Deployment, context: int) -> StageCost:
 def mtp_step(dep: Deployment, batch: int, context: int) -> DecodeStep:
     """One MTP module drafting one token for ``batch`` sequences, on the step model."""
     stage = mtp_stage(dep, context)
-    e, k = dep.arch.get("n_experts") or 0, dep.arch.get("top_k") or 0
     seqs = -(-batch // dep.layout.dp)
     work = Work(seqs, seqs, batch if dep.layout.ep else seqs)
-    return DecodeStep(
-        gpus=dep.gpus,
-        pp=1,
-        batch=batch,
-        context=context,
-        tokens_per_sequence=1,
-        micro_batches=1,
-        stages=(stage_time(dep, stage, work),),
-        hops=NONE,
-        bandwidth=dep.bandwidth,
-        peak=dep.peak,
-        experts_touched=experts_touched(e, k, work.expert_tokens) if e else None,
-    )
+    return assemble(dep, (stage_time(dep, stage, work),), batch, context, 1, NONE, work.expert_tokens)
 
 
 def _row(

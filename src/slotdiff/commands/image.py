@@ -19,9 +19,16 @@ from ..core.errors import SlotdiffError
 from ..cost.images import vision_flops
 from ..cost.kv import kv_cost
 from ..cost.params import count
+from ..deploy.serving import deployment
 from ..render.listings import image_page
-from ..schema.precision import canonical_dtype
-from .options import COUNT, add_style_arguments, write_json
+from .options import (
+    COUNT,
+    add_layout_arguments,
+    add_style_arguments,
+    add_workload_arguments,
+    workload_from,
+    write_json,
+)
 
 EPILOG = """\
 examples:
@@ -52,16 +59,27 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     )
     parser.add_argument("--min-pixels", type=COUNT, help="processor setting (Qwen-VL families)")
     parser.add_argument("--max-pixels", type=COUNT, help="processor setting (Qwen-VL families)")
-    parser.add_argument("--kv-dtype", default="bf16", help="decoder KV element type (default bf16)")
     add_style_arguments(parser, "image.schema.json")
+    add_workload_arguments(parser)
+    add_layout_arguments(parser)
+
+
+def _encoder_ms(dep: Any, flops: float) -> float:
+    """One image through the tower and connector on the layout's TP group, at --mbu/--mfu:
+    the slower of its FLOPs over the peak and the tower's weights read once over bandwidth."""
+    by = dict(dep.weights.by_part)
+    tower = by.get("vision", 0) + by.get("connector", 0)
+    tp = dep.layout.tp
+    return max(flops / tp / dep.peak, tower / tp / dep.bandwidth) * 1e3
 
 
 def _figures(
-    arch: Any, width: int, height: int, kv_per_token: int, overrides: dict[str, Any]
+    arch: Any, width: int, height: int, kv_per_token: int, overrides: dict[str, Any], dep: Any
 ) -> dict[str, Any]:
     cost = vision_flops(arch, width, height, kv_bytes_per_token=kv_per_token, **overrides)
     img = cost.image
     return {
+        "encoder_ms": _encoder_ms(dep, cost.flops),
         "image": f"{width}x{height}",
         "resized_to": f"{img.resize[0]}x{img.resize[1]}",
         "tiles": img.tiles,
@@ -90,19 +108,22 @@ def run(args: argparse.Namespace) -> int:
     arch = model.arch
     if arch.vision is None:
         raise SlotdiffError(model.raw.name, "has no vision encoder (no vision_config): text only")
-    kv_dtype = canonical_dtype(args.kv_dtype)
-    if kv_dtype is None:
-        raise SlotdiffError("slotdiff image", f"unknown dtype {args.kv_dtype!r} for --kv-dtype")
+    wl = workload_from(args)
+    kv_dtype = wl.kv_dtype
+    dep = deployment(arch, wl)
     overrides = {k: v for k, v in (("min_pixels", args.min_pixels), ("max_pixels", args.max_pixels)) if v}
     kv_per_token = kv_cost(arch, 1, kv_dtype).bytes_per_token
     params = count(arch)
-    rows = [_figures(arch, w, h, kv_per_token, overrides) for w, h in (args.images or [(1024, 1024)])]
+    rows = [_figures(arch, w, h, kv_per_token, overrides, dep) for w, h in (args.images or [(1024, 1024)])]
     out = {
         "model": model.raw.name,
         "vision_params": params.part("vision"),
         "connector_params": params.part("connector"),
         "kv_dtype": kv_dtype,
         "kv_bytes_per_token": kv_per_token,
+        "layout": dep.layout.to_dict(),
+        "gpu": dep.device.id,
+        "efficiency": wl.efficiency_note,
         "images": rows,
     }
     if args.style == "json":

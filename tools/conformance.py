@@ -153,6 +153,18 @@ class Row:
     kv_unsupported: str | None = None
 
 
+def reference_figures(stored: Mapping[str, Any]) -> dict[str, Any]:
+    """The four figures of a stored reference (``params``, and ``kv`` where measured)."""
+    ref: dict[str, Any] = {
+        "params.total": stored["params"]["total"],
+        "params.active": stored["params"]["active"],
+    }
+    if "kv" in stored:
+        ref["kv.bytes_per_token"] = stored["kv"]["bytes_per_token"]
+        ref["kv.state_bytes_per_sequence"] = stored["kv"]["state_bytes"]
+    return ref
+
+
 def rows(reference: Mapping[str, Any]) -> list[Row]:
     """Every stored row, configs rebuilt from the default + delta form, sorted by id."""
     out: list[Row] = []
@@ -163,13 +175,7 @@ def rows(reference: Mapping[str, Any]) -> list[Row]:
         for name, stored in entry["rows"].items():
             config = default if name == "default" else apply_delta(default, stored["config_delta"])
             kv_config = apply_delta(config, stored["kv_delta"]) if "kv_delta" in stored else None
-            ref: dict[str, Any] = {
-                "params.total": stored["params"]["total"],
-                "params.active": stored["params"]["active"],
-            }
-            if "kv" in stored:
-                ref["kv.bytes_per_token"] = stored["kv"]["bytes_per_token"]
-                ref["kv.state_bytes_per_sequence"] = stored["kv"]["state_bytes"]
+            ref = reference_figures(stored)
             row_id = model_type if name == "default" else f"{model_type}:{name}"
             out.append(
                 Row(

@@ -105,13 +105,7 @@ def as_row(row: Mapping[str, Any]) -> conformance.Row | None:
     ref = row.get("reference") or {}
     if ref.get("status") != "built":
         return None
-    figures: dict[str, Any] = {
-        "params.total": ref["params"]["total"],
-        "params.active": ref["params"]["active"],
-    }
-    if "kv" in ref:
-        figures["kv.bytes_per_token"] = ref["kv"]["bytes_per_token"]
-        figures["kv.state_bytes_per_sequence"] = ref["kv"]["state_bytes"]
+    figures = conformance.reference_figures(ref)
     config = conformance._decode(row["config"])
     kv_config = conformance._decode(ref["kv_config"]) if "kv_config" in ref else None
     model_type = str(row["config"].get("model_type"))

@@ -24,24 +24,8 @@ __all__ = ["IGNORED_KEYS", "published_kv_config", "reference"]
 #: Keys that carry no structure the KV figures depend on, or that the oracle's shrink drops
 #: (``hf_oracle._shrunk_dict``): they are neither compared nor copied into the tiny config.
 IGNORED_KEYS: frozenset[str] = frozenset(
-    {
-        "architectures",
-        "auto_map",
-        "quantization_config",
-        "dtype",
-        "torch_dtype",
-        "transformers_version",
-        "_name_or_path",
-        "use_cache",
-        "output_hidden_states",
-        "output_attentions",
-        "return_dict",
-        "id2label",
-        "label2id",
-        "problem_type",
-        "chunk_size_feed_forward",
-    }
-)
+    {"architectures", "auto_map", "quantization_config", "dtype", "torch_dtype", "use_cache"}
+) | frozenset(registry._BOOKKEEPING)
 
 #: Top-level keys left out of the tiny config slotdiff is given, as the oracle leaves them out
 #: of the tiny copy it runs (a weight format, remote code).

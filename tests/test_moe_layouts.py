@@ -72,6 +72,10 @@ def test_deepseek_v4_legacy_compress_ratios_and_default_layout() -> None:
     # One more entry than layers (an MTP layer's): the config class keeps the first n.
     cfg["compress_ratios"] = [0, 0] + [4 if i % 3 == 0 else 128 for i in range(n - 2)] + [0]
     assert params(cfg) == (284_228_056_791, 13_695_448_791)
+    # Ratio 0 is a plain sliding layer without a compressor: transformers caches it in its
+    # generic sliding-window layer, which keeps the K=V head as separate keys and values.
+    kv = slotdiff.analyze(cfg).to_dict()["cost"]["kv"]
+    assert kv["bytes_per_token"] == 2 * (2 * 2 * 512 + (n - 2) * 512)
     del cfg["compress_ratios"]
     assert params(cfg) == (284_325_869_015, 13_793_261_015)
     kv = slotdiff.analyze(cfg).to_dict()["cost"]["kv"]

@@ -10,6 +10,7 @@ the same four figures through its public API only (``slotdiff.analyze(config).to
     python tools/conformance.py refresh [TYPES...]   # recompute the transformers reference (slow)
     python tools/conformance.py report [--accept-regressions]   # compare, write COVERAGE.md
     python tools/conformance.py show ROW [--kv]      # print a row's exact config dict
+    python tools/conformance.py published refresh|report   # real published configs (tools/published.py)
 
 ``refresh`` writes ``tests/fixtures/conformance/reference.json`` (keyed by the transformers
 and torch versions) and ``excluded.json`` (the registry types that are not decoder LMs, with
@@ -152,6 +153,18 @@ class Row:
     kv_unsupported: str | None = None
 
 
+def reference_figures(stored: Mapping[str, Any]) -> dict[str, Any]:
+    """The four figures of a stored reference (``params``, and ``kv`` where measured)."""
+    ref: dict[str, Any] = {
+        "params.total": stored["params"]["total"],
+        "params.active": stored["params"]["active"],
+    }
+    if "kv" in stored:
+        ref["kv.bytes_per_token"] = stored["kv"]["bytes_per_token"]
+        ref["kv.state_bytes_per_sequence"] = stored["kv"]["state_bytes"]
+    return ref
+
+
 def rows(reference: Mapping[str, Any]) -> list[Row]:
     """Every stored row, configs rebuilt from the default + delta form, sorted by id."""
     out: list[Row] = []
@@ -162,13 +175,7 @@ def rows(reference: Mapping[str, Any]) -> list[Row]:
         for name, stored in entry["rows"].items():
             config = default if name == "default" else apply_delta(default, stored["config_delta"])
             kv_config = apply_delta(config, stored["kv_delta"]) if "kv_delta" in stored else None
-            ref: dict[str, Any] = {
-                "params.total": stored["params"]["total"],
-                "params.active": stored["params"]["active"],
-            }
-            if "kv" in stored:
-                ref["kv.bytes_per_token"] = stored["kv"]["bytes_per_token"]
-                ref["kv.state_bytes_per_sequence"] = stored["kv"]["state_bytes"]
+            ref = reference_figures(stored)
             row_id = model_type if name == "default" else f"{model_type}:{name}"
             out.append(
                 Row(
@@ -212,9 +219,10 @@ def slotdiff_figures(config: Mapping[str, Any]) -> dict[str, Any]:
             return {"refused": str(exc)}
         return {"error": f"{type(exc).__name__}: {exc}"}
     known = report.get("known_model_type")
+    trust = (report.get("coverage") or {}).get("status")  # verified | unverified
     cost = report.get("cost")
     if not cost:
-        return {"refused": report.get("cost_note") or "no cost in the report", "known": known}
+        return {"refused": report.get("cost_note") or "no cost in the report", "known": known, "trust": trust}
     params, kv = cost.get("params") or {}, cost.get("kv") or {}
     figures = {
         "params.total": params.get("total"),
@@ -227,6 +235,7 @@ def slotdiff_figures(config: Mapping[str, Any]) -> dict[str, Any]:
         "kv_dtype": kv.get("dtype"),
         "by_part": params.get("by_part") or {},
         "known": known,
+        "trust": trust,
         "excluded": list(params.get("excluded") or []),
     }
 
@@ -252,6 +261,7 @@ class Result:
     reason: str = ""
     parts: dict[str, tuple[int, int]] = field(default_factory=dict)
     known: bool | None = None  # slotdiff's report: is the model_type in its key map
+    trust: str | None = None  # slotdiff's report: coverage status of the config (verified | unverified)
 
     def wrong(self) -> list[str]:
         """Names of the figures that differ from transformers'."""
@@ -333,7 +343,7 @@ def compare(row: Row) -> Result:
             a, b = int(ours_parts.get(part, 0) or 0), int(theirs_parts.get(part, 0) or 0)
             if a != b:
                 parts[part] = (a, b)
-    return Result(row, status, verdicts, reason, parts, main.get("known"))
+    return Result(row, status, verdicts, reason, parts, main.get("known"), main.get("trust"))
 
 
 def evaluate(reference: Mapping[str, Any], progress: bool = False) -> list[Result]:
@@ -477,8 +487,14 @@ def reason_class(text: str) -> str:
     return "other"
 
 
-def render(reference: Mapping[str, Any], excluded: Mapping[str, Any], results: list[Result]) -> str:
-    """The whole docs/COVERAGE.md text, from the stored reference and the comparison results."""
+def render(
+    reference: Mapping[str, Any],
+    excluded: Mapping[str, Any],
+    results: list[Result],
+    published: Iterable[str] = (),
+) -> str:
+    """The whole docs/COVERAGE.md text, from the stored reference and the comparison results;
+    ``published`` is the published-configs section (``tools/published.py``: ``section``)."""
     by_type: dict[str, list[Result]] = defaultdict(list)
     for r in results:
         by_type[r.row.model_type].append(r)
@@ -615,6 +631,7 @@ def render(reference: Mapping[str, Any], excluded: Mapping[str, Any], results: l
                     f"| `{r.row.id}` | {verdict.figure} | {_n(verdict.ours)} | {_n(verdict.theirs)} | "
                     f"{_cell(hint if verdict.figure == 'params.total' else verdict.note)} |"
                 )
+    lines += list(published)
     lines += [
         "",
         "## Excluded model types",
@@ -783,7 +800,9 @@ def report(accept_regressions: bool = False, coverage_json: Path | None = None) 
     if diff["regressed"] and not accept_regressions:
         print(f"{len(diff['regressed'])} rows are no longer exact; nothing written (--accept-regressions)")
         return 1
-    COVERAGE.write_text(render(reference, excluded, results), encoding="utf-8")
+    published = _published_tool()
+    section = published.section(published.current(), published.read_known())
+    COVERAGE.write_text(render(reference, excluded, results, section), encoding="utf-8")
     write_json(EXPECTED, expectations(results))
     (coverage_json or COVERAGE_JSON).write_text(
         json.dumps(coverage_table(reference, results), indent=2) + "\n", encoding="utf-8"
@@ -795,6 +814,17 @@ def report(accept_regressions: bool = False, coverage_json: Path | None = None) 
         + f" in {time.perf_counter() - start:.1f} s -> {COVERAGE.relative_to(ROOT)}"
     )
     return 0
+
+
+def _published_tool() -> Any:
+    """tools/published.py (the published-config rows; it imports this module, so it loads late)."""
+    tools = str(Path(__file__).resolve().parent)
+    if tools not in sys.path:
+        sys.path.insert(0, tools)
+    sys.modules.setdefault("conformance", sys.modules[__name__])
+    import published
+
+    return published
 
 
 def show(row_id: str, kv: bool) -> int:
@@ -825,6 +855,11 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument(
         "--coverage-json", type=Path, help="write the per-type table there instead of schemas/coverage.json"
     )
+    p = sub.add_parser("published", help="real published configs: refresh their reference or report")
+    p.add_argument("action", choices=("refresh", "report"))
+    p.add_argument("ids", nargs="*", help="refresh only these rows (Hub ids)")
+    p.add_argument("--force", action="store_true", help="recompute references that are still current")
+    p.add_argument("--workers", type=int, default=2)
     p = sub.add_parser("show", help="print a row's exact config dict")
     p.add_argument("row", help="model_type or model_type:variant")
     p.add_argument("--kv", action="store_true", help="the tiny config of the KV measurement")
@@ -834,6 +869,10 @@ def main(argv: list[str] | None = None) -> int:
         return 0
     if args.command == "report":
         return report(args.accept_regressions, args.coverage_json)
+    if args.command == "published":
+        return _published_tool().main(
+            [args.action, *args.ids, *(["--force"] if args.force else []), "--workers", str(args.workers)]
+        )
     return show(args.row, args.kv)
 
 

@@ -2,9 +2,12 @@
 
 ``slotdiff lint`` reports a key that no config class and no slotdiff key map knows (SD201),
 suggests a spelling for near misses (SD105), and checks that model_type names a class
-transformers has (SD116, SD205). The list is the union, over every
-model_type in transformers' CONFIG_MAPPING, of the default config's keys, its dataclass
-fields, its attribute_map aliases and its sub-configs' keys. Run it with transformers
+transformers has (SD116, SD205). SD105 suggests only keys the config's own class accepts
+(its fields in defaults.json and its ``attribute_aliases``); the schema layer reads a
+``layer_types`` entry under the legacy names every config class renames
+(``legacy_layer_types``). The key list is the union, over every model_type in transformers'
+CONFIG_MAPPING, of the default config's keys, its dataclass fields, its attribute_map aliases
+and its sub-configs' keys. Run it with transformers
 installed after upgrading transformers:
 
     PYTHONPATH=src python tools/gen_config_keys.py
@@ -20,6 +23,7 @@ from typing import Any
 
 from slotdiff.core.files import atomic_write_text
 from slotdiff.core.resources import data_dir
+from slotdiff.schema.keymap import known_keys
 
 
 def config_keys(config: Any) -> set[str]:
@@ -38,10 +42,12 @@ def config_keys(config: Any) -> set[str]:
 
 def main() -> int:
     import transformers
-    from transformers import CONFIG_MAPPING
+    from transformers import CONFIG_MAPPING, configuration_utils
 
     warnings.simplefilter("ignore")
     keys: set[str] = set()
+    read = known_keys()
+    by_type: dict[str, list[str]] = {}
     model_types = sorted(CONFIG_MAPPING.keys())
     for model_type in model_types:
         try:
@@ -50,6 +56,9 @@ def main() -> int:
             print(f"skip {model_type}: {type(err).__name__}", file=sys.stderr)
             continue
         keys.update(config_keys(config))
+        aliases = sorted(set(getattr(type(config), "attribute_map", {}) or {}) & read)
+        if aliases:
+            by_type[model_type] = aliases
     out = {
         "about": "Every model_type in transformers' CONFIG_MAPPING, and every key some transformers "
         "config class knows (defaults, dataclass fields, attribute_map aliases, sub-configs), for "
@@ -58,6 +67,11 @@ def main() -> int:
         "transformers_version": transformers.__version__,
         "model_types": model_types,
         "keys": sorted(k for k in keys if not k.startswith("_")),
+        # PreTrainedConfig.__post_init__ renames these layer_types entries for every config class
+        "legacy_layer_types": dict(sorted(configuration_utils._LEGACY_LAYER_TYPE_REMAP.items())),
+        # per model_type: the attribute_map aliases of its class among the keys slotdiff reads;
+        # with the class's fields (defaults.json) what SD105 may suggest in a config of that type
+        "attribute_aliases": by_type,
     }
     path = data_dir("schemas") / "config_keys.json"
     atomic_write_text(path, json.dumps(out, indent=0) + "\n")

@@ -423,6 +423,7 @@ _LAYER_INDEX_KEYS: tuple[str, ...] = (
     "hybrid_layer_ids",
     "mlp_only_layers",
     "cross_attention_layers",
+    "moe_layers",  # Llama 4's MoE layer indices (Maverick's [1, 3, ... 47]: every other layer)
 )
 
 _TOKEN_ID_KEYS: tuple[str, ...] = ("pad_token_id", "bos_token_id", "eos_token_id")
@@ -723,6 +724,7 @@ _KIND_BY_ATTR: dict[str, str] = {
     "keys": "key",
     "values": "value",
     "indexer_keys": "indexer_key",
+    "idx_keys": "indexer_key",  # MiniMax-M3's lightning-indexer key cache (sparse layers)
     "conv_states": "conv_state",
     "recurrent_states": "recurrent_state",
 }

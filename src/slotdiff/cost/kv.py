@@ -47,8 +47,10 @@ def layer_kv_elements(arch: Architecture, layer: LayerSpec) -> int:
     elems = 0
     if layer.mixer == "attention" and arch.get("attn_shared_kv"):
         # One head read as both key and value, cached once (its compressed entries are
-        # counted by compressed_kv_elements, per compress tokens).
-        elems += layer.head_dim or arch.get("head_dim") or 0
+        # counted by compressed_kv_elements, per compress tokens); a layer without a
+        # compressor may go through a generic cache that keeps key and value apart.
+        twice = arch.get("shared_kv_split_cache") and not layer.compress
+        elems += (2 if twice else 1) * (layer.head_dim or arch.get("head_dim") or 0)
     elif layer.mixer == "attention":
         elems += _attention_elements(arch, layer)
         if layer.sparse and not layer.index_shared:  # a lightning indexer's key per token (MiniMax-M3)

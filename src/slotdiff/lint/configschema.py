@@ -18,7 +18,8 @@ from typing import Any
 from ..core.jsonout import dumps_line
 from ..core.resources import data_dir, load_schema_file
 from ..read.source import TEXT_CONFIG_PATHS
-from ..schema.layer_rules import LAYER_TYPE_KINDS
+from ..schema import layers  # noqa: F401  (importing it registers every layer rule)
+from ..schema.layer_rules import LAYER_TYPE_KINDS, STEP_KEY_TYPES
 
 SCHEMA_FILE = "config.schema.json"
 DIALECT = "https://json-schema.org/draft/2020-12/schema"
@@ -43,6 +44,11 @@ def _field_schema(spec: Mapping[str, Any]) -> dict[str, Any]:
     return out
 
 
+def _numeric(spec: Mapping[str, Any]) -> bool:
+    """Whether a key schema accepts numbers (untyped accepts anything)."""
+    return "type" not in spec or bool({"integer", "number"} & set(spec["type"]))
+
+
 def _merge_key(a: dict[str, Any], b: dict[str, Any]) -> dict[str, Any]:
     """Two fields read through the same key: accept what either accepts."""
     out = dict(a)
@@ -54,6 +60,10 @@ def _merge_key(a: dict[str, Any], b: dict[str, Any]) -> dict[str, Any]:
     for bound, looser in (("minimum", min), ("exclusiveMinimum", min), ("maximum", max)):
         if bound in a and bound in b:
             out[bound] = looser(a[bound], b[bound])
+        elif bound in a and not _numeric(b):
+            out[bound] = a[bound]  # the other side takes no numbers: a bound binds numbers only
+        elif bound in b and not _numeric(a):
+            out[bound] = b[bound]
         else:
             out.pop(bound, None)
     if "enum" in a and "enum" in b:
@@ -96,7 +106,10 @@ def _deep_merge(base: dict[str, Any], overlay: Mapping[str, Any]) -> dict[str, A
 
 
 def _aliases(keymap: Mapping[str, Any]) -> Iterator[tuple[str, Mapping[str, Any]]]:
-    """(config key, field spec) for every alias in the key map and the model_type files."""
+    """(config key, field spec) for every alias in the key map and the model_type files, and
+    for every key a model_type file's layout step reads (typed by its rule: MiniMax-M3's
+    ``layer_map`` reads ``moe_layer_freq`` as a per-layer list, where DeepSeek's class takes an
+    interval; the schema accepts what any class accepts)."""
     fields = keymap["fields"]
     for spec in fields.values():
         for alias in spec["aliases"]:
@@ -109,6 +122,10 @@ def _aliases(keymap: Mapping[str, Any]) -> Iterator[tuple[str, Mapping[str, Any]
                 continue
             for alias in aliases:
                 yield alias, spec
+        for step in mt.get("layers", []):
+            key_type = STEP_KEY_TYPES.get(step.get("rule", ""))
+            if key_type and isinstance(step.get("key"), str):
+                yield step["key"], {"type": key_type}
 
 
 def generate() -> dict[str, Any]:

@@ -51,7 +51,7 @@ def _moe(res: Resolver, layers: list[LayerSpec], args: dict[str, Any]) -> list[L
     return out
 
 
-@rule("ffn_types")
+@rule("ffn_types", key_type="array")
 def _ffn_types(res: Resolver, layers: list[LayerSpec], args: dict[str, Any]) -> list[LayerSpec]:
     """Per-layer FFN kind from a list key, through ``map`` (Kimi Linear ``mlp_layer_types``:
     dense / sparse)."""
@@ -69,7 +69,7 @@ def _ffn_types(res: Resolver, layers: list[LayerSpec], args: dict[str, Any]) -> 
     return out
 
 
-@rule("dense_width")
+@rule("dense_width", key_type="array")
 def _dense_width(res: Resolver, layers: list[LayerSpec], args: dict[str, Any]) -> list[LayerSpec]:
     """Per-layer dense FFN width from a list key (e.g. OpenELM-style lists)."""
     widths = raw_value(res, args["key"])

@@ -12,6 +12,7 @@ from .layer_rules import (
     LAYER_TYPE_KINDS,
     field_value,
     layer_type_list,
+    legacy_layer_type,
     raw_value,
     resolve_set,
     rule,
@@ -30,8 +31,10 @@ def _layer_types(res: Resolver, layers: list[LayerSpec], args: dict[str, Any]) -
     FFN-only layer); ``pattern`` reads a character pattern instead (see layer_type_list).
     ``unwindowed_full``: a sliding layer whose window is switched off or absent attends over
     the full context (SmolLM3 windows a layer only when use_sliding_window), instead of
-    refusing the config. ``truncate`` cuts a longer list to the layer count, as a config
-    class that keeps the first n entries does. ``must_have`` names a kind the list must hold
+    refusing the config. A name neither knows is read as transformers renames it
+    (``legacy_layer_type``: ``deepseek_sparse_attention`` is ``indexed_attention``).
+    ``truncate`` cuts a longer list to the layer count, as a config class that keeps the
+    first n entries does. ``must_have`` names a kind the list must hold
     (Dory's "mlp" blocks: a list without them is a paired form the data does not read).
     """
     types, key = layer_type_list(res, args)
@@ -52,6 +55,8 @@ def _layer_types(res: Resolver, layers: list[LayerSpec], args: dict[str, Any]) -
     out = []
     for spec, kind in zip(layers, types, strict=True):
         what = kinds.get(kind) if isinstance(kind, str) else None
+        if what is None and isinstance(kind, str):  # a legacy name the config class renames
+            what = kinds.get(legacy_layer_type(kind) or "")
         if what is None:
             raise SlotdiffError(res.raw.name, f"unknown layer type {kind!r}", key=key)
         mixer = what["mixer"]
@@ -139,7 +144,7 @@ def _interval(res: Resolver, layers: list[LayerSpec], args: dict[str, Any]) -> l
     ]
 
 
-@rule("char_pattern")
+@rule("char_pattern", key_type="string")
 def _char_pattern(res: Resolver, layers: list[LayerSpec], args: dict[str, Any]) -> list[LayerSpec]:
     """One character per layer (Nemotron-H ``hybrid_override_pattern``: M * E -)."""
     pattern = raw_value(res, args["key"])
@@ -187,7 +192,7 @@ def _chunked(res: Resolver, layers: list[LayerSpec], args: dict[str, Any]) -> li
     return [evolve(s, chunk=chunk) if s.rope and s.mixer == "attention" else s for s in layers]
 
 
-@rule("source_layers")
+@rule("source_layers", key_type="array")
 def _source_layers(res: Resolver, layers: list[LayerSpec], args: dict[str, Any]) -> list[LayerSpec]:
     """Per-layer index of the layer whose cache a layer reads, under config key ``key``: a layer
     whose entry is not its own index gets ``set`` (default ``kv_shared``), as transformers'

@@ -72,7 +72,7 @@ def _per_layer_config(res: Resolver, layers: list[LayerSpec], args: dict[str, An
     return [evolve(s, **changes[s.index]) if s.index in changes else s for s in layers]
 
 
-@rule("layer_values")
+@rule("layer_values", key_type="array")
 def _layer_values(res: Resolver, layers: list[LayerSpec], args: dict[str, Any]) -> list[LayerSpec]:
     """Per-layer integer ``attr`` from the list under config key ``key``, one entry per layer
     (Laguna ``num_attention_heads_per_layer`` → ``n_heads``). Absent or null: unchanged."""
@@ -88,7 +88,7 @@ def _layer_values(res: Resolver, layers: list[LayerSpec], args: dict[str, Any]) 
     return [evolve(s, **{args["attr"]: v}) for s, v in zip(layers, values, strict=True)]
 
 
-@rule("layer_map")
+@rule("layer_map", key_type="array")
 def _layer_map(res: Resolver, layers: list[LayerSpec], args: dict[str, Any]) -> list[LayerSpec]:
     """A per-layer list under config key ``key`` mapped through ``map`` (each entry, written
     as a string, to the attributes to ``set``): per-layer 0/1 switches transformers accepts

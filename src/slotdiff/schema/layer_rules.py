@@ -8,6 +8,7 @@ from collections.abc import Callable
 from typing import Any
 
 from ..core.errors import SlotdiffError
+from ..core.resources import load_schema_file
 from .arch import LayerSpec, evolve
 from .keymap import MISSING, lookup
 from .resolver import Resolver
@@ -16,11 +17,16 @@ Rule = Callable[["Resolver", list[LayerSpec], dict[str, Any]], list[LayerSpec]]
 
 
 RULES: dict[str, Rule] = {}
+#: The JSON type of the config value a rule reads under its step's ``key`` (``layer_map``: a
+#: per-layer list): what the lint schema accepts for that key besides the key map's type.
+STEP_KEY_TYPES: dict[str, str] = {}
 
 
-def rule(name: str) -> Callable[[Rule], Rule]:
+def rule(name: str, key_type: str | None = None) -> Callable[[Rule], Rule]:
     def register(fn: Rule) -> Rule:
         RULES[name] = fn
+        if key_type:
+            STEP_KEY_TYPES[name] = key_type
         return fn
 
     return register
@@ -115,6 +121,14 @@ LAYER_TYPE_KINDS: dict[str, dict[str, Any]] = {
 }
 
 
+def legacy_layer_type(kind: str) -> str | None:
+    """The name transformers gives a legacy ``layer_types`` entry (``deepseek_sparse_attention``
+    is ``indexed_attention``), or None: every config class renames these in ``__post_init__``
+    (``config_keys.json``'s ``legacy_layer_types``, generated from transformers)."""
+    table = load_schema_file("config_keys.json").get("legacy_layer_types", {})
+    return table.get(kind)
+
+
 def layer_type_list(res: Resolver, args: dict[str, Any]) -> tuple[list[Any] | None, str]:
     """The per-layer type list a ``layer_types`` step reads, and the key to cite.
 
@@ -193,7 +207,7 @@ def _tile(res: Resolver, tile: dict[str, Any]) -> tuple[list[Any], str]:
     return [raw[i % len(raw)] for i in range(n)], key
 
 
-@rule("index_list")
+@rule("index_list", key_type="array")
 def _index_list(res: Resolver, layers: list[LayerSpec], args: dict[str, Any]) -> list[LayerSpec]:
     """Layers listed under a key get ``set`` (``base`` = 0 or 1 for the list's numbering).
 
@@ -274,7 +288,7 @@ def _set_where(res: Resolver, layers: list[LayerSpec], args: dict[str, Any]) -> 
     ]
 
 
-@rule("last_n")
+@rule("last_n", key_type="integer")
 def _last_n(res: Resolver, layers: list[LayerSpec], args: dict[str, Any]) -> list[LayerSpec]:
     """``set`` on the last N layers, N read from config key ``key`` (Gemma 4 KV-shared layers)."""
     n = raw_value(res, args["key"]) or 0

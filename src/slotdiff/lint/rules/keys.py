@@ -14,7 +14,7 @@ from typing import Any
 
 from ...core.resources import load_schema_file
 from ...read.jsonpos import dotted
-from ...schema.keymap import keymap, known_keys
+from ...schema.keymap import keymap, known_keys, transformers_defaults
 from ..configschema import validator
 from ..document import KeyPath, key_path
 from ..registry import Hit, Pos, params, rule
@@ -144,18 +144,46 @@ def _near(key: str) -> tuple[tuple[int, str], ...]:
     return tuple(sorted(found))
 
 
+def _class_keys(scope: Mapping[str, Any]) -> frozenset[str] | None:
+    """Keys slotdiff reads that the scope's transformers config class accepts (its fields in
+    defaults.json, its attribute_map aliases in config_keys.json): empty for a model_type
+    transformers does not have (its loader is not known), None for a scope without one."""
+    model_type = scope.get("model_type")
+    if not isinstance(model_type, str):
+        return None
+    fields = transformers_defaults().get(model_type)
+    if not isinstance(fields, Mapping):
+        return frozenset()
+    aliases = load_schema_file("config_keys.json").get("attribute_aliases", {}).get(model_type, [])
+    return frozenset(fields) | frozenset(aliases)
+
+
 def _unknown(cx: Any) -> list[tuple[KeyPath, str | None]]:
-    """(key path, suggested spelling or None) for each key nobody knows; cached per file."""
+    """(key path, suggested spelling or None) for each key nobody knows; cached per file.
+
+    A spelling is suggested only where the loader is known and would read it: never for custom
+    code (``auto_map``) or a model_type transformers does not have, and for a transformers
+    model_type only among its class's keys (MiMo's ``layernorm_epsilon`` is no typo of GPT-2's
+    ``layer_norm_epsilon``: MiMo's class reads neither)."""
     if "unknown" in cx.cache:
         return cx.cache["unknown"]
     known = _known_keys()
+    custom = "auto_map" in cx.doc.data or "auto_map" in cx.doc.text_config
     out: list[tuple[KeyPath, str | None]] = []
     for prefix, scope in _scopes(cx):
+        accepted = _class_keys(scope)
         for key in scope:
             if key in known or key.startswith("_"):
                 continue
             # A near miss counts only when the key it resembles is absent: otherwise it is a stray.
-            best = next((target for _, target in _near(key) if target not in scope), None)
+            best = next(
+                (
+                    target
+                    for _, target in _near(key)
+                    if target not in scope and not custom and (accepted is None or target in accepted)
+                ),
+                None,
+            )
             out.append(((*prefix, key), best))
     cx.cache["unknown"] = out
     return out

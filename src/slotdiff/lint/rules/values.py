@@ -124,8 +124,12 @@ def rope_scaling_fields(cx: Any) -> Iterator[Hit]:
 
 @rule("SD115", needs="values")
 def mla_partial(cx: Any) -> Iterator[Hit]:
-    """MLA fields come as a set."""
+    """MLA fields come as a set, in a model that has MLA: a latent rank (``kv_lora_rank``, given
+    or the family's default). Other families' classes read ``v_head_dim`` or
+    ``qk_rope_head_dim`` on their own (MiMo-V2-Flash, DeepSeek-V4), which is no partial MLA."""
     doc = cx.doc
+    if not _mla(cx):
+        return
     fields = params("SD115")["fields"]
     given = [f for f in fields if doc.given(f)]
     if given and len(given) < len(fields):

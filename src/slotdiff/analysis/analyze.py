@@ -135,7 +135,12 @@ def analyze(
             baseline_fills=(other or baseline("gpt2")).fills,
         )
     refused = next((c.note for c in changes if c.facet == "*"), None) if cost_report is None else None
-    trust = coverage(model.arch, cost_report.params if cost_report else None, refused if cost else None)
+    trust = coverage(
+        model.arch,
+        cost_report.params if cost_report else None,
+        refused if cost else None,
+        model.fills.unplaced,
+    )
     return Report(
         model=model.raw.name,
         source=source_info(model.raw),

@@ -20,6 +20,7 @@ from ..schema.arch import Architecture
 
 VERIFIED, UNVERIFIED = "verified", "unverified"
 UNREAD_REASON = "keys slotdiff did not read, which may change the structure"
+UNPLACED_REASON = "keys slotdiff read that no slot facet shows"
 MAX_KEYS_NAMED = 8  # a reason names this many unread keys, then says how many more
 
 
@@ -81,8 +82,14 @@ def _keys_reason(keys: tuple[str, ...]) -> str:
     return f"{UNREAD_REASON}: {shown}{more}"
 
 
-def coverage(arch: Architecture, params: ParamCount | None = None, refused: str | None = None) -> Coverage:
-    """The trust level of what slotdiff says about ``arch`` (with its parameter count, if any)."""
+def coverage(
+    arch: Architecture,
+    params: ParamCount | None = None,
+    refused: str | None = None,
+    unplaced: tuple[str, ...] = (),
+) -> Coverage:
+    """The trust level of what slotdiff says about ``arch`` (with its parameter count, if any);
+    ``unplaced``: keys it read that no slot facet shows (``Fills.unplaced``)."""
     reasons: list[str] = []
     model_type = arch.config_model_type or arch.model_type
     why = model_type_reason(model_type)
@@ -101,10 +108,15 @@ def coverage(arch: Architecture, params: ParamCount | None = None, refused: str 
                 reasons.append(f"the vision tower ({tower.tower}) is not checked against transformers")
     if arch.unread_keys:
         reasons.append(_keys_reason(arch.unread_keys))
+    if unplaced:
+        reasons.append(f"{UNPLACED_REASON}: " + ", ".join(unplaced[:MAX_KEYS_NAMED]))
     if reasons:
         return Coverage(UNVERIFIED, tuple(reasons))
     version = _table().get("transformers_version", "")
     return Coverage(
         VERIFIED,
-        basis=f"{model_type} matches transformers {version} (docs/COVERAGE.md) and every config key was read",
+        basis=(
+            f"{model_type} matches transformers {version} (docs/COVERAGE.md) and every config key "
+            "was read and is shown in its slot"
+        ),
     )

@@ -81,6 +81,7 @@ def build(raw: RawConfig) -> Architecture:
         vision=read_vision(raw),
         unknown_keys=res.unknown_keys(),
         unread_keys=res.unread_keys(_SUBCONFIG_KEYS),
+        read_keys=res.read_keys(),
         config_model_type=str(raw.data.get("model_type") or "") or None,
         audio=_audio(raw),
         notes=tuple(notes),

@@ -16,7 +16,7 @@ from .arch import Architecture
 from .keymap import model_type_spec
 from .layers import counted_layers, layout
 from .relations import check_relations
-from .resolver import resolve_all
+from .resolver import Resolver, resolve_all
 from .towers import audio_config_key, read_vision
 
 # Keys holding a sub-model's own config (read by the towers, or the nested text config).
@@ -42,6 +42,16 @@ def _audio(raw: RawConfig) -> tuple[str, str | None] | None:
         return None
     mt = raw.data[key].get("model_type")
     return key, str(mt) if mt else None
+
+
+def _read_keys(res: Resolver) -> tuple[tuple[str, object], ...]:
+    """Text-config keys some resolution or layer rule read, cited, with their values; for a
+    nested text config also the file's own keys a field read (Kimi-K3's top-level tie)."""
+    reads = res.read | set(res.spec.get("reads", ()))
+    own = tuple((res.cite(k), v) for k, v in res.text.items() if k in reads)
+    if not res.prefix:
+        return own
+    return own + tuple((k, v) for k, v in res.raw.data.items() if k in res.read_top)
 
 
 def build(raw: RawConfig) -> Architecture:
@@ -81,7 +91,7 @@ def build(raw: RawConfig) -> Architecture:
         vision=read_vision(raw),
         unknown_keys=res.unknown_keys(),
         unread_keys=res.unread_keys(_SUBCONFIG_KEYS),
-        read_keys=res.read_keys(),
+        read_keys=_read_keys(res),
         config_model_type=str(raw.data.get("model_type") or "") or None,
         audio=_audio(raw),
         notes=tuple(notes),

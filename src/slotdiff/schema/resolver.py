@@ -349,15 +349,6 @@ class Resolver:
         """Record that a layout rule or check read text-config ``key`` (a dotted path)."""
         self.read.add(key.partition(".")[0])
 
-    def read_keys(self) -> tuple[tuple[str, Any], ...]:
-        """Text-config keys some resolution or layer rule read, cited, with their values."""
-        reads = self.read | set(self.spec.get("reads", ()))
-        own = tuple((self.cite(k), v) for k, v in self.text.items() if k in reads)
-        if not self.prefix:
-            return own
-        # a nested text config: the file's own keys some field reads (Kimi-K3's top-level tie)
-        return own + tuple((k, v) for k, v in self.raw.data.items() if k in self.read_top)
-
     def unread_keys(self, nested: frozenset[str] = frozenset()) -> tuple[str, ...]:
         """Text-config keys no resolution read and neither the key map nor this family marks
         as structure-free (token ids, dropout, cache flags ...): keys that may change the

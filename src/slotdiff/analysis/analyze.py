@@ -15,7 +15,9 @@ from typing import Any
 
 from ..core.errors import SlotdiffError
 from ..cost.counterfactual import Change
-from ..cost.price import cost_of, price
+from ..cost.context import context_limit
+from ..cost.kv import kv_cost
+from ..cost.price import CostReport, cost_of, price
 from ..read.jsonpos import JSONInputError, parse
 from ..read.source import RawConfig, from_catalog, resolve
 from ..schema.arch import Architecture
@@ -25,7 +27,7 @@ from ..slots.differ import facet_status
 from ..slots.fill import Fills, slot_table
 from ..slots.fills import fill_slots
 from .coverage import coverage
-from .report import FacetReport, Report, SourceInfo
+from .report import FacetReport, Report, Shape, SourceInfo
 
 BASELINES = {"gpt2": "openai-community/gpt2", "llama": "meta-llama/Meta-Llama-3-8B"}
 
@@ -95,6 +97,23 @@ def facet_reports(model: Model, against: Model | None = None) -> tuple[FacetRepo
     return tuple(out)
 
 
+def shape_of(arch: Architecture, cost: CostReport | None) -> Shape | None:
+    """Layers, the longest context the config declares and the KV cache there (one sequence,
+    at the workload's KV dtype), or None when the config's limit cannot be read."""
+    try:
+        limit = context_limit(arch)
+    except SlotdiffError:
+        return None
+    kv = None
+    if cost is not None and limit.tokens:
+        try:
+            kv = kv_cost(arch, limit.tokens, cost.workload.kv_dtype).bytes_at_context
+        except SlotdiffError:
+            kv = None
+    state = cost.kv.state_bytes_per_sequence if cost is not None else 0
+    return Shape(arch.n_layers, limit.tokens, limit.source, kv, state)
+
+
 def source_info(raw: RawConfig) -> SourceInfo:
     return SourceInfo(raw.name, raw.origin, raw.location, raw.repo_id, raw.revision, raw.note)
 
@@ -151,4 +170,5 @@ def analyze(
         cost=cost_report,
         changes=changes,
         coverage=trust,
+        shape=shape_of(model.arch, cost_report),
     )

@@ -50,6 +50,7 @@ def render(report: Any) -> str:
             + (f", active {fmt.active(p.active, p.active_is_maximum)}" if p.active != p.total else "")
             + (f", MTP {fmt.count(p.mtp)} apart" if p.mtp else "")
             + (", MTP modules not counted" if p.mtp is None else ""),
+            *([f"- {line}"] if (line := fmt.shape_line(getattr(report, "shape", None), kv)) else []),
             *([f"- trust: {report.coverage.line()}"] if getattr(report, "coverage", None) else []),
             f"- weights {weights} ({c.weights.detail})",
             f"- KV cache {fmt.bin_bytes(kv.bytes_per_token)}/token, {fmt.bin_bytes(kv.bytes_at_context)} "
@@ -67,6 +68,10 @@ def render(report: Any) -> str:
             lines.append(f"- memory: {c.feasibility.line(short_name(c.workload.device.name))}")
         if c.precision is not None:
             lines.append(f"- {c.precision.note()}; {c.workload.efficiency_note}")
+        if p.by_part:
+            lines += ["", "| part | params | share |", "|---|---:|---:|"]
+            lines += [f"| {a} | {b} | {c_} |" for a, b, c_ in fmt.part_rows(p.by_part, p.total)]
+            lines.append(f"| **total** | {fmt.count(p.total)} | |")
         priced = [ch for ch in report.changes if ch.facet != "*" and ch.deltas]
         if priced:
             lines += [

@@ -69,6 +69,9 @@ def cost_lines(report: Any) -> Text:
     elif p.mtp is None:
         line += ", MTP modules not counted (the config does not describe their tensors)"
     t.append(line + "\n")
+    shape = fmt.shape_line(getattr(report, "shape", None), c.kv)
+    if shape:
+        t.append(shape + "\n")
     trust = getattr(report, "coverage", None)
     if trust is not None:
         t.append(trust.line() + "\n", style=None if trust.verified else "yellow")
@@ -135,6 +138,23 @@ def _without_table(report: Any) -> str:
     elif head.owner:
         who = f"; {head.owner} counts the table"
     return f" ({fmt.count(p.active_without_embedding)} without the embedding table{who})"
+
+
+def parts_table(report: Any) -> Table | None:
+    """Parameters by part of the model (embedding, attention, FFN, experts, norms, head ...)."""
+    c = report.cost
+    if c is None or not c.params.by_part:
+        return None
+    table = Table(
+        title="parameters by part", title_justify="left", expand=False, box=None, header_style="bold", pad_edge=False
+    )
+    table.add_column("part", min_width=17, no_wrap=True)
+    table.add_column("params", justify="right")
+    table.add_column("share", justify="right")
+    for row in fmt.part_rows(c.params.by_part, c.params.total):
+        table.add_row(*row)
+    table.add_row(Text("total", style="bold"), fmt.count(c.params.total), "")
+    return table
 
 
 def changes_table(report: Any) -> Table | None:
@@ -252,6 +272,9 @@ def render(report: Any, width: int | None = None) -> str:
         markup=False,  # config strings ("[/x]") are text, never rich markup
     )
     parts: list[Any] = [header(report), slot_table(report), Text(""), cost_lines(report)]
+    by_part = parts_table(report)
+    if by_part is not None:
+        parts += [Text(""), by_part]
     changes = changes_table(report)
     if changes is not None:
         parts += [Text(""), changes]

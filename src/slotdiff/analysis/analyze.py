@@ -27,6 +27,7 @@ from ..slots.differ import facet_status
 from ..slots.fill import Fills, slot_table
 from ..slots.fills import fill_slots
 from .coverage import coverage
+from .donor import choose_donor
 from .report import FacetReport, Report, Shape, SourceInfo
 
 BASELINES = {"gpt2": "openai-community/gpt2", "llama": "meta-llama/Meta-Llama-3-8B"}
@@ -65,6 +66,8 @@ def load(source: str | Path | Mapping[str, Any] | RawConfig, revision: str | Non
     else:
         raw = resolve(str(source), revision)
     arch = build(raw)
+    if not arch.known_model_type:
+        arch = choose_donor(raw, arch) or arch
     return Model(raw, arch, fill_slots(arch))
 
 

@@ -56,16 +56,22 @@ def _transformers_types() -> frozenset[str]:
     return frozenset(load_schema_file("config_keys.json")["model_types"])
 
 
-def model_type_reason(model_type: str) -> str | None:
-    """Why the conformance table does not vouch for ``model_type`` (None when it is exact)."""
+def model_type_reason(model_type: str, donor: str | None = None) -> str | None:
+    """Why the conformance table does not vouch for ``model_type`` (None when it is exact);
+    ``donor``: the known model_type an unknown one was read as."""
     table = _table()
     version = table.get("transformers_version", "")
     row = table.get("model_types", {}).get(model_type)
+    how = (
+        f"read as {donor}, whose keys and design it matches, with {donor}'s structure facts assumed"
+        if donor
+        else "its structure is read by common key names"
+    )
     if row is None:
         if model_type not in _transformers_types():
             return (
                 f"model_type {model_type or '(none)'!r} is not in transformers {version} (remote code): "
-                "its structure is read by common key names and is not checked"
+                f"{how} and is not checked"
             )
         return f"model_type {model_type!r} is not in the conformance table (not checked against transformers)"
     if row.get("status") != "exact":
@@ -92,7 +98,7 @@ def coverage(
     ``unplaced``: keys it read that no slot facet shows (``Fills.unplaced``)."""
     reasons: list[str] = []
     model_type = arch.config_model_type or arch.model_type
-    why = model_type_reason(model_type)
+    why = model_type_reason(model_type, arch.donor)
     if why:
         reasons.append(why)
     if refused:

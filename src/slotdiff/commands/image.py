@@ -1,4 +1,6 @@
-"""What one image costs a multimodal MODEL (seed 09): decoder tokens, encoder FLOPs, KV.
+"""What one image costs a multimodal MODEL (seed 09): decoder tokens, encoder FLOPs, the
+encoder's output bytes, how the image enters the decoder and what it costs there (prefill
+FLOPs, KV).
 
 The image goes through the model's own processor rules (resize, tiles, patch merge or
 pixel shuffle, as transformers' image processor does it), then the vision tower and
@@ -16,7 +18,8 @@ from typing import Any
 
 from ..analysis.analyze import load
 from ..core.errors import SlotdiffError
-from ..cost.images import vision_flops
+from ..cost.images import injection, injection_unit, vision_flops
+from ..cost.inventory.tensor import Unsupported
 from ..cost.kv import kv_cost
 from ..cost.params import count
 from ..render.listings import image_page
@@ -57,10 +60,11 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def _figures(
-    arch: Any, width: int, height: int, kv_per_token: int, overrides: dict[str, Any]
+    arch: Any, width: int, height: int, kv_per_token: int, overrides: dict[str, Any], params: Any, unit: Any
 ) -> dict[str, Any]:
     cost = vision_flops(arch, width, height, kv_bytes_per_token=kv_per_token, **overrides)
     img = cost.image
+    inj = injection(arch, cost, unit, params)
     return {
         "image": f"{width}x{height}",
         "resized_to": f"{img.resize[0]}x{img.resize[1]}",
@@ -78,6 +82,13 @@ def _figures(
         "encoder_attention_flops": cost.attention_flops,
         "kv_bytes": cost.kv_bytes,
         "cross_kv_bytes": cost.cross_kv_bytes,
+        "injection": inj.method,
+        "injection_text": inj.text,
+        "encoder_output_bytes": inj.tower_output_bytes,
+        "decoder_input_bytes": inj.decoder_input_bytes,
+        "decoder_prefill_flops": inj.prefill_flops,
+        "decoder_flops_per_text_token": inj.per_token_flops,
+        "activation_bytes": inj.act_bytes,
         "rule": img.rule,
         "source": img.source,
         "settings": [{"name": n, "value": v, "from": w} for n, v, w in img.settings],
@@ -96,14 +107,26 @@ def run(args: argparse.Namespace) -> int:
     overrides = {k: v for k, v in (("min_pixels", args.min_pixels), ("max_pixels", args.max_pixels)) if v}
     kv_per_token = kv_cost(arch, 1, kv_dtype).bytes_per_token
     params = count(arch)
-    rows = [_figures(arch, w, h, kv_per_token, overrides) for w, h in (args.images or [(1024, 1024)])]
+    unit = injection_unit(arch, params, kv_per_token)
+    try:
+        rows = [
+            _figures(arch, w, h, kv_per_token, overrides, params, unit) for w, h in (args.images or [(1024, 1024)])
+        ]
+        unsupported = None
+    except Unsupported as err:
+        if overrides:  # a processor setting given to a model whose processor is not described
+            raise
+        # the injection path and its per-state costs still hold; the states per image do not
+        rows, unsupported = [], err.reason
     out = {
         "model": model.raw.name,
         "vision_params": params.part("vision"),
         "connector_params": params.part("connector"),
         "kv_dtype": kv_dtype,
         "kv_bytes_per_token": kv_per_token,
+        "injection": unit.to_dict(),
         "images": rows,
+        "images_unsupported": unsupported,
     }
     if args.style == "json":
         write_json(out)

@@ -20,7 +20,12 @@ def render(report: Any) -> str:
     cls = report.classification
     if cls is not None:
         lines.append(f"**Class:** {cls.label}  ")
-        if cls.family and not cls.is_new:
+        if cls.family and not cls.is_new and cls.new_model_type:
+            lines.append(
+                f"**New model_type:** nearest family {cls.family.name}, same design (`{cls.fingerprint.id}`)"
+                + (f"; read as `{cls.read_as}`, its structure facts assumed" if cls.read_as else "")
+            )
+        elif cls.family and not cls.is_new:
             lines.append(f"**Family:** {cls.family.name} (`{cls.fingerprint.id}`)")
         elif cls.family:
             lines.append(

@@ -205,7 +205,15 @@ def header(report: Any) -> Text:
     if cls is not None:
         t.append("class  ", style="bold")
         t.append(cls.label + "\n")
-        if cls.family and not cls.is_new:
+        if cls.family and not cls.is_new and cls.new_model_type:
+            t.append(
+                f"new model_type {report.model_type or '(none)'!r}: nearest family {cls.family.name}, "
+                f"same design ({cls.fingerprint.id})"
+                + (f"; read as {cls.read_as}, its structure facts assumed" if cls.read_as else "")
+                + "\n",
+                style="bold magenta",
+            )
+        elif cls.family and not cls.is_new:
             t.append(f"family {cls.family.name} ({cls.fingerprint.id})\n")
         elif cls.family:
             t.append(

@@ -54,10 +54,11 @@ def _read_keys(res: Resolver) -> tuple[tuple[str, object], ...]:
     return own + tuple((k, v) for k, v in res.raw.data.items() if k in res.read_top)
 
 
-def build(raw: RawConfig) -> Architecture:
-    """Read ``raw`` into an Architecture (dims, per-layer specs, provenance)."""
+def build(raw: RawConfig, donor: str | None = None) -> Architecture:
+    """Read ``raw`` into an Architecture (dims, per-layer specs, provenance); a model_type
+    slotdiff does not know is read with ``donor``'s facts, each marked as assumed."""
 
-    res = resolve_all(raw)
+    res = resolve_all(raw, donor)
     for required in ("d_model", "n_layers", "vocab"):
         if not res.values[required].known or res.values[required].value is None:
             if res.spec.get("no_" + required):
@@ -77,7 +78,13 @@ def build(raw: RawConfig) -> Architecture:
                 f"{at} names custom code ({custom_code_text(refs)}) that transformers imports only "
                 "with trust_remote_code=True; slotdiff read this config as data and imported none of it"
             )
-    if not res.spec:
+    if res.donor:
+        notes.append(
+            f"model_type {res.model_type or '(none)'!r} is not in slotdiff's key map: read as "
+            f"{res.donor}, the known model_type whose keys and design it matches (its structure "
+            "facts are assumed)"
+        )
+    elif not res.spec:
         notes.append(
             f"model_type {res.model_type or '(none)'!r} is not in slotdiff's key map: "
             "fields were read by their common names and structure facts are assumed"
@@ -95,6 +102,7 @@ def build(raw: RawConfig) -> Architecture:
         config_model_type=str(raw.data.get("model_type") or "") or None,
         audio=_audio(raw),
         notes=tuple(notes),
-        known_model_type=bool(res.spec),
+        known_model_type=bool(res.spec) and not res.donor,
+        donor=res.donor,
         origin_note=raw.note,
     )

@@ -93,6 +93,8 @@ class Collector:
             self.notes.append(f"{name}={val.value!r}: {val.note}")
         elif val.how == "derived":
             self.notes.append(f"{name}={val.value!r}: derived as {val.note}")
+        elif val.how == "assumed" and self.arch.donor:  # a fact borrowed from a known model_type
+            self.notes.append(f"{name}={val.value!r}: {val.note}")
         return val.value
 
     def fill(

@@ -63,9 +63,7 @@ def router_facts(path: Path) -> dict[str, object] | None:
         src = classes[node.name]  # unparsed: comments ("sigmoid, not softmax") are gone
         if "topk" not in src.lower():
             continue
-        forward = next(
-            (n for n in node.body if isinstance(n, ast.FunctionDef) and n.name == "forward"), None
-        )
+        forward = next((n for n in node.body if isinstance(n, ast.FunctionDef) and n.name == "forward"), None)
         body = ast.unparse(forward) if forward is not None else src
         # the correction bias may live in a helper module the router builds (ERNIE's MoeStatics)
         used = [classes[name] for name in classes if name != node.name and name in src]

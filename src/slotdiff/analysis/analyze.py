@@ -14,8 +14,8 @@ from pathlib import Path
 from typing import Any
 
 from ..core.errors import SlotdiffError
-from ..cost.counterfactual import Change
 from ..cost.context import context_limit
+from ..cost.counterfactual import Change
 from ..cost.kv import kv_cost
 from ..cost.price import CostReport, cost_of, price
 from ..read.jsonpos import JSONInputError, parse

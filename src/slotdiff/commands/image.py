@@ -110,7 +110,8 @@ def run(args: argparse.Namespace) -> int:
     unit = injection_unit(arch, params, kv_per_token)
     try:
         rows = [
-            _figures(arch, w, h, kv_per_token, overrides, params, unit) for w, h in (args.images or [(1024, 1024)])
+            _figures(arch, w, h, kv_per_token, overrides, params, unit)
+            for w, h in (args.images or [(1024, 1024)])
         ]
         unsupported = None
     except Unsupported as err:

@@ -146,7 +146,12 @@ def parts_table(report: Any) -> Table | None:
     if c is None or not c.params.by_part:
         return None
     table = Table(
-        title="parameters by part", title_justify="left", expand=False, box=None, header_style="bold", pad_edge=False
+        title="parameters by part",
+        title_justify="left",
+        expand=False,
+        box=None,
+        header_style="bold",
+        pad_edge=False,
     )
     table.add_column("part", min_width=17, no_wrap=True)
     table.add_column("params", justify="right")

@@ -27,7 +27,6 @@ from .keymap import (
 )
 from .tower_spec import multimodal_types
 
-
 DONOR_NOTE = "assumed: as in"  # + the known model_type an unknown one is read as
 
 

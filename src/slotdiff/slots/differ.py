@@ -129,7 +129,9 @@ def key_changes(
             new = item.t2 if change != "removed" else None
             facet = facets.get(top)
             out.append(
-                KeyChange(_dotted(path), change, _plain(old), _plain(new), facet, facet is None and top in free)
+                KeyChange(
+                    _dotted(path), change, _plain(old), _plain(new), facet, facet is None and top in free
+                )
             )
     return tuple(sorted(out, key=lambda k: k.path))
 

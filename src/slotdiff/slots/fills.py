@@ -16,9 +16,9 @@ from .evidence import place_keys
 from .ffn import ffn_activation, ffn_bias, ffn_experts
 from .fill import Fill, Fills, slot_table
 from .norm import norm_kind, norm_residual
-from .scores import attention_gate, attention_scores
-from .router import ffn_router
 from .position import position_encoding
+from .router import ffn_router
+from .scores import attention_gate, attention_scores
 from .tokens import embedding_table, head_tying
 
 FACET_RULES: dict[str, Callable[[Architecture], Fill]] = {

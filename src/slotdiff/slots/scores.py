@@ -19,8 +19,7 @@ def attention_gate(arch: Architecture) -> Fill:
         return ev.fill(
             "attention.gate",
             "output-gate",
-            "sigmoid gate on every attention output channel, computed by a query projection twice "
-            "as wide",
+            "sigmoid gate on every attention output channel, computed by a query projection twice as wide",
             {"per": "channel", "from": "q_proj"},
         )
     if own != "none":

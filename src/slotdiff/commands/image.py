@@ -101,6 +101,9 @@ def run(args: argparse.Namespace) -> int:
     arch = model.arch
     if arch.vision is None:
         raise SlotdiffError(model.raw.name, "has no vision encoder (no vision_config): text only")
+    kind = model.fills["modality.input"].kind
+    if not kind.startswith("vision"):  # a tower for another input (Evolla: protein sequences)
+        raise SlotdiffError(model.raw.name, f"reads {kind.split('-')[0]} input through its tower, not images")
     kv_dtype = canonical_dtype(args.kv_dtype)
     if kv_dtype is None:
         raise SlotdiffError("slotdiff image", f"unknown dtype {args.kv_dtype!r} for --kv-dtype")

@@ -31,6 +31,7 @@ from slotdiff.slots.classify import classify
 from conftest import raw
 
 ROOT = Path(__file__).resolve().parents[1]
+RAW = ROOT / "tests" / "fixtures" / "corpus" / "raw"
 GiB = 1024**3
 
 
@@ -94,6 +95,24 @@ def test_a_renamed_qwen3_moe_is_nearest_qwen3_moe_with_its_qk_norm() -> None:
     text = terminal.render(analyze(model), width=200)
     assert "new model_type 'qwen3_moe_renamed': nearest family Qwen3-MoE, same design" in text
     assert "read as qwen3_moe" in text
+
+
+TEXT_ONLY = [p for p in sorted(RAW.glob("*.json")) if "text_config" not in json.loads(p.read_text())]
+
+
+@pytest.mark.parametrize("path", TEXT_ONLY, ids=lambda p: p.stem)
+def test_every_published_config_renamed_lands_on_its_own_family(path: Path) -> None:
+    """A corpus config under a model_type nobody knows is classified as the original is."""
+    original = load(path)
+    home = classify(original.arch, original.fills)
+    data = json.loads(path.read_text())
+    data["model_type"] = "renamed_lm"
+    copy = load(data)
+    cls = classify(copy.arch, copy.fills)
+    if home.distance != 0:
+        return  # the original is not an exact known design: nothing to land on
+    assert cls.family is not None and cls.family.name == home.family.name
+    assert cls.distance == 0 and cls.new_model_type
 
 
 def test_a_renamed_config_that_matches_no_family_keeps_the_common_reading() -> None:

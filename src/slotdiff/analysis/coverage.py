@@ -52,7 +52,8 @@ def _table() -> dict[str, Any]:
 
 
 @cache
-def _transformers_types() -> frozenset[str]:
+def transformers_types() -> frozenset[str]:
+    """Every model_type in transformers' registry (schemas/config_keys.json)."""
     return frozenset(load_schema_file("config_keys.json")["model_types"])
 
 
@@ -68,7 +69,7 @@ def model_type_reason(model_type: str, donor: str | None = None) -> str | None:
         else "its structure is read by common key names"
     )
     if row is None:
-        if model_type not in _transformers_types():
+        if model_type not in transformers_types():
             return (
                 f"model_type {model_type or '(none)'!r} is not in transformers {version} (remote code): "
                 f"{how} and is not checked"

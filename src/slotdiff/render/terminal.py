@@ -140,22 +140,22 @@ def _without_table(report: Any) -> str:
     return f" ({fmt.count(p.active_without_embedding)} without the embedding table{who})"
 
 
+def titled_table(title: str, first: str, *numbers: str) -> Table:
+    """A borderless table under a left-aligned title: a name column, then number columns."""
+    table = Table(title=title, title_justify="left", expand=False, box=None, header_style="bold")
+    table.pad_edge = False
+    table.add_column(first, min_width=17, no_wrap=True)
+    for name in numbers:
+        table.add_column(name, justify="right")
+    return table
+
+
 def parts_table(report: Any) -> Table | None:
     """Parameters by part of the model (embedding, attention, FFN, experts, norms, head ...)."""
     c = report.cost
     if c is None or not c.params.by_part:
         return None
-    table = Table(
-        title="parameters by part",
-        title_justify="left",
-        expand=False,
-        box=None,
-        header_style="bold",
-        pad_edge=False,
-    )
-    table.add_column("part", min_width=17, no_wrap=True)
-    table.add_column("params", justify="right")
-    table.add_column("share", justify="right")
+    table = titled_table("parameters by part", "part", "params", "share")
     for row in fmt.part_rows(c.params.by_part, c.params.total):
         table.add_row(*row)
     table.add_row(Text("total", style="bold"), fmt.count(c.params.total), "")
@@ -167,19 +167,14 @@ def changes_table(report: Any) -> Table | None:
     if not priced:
         return None
     base = "the other model" if report.baselines.get("against") else "GPT-2"
-    table = Table(
-        title=f"price of each change vs {base} (this model − counterfactual)",
-        title_justify="left",
-        expand=False,
-        box=None,
-        header_style="bold",
-        pad_edge=False,
+    table = titled_table(
+        f"price of each change vs {base} (this model − counterfactual)",
+        "facet",
+        "Δ params",
+        "Δ KV/token",
+        "Δ FLOPs/token",
+        "Δ decode",
     )
-    table.add_column("facet", min_width=17, no_wrap=True)
-    table.add_column("Δ params", justify="right")
-    table.add_column("Δ KV/token", justify="right")
-    table.add_column("Δ FLOPs/token", justify="right")
-    table.add_column("Δ decode", justify="right")
     for ch in priced:
         d = ch.deltas
         if not d:

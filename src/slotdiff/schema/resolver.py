@@ -156,8 +156,11 @@ class Resolver:
         # when a key is absent (a model_type file's "defaults", e.g. a popped kwarg's default
         # or a computed default layer list), which the dataclass fields cannot show.
         # Shared by every config of this model_type: read, never written.
-        mt = self.donor or self.model_type
-        self.defaults = _defaults(mt, self.spec.get("defaults_from", mt))
+        # a donor lends its facts, never its config class's defaults: a key the config leaves
+        # out is unknown, not the donor's value (Mistral's default window on a renamed Llama)
+        self.defaults = (
+            {} if self.donor else _defaults(self.model_type, self.spec.get("defaults_from", self.model_type))
+        )
         self.values: dict[str, Value] = {}
         # Top-level keys of the text config (and of the file, for a nested text config) that
         # some resolution found: what the coverage check holds every key against.

@@ -43,6 +43,8 @@ def render(report: Any) -> str:
         row.append(f.info.article)
         lines.append("| " + " | ".join(row) + " |")
     c = report.cost
+    if c is None and (line := fmt.shape_line(getattr(report, "shape", None), None)):
+        lines += ["", f"- {line}"]
     if c is not None:
         d, kv, p = c.decode, c.kv, c.params
         weights = fmt.si_bytes(c.weights.bytes) if c.weights.supported else "not given"

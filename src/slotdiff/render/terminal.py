@@ -54,6 +54,9 @@ def cost_lines(report: Any) -> Text:
     if c is None:
         note = next((ch.note for ch in report.changes if ch.facet == "*"), "not supported")
         text = Text(f"cost: not computed: {note}", style="yellow")
+        shape = fmt.shape_line(getattr(report, "shape", None), None)
+        if shape:
+            text = Text(shape + "\n") + text
         trust = getattr(report, "coverage", None)
         if trust is not None and not trust.verified:
             text.append("\n" + trust.line(), style="yellow")

@@ -356,6 +356,7 @@ JSON_CASES = [
     (["formats", "openai/gpt-oss-20b", "--gpu", "a100"], "formats-report.schema.json"),
     (["image", "Qwen/Qwen3-VL-30B-A3B-Instruct", "--image", "1920x1080"], "image.schema.json"),
     (["image", str(VISION / "defaults__mllama.json")], "image.schema.json"),
+    (["latency", "meta-llama/Llama-3.1-8B", "--concurrency", "4", "--requests", "8"], "latency.schema.json"),
     (["gpus"], "gpus.schema.json"),
     (["catalog"], "catalog.schema.json"),
     (["train", "Qwen/Qwen3-30B-A3B", "--lora-rank", "16"], "train.schema.json"),

@@ -128,6 +128,10 @@ COMMANDS: dict[str, list[list[str]]] = {
     ],
     "formats": [["formats", "{F}"], ["formats", "{F}", "--json"]],
     "image": [["image", "{F}", "--image", "1024x1024"], ["image", "{F}", "--image", "336x336", "--json"]],
+    "latency": [
+        ["latency", "{F}", "--concurrency", "2", "--requests", "4", "--output", "8"],
+        ["latency", "{F}", "--prompt", "64", "--output", "4", "--requests", "2", "--json"],
+    ],
 }
 # Subcommands the fuzzer leaves out, and why (tests/test_fuzz_cli.py checks every other is in).
 NOT_FUZZED = {
@@ -143,6 +147,7 @@ NUMERIC_FLAGS: dict[str, list[str]] = {
     "specdec": ["--alpha", "--gamma", "--gpus", "--draft-cost"],
     "image": ["--min-pixels", "--max-pixels"],
     "formats": ["--context", "--batch"],
+    "latency": ["--concurrency", "--prompt", "--output", "--requests"],
 }
 JSON_OUTPUT = ("--json", "json", "sarif", "--stdout")
 _BAD_CHARS = re.compile("[\x00-\x08\x0b-\x1f\x7f-\x9f\u202a-\u202e\u2066-\u2069\ud800-\udfff]")

@@ -38,6 +38,7 @@ COMMANDS: dict[str, str] = {
     "specdec": "slotdiff.commands.specdec",
     "formats": "slotdiff.commands.formats",
     "image": "slotdiff.commands.image",
+    "latency": "slotdiff.commands.latency",
     "scan": "slotdiff.commands.scan",
 }
 

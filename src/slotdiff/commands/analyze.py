@@ -9,7 +9,7 @@ import sys
 from ..analysis.analyze import analyze
 from ..core.version import __version__
 from ..render import REPORTER_BY_NAME
-from .options import add_output_arguments, add_workload_arguments, workload_from
+from .options import add_layout_arguments, add_output_arguments, add_workload_arguments, workload_from
 
 EPILOG = """\
 examples:
@@ -17,6 +17,7 @@ examples:
   slotdiff ./config.json --against meta-llama/Llama-3.1-8B
   slotdiff deepseek-ai/DeepSeek-V3 --json      machine-readable (schemas/report.schema.json)
   slotdiff meta-llama/Llama-3.1-70B --gpu h200 --batch 32 --context 32768
+  slotdiff meta-llama/Llama-3.1-70B -tp 8 --efficiency vllm-h100   the bound and a measured engine's pace
   HF_HUB_OFFLINE=1 slotdiff openai/gpt-oss-20b  served from the bundled catalog offline
 
 other commands: {commands}  (slotdiff COMMAND --help)
@@ -35,6 +36,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--version", action="version", version=f"slotdiff {__version__}")
     add_output_arguments(parser)
     add_workload_arguments(parser)
+    add_layout_arguments(parser)
 
 
 def run(args: argparse.Namespace) -> int:

@@ -11,12 +11,11 @@ import argparse
 import sys
 
 from ..analysis.analyze import load
-from ..core.errors import UsageError
 from ..cost.layout import Layout
 from ..deploy.engine_terms import DEFAULT_SGLANG, DEFAULT_VLLM
 from ..deploy.fit import fit
 from ..deploy.serving import RESERVE_FRACTION
-from ..deploy.vllm import EngineArgs
+from ..deploy.vllm import EngineArgs, model_len
 from ..render.fit import render_fit
 from .options import (
     COUNT,
@@ -25,8 +24,10 @@ from .options import (
     RESERVE,
     SHARE,
     TOKENS,
+    add_layout_arguments,
     add_style_arguments,
     add_workload_arguments,
+    layout_from,
     workload_from,
     write_json,
 )
@@ -41,13 +42,11 @@ examples:
 engines: --engine-version defaults to vLLM {DEFAULT_VLLM} / SGLang {DEFAULT_SGLANG} accounting
 """
 EXIT_1 = "does not fit (or the layout is invalid)"
+DEFAULT_CONTEXT = 8192
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("model", help="config.json, a folder holding one, or a Hub repo id")
-    parser.add_argument(
-        "--gpus", type=COUNT, default=None, help="GPUs of the --gpu kind, tensor parallel (default 1)"
-    )
     parser.add_argument(
         "--reserve",
         type=RESERVE,
@@ -56,20 +55,16 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     )
     parser.add_argument("--mtp", action="store_true", help="load the MTP modules beside the weights")
     add_style_arguments(parser, "fit.schema.json")
-    lay = parser.add_argument_group("layout (named as vLLM names them)")
-    lay.add_argument("--tensor-parallel-size", "-tp", type=COUNT, help="TP degree (default: --gpus)")
-    lay.add_argument("--pipeline-parallel-size", "-pp", type=COUNT, default=1, help="PP degree")
-    lay.add_argument("--data-parallel-size", "-dp", type=COUNT, default=1, help="DP degree")
-    lay.add_argument(
-        "--enable-expert-parallel", action="store_true", help="spread routed experts over TP × DP"
-    )
+    add_layout_arguments(parser)
     eng = parser.add_argument_group("engine (--engine: size the KV pool as that engine does)")
     eng.add_argument("--engine", choices=("vllm", "sglang"), help="predict this engine's start-up KV pool")
     eng.add_argument("--engine-version", help="release whose accounting to follow (e.g. 0.10.1, 0.6.4)")
     eng.add_argument("--use-v1", action="store_true", default=None, help="vLLM: the V1 engine before 0.8")
     eng.add_argument("--gpu-memory-utilization", type=SHARE, default=0.9, help="vLLM (default 0.9)")
     eng.add_argument("--mem-fraction-static", type=SHARE, help="SGLang (default: its rule for the release)")
-    eng.add_argument("--max-model-len", type=TOKENS, help="default: the model's context limit")
+    eng.add_argument(
+        "--max-model-len", type=TOKENS, help="default: --context when given, else the model's context limit"
+    )
     eng.add_argument("--max-num-seqs", type=COUNT, help="default: the engine's for the release and GPU")
     eng.add_argument("--max-num-batched-tokens", type=TOKENS, help="SGLang: --chunked-prefill-size")
     eng.add_argument("--block-size", type=COUNT, help="tokens per KV block (SGLang: --page-size)")
@@ -94,6 +89,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     )
     meas.add_argument("--free-gib", type=GIB, help="SGLang: free memory before the weights load")
     add_workload_arguments(parser)
+    parser.set_defaults(context=None)  # given or not decides max_model_len (see run)
 
 
 def _engine_args(args: argparse.Namespace, layout: Layout) -> EngineArgs | None:
@@ -127,30 +123,20 @@ def _engine_args(args: argparse.Namespace, layout: Layout) -> EngineArgs | None:
     )
 
 
-def layout_from(args: argparse.Namespace) -> Layout:
-    for flag, value in (
-        ("--gpus", args.gpus),
-        ("--tensor-parallel-size", args.tensor_parallel_size),
-        ("--pipeline-parallel-size", args.pipeline_parallel_size),
-        ("--data-parallel-size", args.data_parallel_size),
-    ):
-        if value is not None and value < 1:
-            raise UsageError(f"{flag} must be at least 1, got {value}")
-    tp = args.tensor_parallel_size
-    if tp is None:
-        tp = (args.gpus or 1) // max(1, args.pipeline_parallel_size * args.data_parallel_size) or 1
-    layout = Layout(tp, args.pipeline_parallel_size, args.data_parallel_size, args.enable_expert_parallel)
-    if args.gpus is not None and args.gpus != layout.gpus:
-        raise UsageError(f"--gpus {args.gpus} but the layout {layout.label()} uses {layout.gpus}")
-    return layout
-
-
 def run(args: argparse.Namespace) -> int:
     layout = layout_from(args)
-    wl = workload_from(args, layout.gpus)
-    result = fit(
-        load(args.model).arch, wl, layout.gpus, args.reserve, args.mtp, layout, _engine_args(args, layout)
-    )
+    arch = load(args.model).arch
+    if args.engine:
+        # --context is the length the user serves: vLLM's max_model_len unless that is given;
+        # without --context, the engine's own default (the model's limit) is the context too.
+        if args.max_model_len is None and args.context is not None:
+            args.max_model_len = args.context
+        if args.context is None:
+            args.context = args.max_model_len or model_len(arch, None)
+    elif args.context is None:
+        args.context = DEFAULT_CONTEXT
+    wl = workload_from(args, layout=layout)
+    result = fit(arch, wl, layout.gpus, args.reserve, args.mtp, layout, _engine_args(args, layout))
     if args.style == "json":
         write_json(result.to_dict())
     else:

@@ -12,7 +12,13 @@ import sys
 from ..analysis.analyze import load
 from ..deploy.formats import formats_report
 from ..render.deploy import render_formats
-from .options import add_style_arguments, add_workload_arguments, workload_from, write_json
+from .options import (
+    add_layout_arguments,
+    add_style_arguments,
+    add_workload_arguments,
+    workload_from,
+    write_json,
+)
 
 EPILOG = """\
 examples:
@@ -26,6 +32,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("model", help="config.json, a folder holding one, or a Hub repo id")
     add_style_arguments(parser, "formats-report.schema.json")
     add_workload_arguments(parser)
+    add_layout_arguments(parser)
 
 
 def run(args: argparse.Namespace) -> int:

@@ -22,9 +22,16 @@ from ..cost.images import injection, injection_unit, vision_flops
 from ..cost.inventory.tensor import Unsupported
 from ..cost.kv import kv_cost
 from ..cost.params import count
+from ..deploy.serving import deployment
 from ..render.listings import image_page
-from ..schema.precision import canonical_dtype
-from .options import COUNT, add_style_arguments, write_json
+from .options import (
+    COUNT,
+    add_layout_arguments,
+    add_style_arguments,
+    add_workload_arguments,
+    workload_from,
+    write_json,
+)
 
 EPILOG = """\
 examples:
@@ -55,17 +62,35 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     )
     parser.add_argument("--min-pixels", type=COUNT, help="processor setting (Qwen-VL families)")
     parser.add_argument("--max-pixels", type=COUNT, help="processor setting (Qwen-VL families)")
-    parser.add_argument("--kv-dtype", default="bf16", help="decoder KV element type (default bf16)")
     add_style_arguments(parser, "image.schema.json")
+    add_workload_arguments(parser)
+    add_layout_arguments(parser)
+
+
+def _encoder_ms(dep: Any, flops: float) -> float:
+    """One image through the tower and connector on the layout's TP group, at --mbu/--mfu:
+    the slower of its FLOPs over the peak and the tower's weights read once over bandwidth."""
+    by = dict(dep.weights.by_part)
+    tower = by.get("vision", 0) + by.get("connector", 0)
+    tp = dep.layout.tp
+    return max(flops / tp / dep.peak, tower / tp / dep.bandwidth) * 1e3
 
 
 def _figures(
-    arch: Any, width: int, height: int, kv_per_token: int, overrides: dict[str, Any], params: Any, unit: Any
+    arch: Any,
+    width: int,
+    height: int,
+    kv_per_token: int,
+    overrides: dict[str, Any],
+    dep: Any,
+    params: Any,
+    unit: Any,
 ) -> dict[str, Any]:
     cost = vision_flops(arch, width, height, kv_bytes_per_token=kv_per_token, **overrides)
     img = cost.image
     inj = injection(arch, cost, unit, params)
     return {
+        "encoder_ms": _encoder_ms(dep, cost.flops),
         "image": f"{width}x{height}",
         "resized_to": f"{img.resize[0]}x{img.resize[1]}",
         "tiles": img.tiles,
@@ -104,16 +129,16 @@ def run(args: argparse.Namespace) -> int:
     kind = model.fills["modality.input"].kind
     if not kind.startswith("vision"):  # a tower for another input (Evolla: protein sequences)
         raise SlotdiffError(model.raw.name, f"reads {kind.split('-')[0]} input through its tower, not images")
-    kv_dtype = canonical_dtype(args.kv_dtype)
-    if kv_dtype is None:
-        raise SlotdiffError("slotdiff image", f"unknown dtype {args.kv_dtype!r} for --kv-dtype")
+    wl = workload_from(args)
+    kv_dtype = wl.kv_dtype
+    dep = deployment(arch, wl)
     overrides = {k: v for k, v in (("min_pixels", args.min_pixels), ("max_pixels", args.max_pixels)) if v}
     kv_per_token = kv_cost(arch, 1, kv_dtype).bytes_per_token
     params = count(arch)
     unit = injection_unit(arch, params, kv_per_token)
     try:
         rows = [
-            _figures(arch, w, h, kv_per_token, overrides, params, unit)
+            _figures(arch, w, h, kv_per_token, overrides, dep, params, unit)
             for w, h in (args.images or [(1024, 1024)])
         ]
         unsupported = None
@@ -128,6 +153,9 @@ def run(args: argparse.Namespace) -> int:
         "connector_params": params.part("connector"),
         "kv_dtype": kv_dtype,
         "kv_bytes_per_token": kv_per_token,
+        "layout": dep.layout.to_dict(),
+        "gpu": dep.device.id,
+        "efficiency": wl.efficiency_note,
         "injection": unit.to_dict(),
         "images": rows,
         "images_unsupported": unsupported,

@@ -15,7 +15,16 @@ from ..deploy.moe import moe_traffic
 from ..deploy.serving import deployment
 from ..render.deploy import render_moe
 from ..schema.precision import canonical_dtype
-from .options import COUNT, add_style_arguments, add_workload_arguments, workload_from, write_json
+from .options import (
+    COUNT,
+    add_layout_arguments,
+    add_style_arguments,
+    add_workload_arguments,
+    layout_from,
+    layout_given,
+    workload_from,
+    write_json,
+)
 
 EPILOG = """\
 examples:
@@ -33,6 +42,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--combine-dtype", default="bf16", help="dtype results come back in (default bf16)")
     add_style_arguments(parser, "moe.schema.json")
     add_workload_arguments(parser)
+    add_layout_arguments(parser)
 
 
 def _dtype(name: str, flag: str) -> str:
@@ -47,14 +57,18 @@ def run(args: argparse.Namespace) -> int:
     e = arch.get("n_experts") or 0
     if args.ep < 1:
         raise UsageError(f"--ep must be at least 1, got {args.ep}")
-    # The EP group: attention data-parallel over the EP GPUs, experts spread over them.
-    layout = Layout(tp=1, pp=1, dp=args.ep, ep=args.ep > 1) if e and e % args.ep == 0 else Layout(tp=1)
-    wl = workload_from(args, layout.gpus)
-    dep = deployment(arch, wl, layout.gpus, layout)
+    # The EP group: attention data-parallel over the EP GPUs, experts spread over them, unless
+    # the layout flags name another layout (then its EP group, or --ep for the table).
+    if layout_given(args):
+        layout = layout_from(args)
+    else:
+        layout = Layout(tp=1, pp=1, dp=args.ep, ep=args.ep > 1) if e and e % args.ep == 0 else Layout(tp=1)
+    wl = workload_from(args, layout=layout)
+    dep = deployment(arch, wl, layout=layout)
     result = moe_traffic(
         dep,
         wl.batch,
-        args.ep,
+        layout.ep_size if layout.ep else args.ep,
         _dtype(args.dispatch_dtype, "--dispatch-dtype"),
         _dtype(args.combine_dtype, "--combine-dtype"),
     )

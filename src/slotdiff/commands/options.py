@@ -9,7 +9,9 @@ from collections.abc import Callable
 from ..core.errors import UsageError
 from ..core.quantity import parse_count, parse_gib, parse_real
 from ..cost.gpus import resolve_gpu
+from ..cost.layout import Layout
 from ..cost.workload import Workload
+from ..deploy.efficiency import efficiency_of, presets
 from ..render import REPORTER_BY_NAME, json_report
 
 COUNT_FORMS = "takes 8K = 8192, 8k = 8000, 1M = 1048576"
@@ -83,31 +85,91 @@ def add_workload_arguments(parser: argparse.ArgumentParser) -> None:
     g.add_argument(
         "--mfu",
         type=SHARE,
-        default=1.0,
+        default=None,
         help="share of the dense peak reached (default 1.0: a lower bound on time)",
     )
     g.add_argument(
         "--mbu",
         type=SHARE,
-        default=1.0,
+        default=None,
         help="share of peak bandwidth reached (default 1.0: a lower bound on time)",
+    )
+    g.add_argument(
+        "--efficiency",
+        metavar="PRESET",
+        choices=sorted(presets()),
+        help="the share of peak an engine was measured to reach (schemas/efficiency.json: "
+        + ", ".join(sorted(presets()))
+        + "); the bound is shown beside it",
     )
 
 
-def workload_from(args: argparse.Namespace, gpus: int = 1) -> Workload:
+def add_layout_arguments(parser: argparse.ArgumentParser) -> None:
+    """The parallel layout, named as vLLM names it; every command that prices a model takes it."""
+    lay = parser.add_argument_group("layout (named as vLLM names them)")
+    lay.add_argument(
+        "--gpus", type=COUNT, default=None, help="GPUs of the --gpu kind (default: the layout's, 1)"
+    )
+    lay.add_argument("--tensor-parallel-size", "-tp", type=COUNT, help="TP degree (default: --gpus)")
+    lay.add_argument("--pipeline-parallel-size", "-pp", type=COUNT, default=1, help="PP degree (default 1)")
+    lay.add_argument("--data-parallel-size", "-dp", type=COUNT, default=1, help="DP degree (default 1)")
+    lay.add_argument(
+        "--enable-expert-parallel", action="store_true", help="spread routed experts over TP × DP"
+    )
+
+
+def layout_given(args: argparse.Namespace) -> bool:
+    """True when any layout flag was set (a command may then keep its own default layout)."""
+    return bool(
+        args.gpus
+        or args.tensor_parallel_size
+        or args.pipeline_parallel_size > 1
+        or args.data_parallel_size > 1
+        or args.enable_expert_parallel
+    )
+
+
+def layout_from(args: argparse.Namespace) -> Layout:
+    """The layout the flags name: TP defaults to --gpus ÷ (PP × DP); --gpus must match it."""
+    for flag, value in (
+        ("--gpus", args.gpus),
+        ("--tensor-parallel-size", args.tensor_parallel_size),
+        ("--pipeline-parallel-size", args.pipeline_parallel_size),
+        ("--data-parallel-size", args.data_parallel_size),
+    ):
+        if value is not None and value < 1:
+            raise UsageError(f"{flag} must be at least 1, got {value}")
+    tp = args.tensor_parallel_size
+    if tp is None:
+        tp = (args.gpus or 1) // max(1, args.pipeline_parallel_size * args.data_parallel_size) or 1
+    layout = Layout(tp, args.pipeline_parallel_size, args.data_parallel_size, args.enable_expert_parallel)
+    if args.gpus is not None and args.gpus != layout.gpus:
+        raise UsageError(f"--gpus {args.gpus} but the layout {layout.label()} uses {layout.gpus}")
+    return layout
+
+
+def workload_from(args: argparse.Namespace, gpus: int = 1, layout: Layout | None = None) -> Workload:
+    """The Workload of the flags; the layout from the layout flags when the command has them."""
     custom = None
     if args.gpu_file or args.gpu_mem is not None or args.bandwidth is not None or args.tflops is not None:
         custom = resolve_gpu(args.gpu, args.gpu_file, args.gpu_mem, args.bandwidth, args.tflops)
+    if layout is None and hasattr(args, "pipeline_parallel_size"):
+        layout = layout_from(args)
+    mbu, mfu, preset = args.mbu or 1.0, args.mfu or 1.0, None
+    if getattr(args, "efficiency", None):
+        mbu, mfu, preset = efficiency_of(args.efficiency, args.mbu, args.mfu)
     return Workload(
         gpu=custom.id if custom else args.gpu,
         batch=args.batch,
         context=args.context,
         kv_dtype=args.kv_dtype,
         weight_dtype=args.dtype,
-        mfu=args.mfu,
-        mbu=args.mbu,
-        gpus=gpus,
+        mfu=mfu,
+        mbu=mbu,
+        gpus=layout.gpus if layout else gpus,
         custom_device=custom,
+        layout=layout,
+        efficiency=preset,
     )
 
 

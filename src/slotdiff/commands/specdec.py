@@ -17,6 +17,7 @@ from .options import (
     COUNT,
     FRACTION,
     NONNEGATIVE,
+    add_layout_arguments,
     add_style_arguments,
     add_workload_arguments,
     workload_from,
@@ -51,14 +52,14 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         default=MTP_ACCEPTANCE,
         help=f"acceptance of an MTP draft token (default {MTP_ACCEPTANCE:g}, DeepSeek-V3's reported low end)",
     )
-    parser.add_argument("--gpus", type=COUNT, default=1, help="GPUs of the --gpu kind, tensor parallel")
     parser.add_argument("--batches", type=parse_points, help="batches to tabulate (default 1..1024)")
     add_style_arguments(parser, "specdec.schema.json")
     add_workload_arguments(parser)
+    add_layout_arguments(parser)
 
 
 def run(args: argparse.Namespace) -> int:
-    dep = deployment(load(args.model).arch, workload_from(args), args.gpus)
+    dep = deployment(load(args.model).arch, workload_from(args))
     result = specdec_report(
         dep,
         alpha=args.alpha,

@@ -20,8 +20,8 @@ from ..render.deploy import render_sweeps
 from ..render.plot import plot_sweeps, require_matplotlib
 from ..render.progress import track
 from .options import (
-    COUNT,
     COUNT_FORMS,
+    add_layout_arguments,
     add_style_arguments,
     add_workload_arguments,
     workload_from,
@@ -60,12 +60,12 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--vs", metavar="MODEL", action="append", default=[], help="another model (repeatable)"
     )
-    parser.add_argument("--gpus", type=COUNT, default=1, help="GPUs of the --gpu kind, tensor parallel")
     parser.add_argument(
         "--plot", metavar="FILE", help="draw to FILE.png or FILE.svg (pip install 'slotdiff[plot]')"
     )
     add_style_arguments(parser, "sweep.schema.json")
     add_workload_arguments(parser)
+    add_layout_arguments(parser)
 
 
 def run(args: argparse.Namespace) -> int:
@@ -76,7 +76,7 @@ def run(args: argparse.Namespace) -> int:
     wl = workload_from(args)
     sweeps = []
     for name in (args.model, *args.vs):
-        dep = deployment(load(name).arch, wl, args.gpus)
+        dep = deployment(load(name).arch, wl)
 
         def each(points: tuple[int, ...], name: str = name) -> Iterable[int]:
             return track(points, f"{args.over} sweep of {name}")  # a bar on a terminal only

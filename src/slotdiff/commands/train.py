@@ -44,7 +44,16 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("model", help="config.json, a folder holding one, or a Hub repo id")
     g = parser.add_argument_group("workload")
     g.add_argument("--gpu", default="h100-sxm", help="GPU preset (slotdiff gpus lists them)")
-    g.add_argument("--gpus", type=COUNT, default=1, help="data-parallel GPUs (ZeRO shards over them)")
+    g.add_argument(
+        "--gpus",
+        "--data-parallel-size",
+        "-dp",
+        type=COUNT,
+        default=1,
+        help="data-parallel GPUs (ZeRO shards over them)",
+    )
+    g.add_argument("--tensor-parallel-size", "-tp", type=COUNT, default=1, help="TP degree (default 1)")
+    g.add_argument("--pipeline-parallel-size", "-pp", type=COUNT, default=1, help="PP stages (default 1)")
     g.add_argument("--batch", type=COUNT, default=1, help="sequences per GPU (micro-batch, default 1)")
     g.add_argument("--context", type=TOKENS, default=8192, help="tokens per sequence (default 8192)")
     g.add_argument("--dtype", choices=list(DTYPES), default="bf16", help="training precision (default bf16)")
@@ -99,6 +108,8 @@ def setup_from(args: argparse.Namespace) -> TrainSetup:
         lora_targets=lora_targets(args.lora_targets),
         zero=args.zero,
         gpus=args.gpus,
+        tp=args.tensor_parallel_size,
+        pp=args.pipeline_parallel_size,
         gpu=args.gpu,
         reserve=args.reserve,
     )

@@ -24,6 +24,8 @@ from ..core.resources import data_dir, load_schema_file
 # Short names people type; each maps to the preset it means.
 ALIASES = {"h100": "h100-sxm", "a100": "a100-80gb", "4090": "rtx-4090", "5090": "rtx-5090"}
 
+NVLINK_CLASS = 300e9  # a link this fast (bidirectional B/s) is NVLink-class, not PCIe
+
 # Where a preset gives no driver-visible total: the runtime keeps about 1% of an HBM part
 # (H100 SXM: 79.22 of 80 GiB as vLLM logs it), more of a GDDR part with ECC.
 VISIBLE_FRACTION = 79.22 / 80
@@ -56,6 +58,8 @@ class GPU:
     link: str = ""
     custom: tuple[str, ...] = ()  # fields a user set (flags or their own file)
     architecture: str | None = None  # chip generation (hopper, ampere ...): engines pick kernels by it
+    link_kind: str | None = None  # nvlink | infinity-fabric | pcie (gpus.json's links); None: inferred
+    scale_up_gpus: int | None = None  # GPUs sharing the scale-up link (one NVLink domain, one host)
 
     def peak_for(self, dtype: str) -> int:
         """Dense peak for math in ``dtype`` (a canonical name): bf16, fp16, fp8, int8, fp4,
@@ -79,6 +83,21 @@ class GPU:
         """One direction of the scale-up link, bytes/s (0: none stated)."""
         return (self.link_bytes_per_s or 0) / 2
 
+    @property
+    def link_type(self) -> str:
+        """The scale-up link kind: the preset's, else inferred from the vendor and link speed
+        (AMD: Infinity Fabric; NVLink-class at ≥ 300 GB/s bidirectional; else PCIe)."""
+        if self.link_kind:
+            return self.link_kind
+        if self.vendor == "AMD":
+            return "infinity-fabric"
+        return "nvlink" if (self.link_bytes_per_s or 0) >= NVLINK_CLASS else "pcie"
+
+    @property
+    def domain(self) -> int:
+        """GPUs that share the scale-up link (8, one HGX board or host, when not stated)."""
+        return self.scale_up_gpus or 8
+
     def to_dict(self) -> dict[str, Any]:
         return {
             "id": self.id,
@@ -88,6 +107,8 @@ class GPU:
             "bandwidth_bytes_per_s": self.bandwidth,
             "peak_flops": dict(self.peak),
             "interconnect_bytes_per_s": self.link_bytes_per_s,
+            "link": self.link_type,
+            "scale_up_gpus": self.domain,
             "custom": list(self.custom),
         }
 
@@ -104,6 +125,8 @@ def _from_entry(g: Mapping[str, Any]) -> GPU:
         link_bytes_per_s=g.get("interconnect_bytes_per_s"),
         link=g.get("interconnect", ""),
         architecture=g.get("architecture"),
+        link_kind=g.get("link"),
+        scale_up_gpus=g.get("scale_up_gpus"),
     )
 
 

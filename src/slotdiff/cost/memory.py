@@ -25,6 +25,15 @@ from .layout import Layout, class_share, problems, share_class, stage_sizes
 from .weights import tensor_bytes
 
 MAX_GPUS = 1 << 16  # the fewest-GPU search stops here
+TOWERS = frozenset({"vision", "connector", "audio"})  # run at prefill, once per input
+FLOPS_FORMAT = WeightFormat("bfloat16", "bfloat16", "bfloat16")
+# Which tensors a plan counts: what a GPU holds; what one decode step reads (no gathered
+# tables, no encoder towers); what it multiplies by (matmul weights, as FLOPs per token).
+SELECT = {
+    "held": lambda t: True,
+    "read": lambda t: t.kind != "embedding" and t.slot not in TOWERS,
+    "flops": lambda t: t.matmul and t.slot not in TOWERS,
+}
 _DESIGN = tuple(f.name for f in fields(LayerSpec) if f.name != "index")
 _FIRST = ("embedding", "position", "vision", "connector", "audio")
 
@@ -85,25 +94,36 @@ class Need:
 class MemoryPlan:
     """One model's weights and cache by share class and layer design, for any layout."""
 
-    def __init__(self, arch: Architecture, fmt: WeightFormat, kv_dtype: str, mtp: bool = False) -> None:
-        self.arch, self.fmt, self.kv_dtype = arch, fmt, kv_dtype
+    def __init__(
+        self, arch: Architecture, fmt: WeightFormat, kv_dtype: str, mtp: bool = False, select: str = "held"
+    ) -> None:
+        keep = SELECT[select]
+        if select == "flops":  # 2 bytes a parameter: a tensor's "bytes" are its FLOPs per token
+            fmt = FLOPS_FORMAT
+        self.arch, self.fmt, self.kv_dtype, self.select = arch, fmt, kv_dtype, select
         self.b = storage_bits(kv_dtype) / 8
         self.b_state = storage_bits(state_dtype(arch)) / 8
         g0 = _g(arch, None)
         zero_arch = replace(arch, layers=())
-        zero = tensors(zero_arch)
+        every = tensors(zero_arch)
+        zero = tuple(t for t in every if keep(t))
         self.first: Bytes = _classed(tuple(t for t in zero if t.slot in _FIRST), fmt, g0)
-        try:
-            tower = vision_tensors(arch)
-        except Unsupported:  # a tower slotdiff has no data for: left out, as the parameter count does
-            tower = ()
-        self.first = _classed(tower, fmt, g0, self.first)
+        if select == "held":
+            try:
+                tower = vision_tensors(arch)
+            except Unsupported:  # a tower slotdiff has no data for: left out, as the parameter count does
+                tower = ()
+            self.first = _classed(tower, fmt, g0, self.first)
         self.last: Bytes = _classed(tuple(t for t in zero if t.slot not in _FIRST), fmt, g0)
-        if arch.get("tie_embeddings"):
+        self.tied_head: Bytes = {}
+        if arch.get("tie_embeddings") and select == "held":
             # PP > 1 holds the tied table on the first stage and again as the head on the last.
             self.tied_head = {k: v for k, v in self.first.items() if k[0] == "tp"}
-        else:
-            self.tied_head = {}
+        elif arch.get("tie_embeddings"):  # decode reads (and multiplies by) the table as the head
+            table = tuple(
+                replace(t, kind="linear", slot="head") for t in every if t.part == "embedding/tokens"
+            )
+            self.last = _classed(table, fmt, g0, dict(self.last))
         if mtp:
             self.last = _classed(mtp_tensors(arch), fmt, g0, dict(self.last))
         zero_bytes = _classed(zero, fmt, g0)
@@ -115,17 +135,18 @@ class MemoryPlan:
             index[_key(spec)] = len(self.designs)
             self.designs.append(spec)
             self.counts.append(n)
-            one = _classed(tensors(replace(zero_arch, layers=(evolve(spec, index=0),))), fmt, _g(arch, spec))
+            one_layer = tensors(replace(zero_arch, layers=(evolve(spec, index=0),)))
+            one = _classed(tuple(t for t in one_layer if keep(t)), fmt, _g(arch, spec))
             self.layer_bytes.append(_minus(one, zero_bytes))
         self._index = index
         self._sums: dict[int, list[tuple[Bytes, dict[tuple[bool, int, int | None], float], float]]] = {}
-        full = sum(tensor_bytes(t, fmt) for t in tensors(arch))
+        full = sum(tensor_bytes(t, fmt) for t in tensors(arch) if keep(t))
         split = sum(zero_bytes.values()) + sum(
             n * sum(b.values()) for n, b in zip(self.counts, self.layer_bytes, strict=True)
         )
         self.even = abs(split - full) > 1e-6 * max(1.0, full)
         if self.even:  # shared blocks and the like: spread the layers' bytes evenly instead
-            per = _minus(_classed(tensors(arch), fmt, g0), zero_bytes)
+            per = _minus(_classed(tuple(t for t in tensors(arch) if keep(t)), fmt, g0), zero_bytes)
             n = max(1, arch.n_layers)
             self.layer_bytes = [{k: v / n for k, v in per.items()} for _ in self.designs]
         self.kv_groups: list[list[tuple[bool, int, int | None, float]]] = []

@@ -18,6 +18,7 @@ from .active import ActiveHeadline, active_headline
 from .compute import Precision, compute_precision, explicit_precision
 from .context import context_limit
 from .counterfactual import TRANSFORMS, Change, rule_text
+from .deployment import Deployment
 from .feasibility import Feasibility, feasibility
 from .flops import FlopsCost, flops_cost
 from .inventory.mtp import mtp_tensors
@@ -25,6 +26,7 @@ from .kv import KVCost, kv_cost
 from .memory import MemoryPlan
 from .params import ParamCount, count
 from .roofline import DecodeCost, PrefillCost, decode_cost, prefill_cost
+from .step import layout_notes
 from .weights import WeightsCost, effective_format, weights_cost
 from .workload import Workload
 
@@ -46,6 +48,7 @@ class CostReport:
     precision: Precision | None = None
     feasibility: Feasibility | None = None  # None for counterfactuals (not searched)
     active: ActiveHeadline | None = None
+    decode_bound: DecodeCost | None = None  # at 100% of peak, when the workload's efficiency is below
 
     def to_dict(self) -> dict[str, Any]:
         p = self.params
@@ -65,6 +68,7 @@ class CostReport:
             "kv": self.kv.to_dict(),
             "flops": self.flops.to_dict(),
             "decode": self.decode.to_dict(),
+            "decode_bound": self.decode_bound.to_dict() if self.decode_bound else None,
             "prefill": self.prefill.to_dict(),
             "compute": {
                 "dtype": self.precision.dtype,
@@ -83,7 +87,8 @@ class CostReport:
 
 ASSUMPTIONS = (
     "bytes are decimal (GB = 1e9) unless written GiB/KiB",
-    "decode reads every weight once per step, the embedding table excepted unless tied to the head",
+    "decode reads the text decoder's weights once per step: not the embedding table (a gather) unless "
+    "tied to the head, not a vision or audio encoder (run at prefill, once per input), not MTP modules",
     "MoE decode reads the expected union of experts E·[1−(1−k/E)^B] per layer (independent uniform routing)",
     "attention FLOPs count q·kᵀ and p·v over the keys each query sees (window/chunk/top-k capped)",
     "roofline bounds are lower bounds at --mbu/--mfu 1.0 (peak bandwidth and dense peak FLOP/s, no "
@@ -112,13 +117,14 @@ def cost_of(arch: Architecture, workload: Workload | None = None, *, searches: b
         else compute_precision(arch, wl.weight_dtype, device)
     )
     peak, bw = prec.peak * wl.mfu, device.bandwidth * wl.mbu
-    decode = decode_cost(arch, weights, kv, flops, device, peak, wl.batch, searches, bw)
+    dep = Deployment(arch, params, weights, wl, wl.parallel)
+    decode = decode_cost(dep, wl.batch, wl.context, searches)
     prefill = prefill_cost(arch, weights, kv, flops, device, peak, bw)
-    notes = [*ASSUMPTIONS, prec.note(), wl.efficiency_note, *weights.notes]
+    notes = [*ASSUMPTIONS, prec.note(), wl.efficiency_note, *weights.notes, *layout_notes(dep)]
     fit = None
     if searches and weights.supported:
         plan = MemoryPlan(arch, effective_format(arch, wl.weight_dtype)[0], wl.kv_dtype)
-        fit = feasibility(plan, device, wl.gpus, wl.batch, wl.context)
+        fit = feasibility(plan, device, wl.gpus, wl.batch, wl.context, layout=wl.layout)
         warning = context_limit(arch).warning(wl.context)
         if warning:
             notes.append(warning)
@@ -145,7 +151,13 @@ def cost_of(arch: Architecture, workload: Workload | None = None, *, searches: b
             "flops.attention_per_token_transformers)"
         )
     head = active_headline(arch, params) if searches else None
-    return CostReport(wl, params, weights, kv, flops, decode, prefill, tuple(notes), prec, fit, head)
+    bound = None
+    if searches and not wl.bound:  # the lower bound beside the estimate, and their ratio
+        at_peak = replace(wl, mfu=1.0, mbu=1.0, efficiency=None)
+        bound = decode_cost(
+            Deployment(arch, params, weights, at_peak, wl.parallel), wl.batch, wl.context, False
+        )
+    return CostReport(wl, params, weights, kv, flops, decode, prefill, tuple(notes), prec, fit, head, bound)
 
 
 def _deltas(this: CostReport, other: CostReport) -> dict[str, float | int | None]:

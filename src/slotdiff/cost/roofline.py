@@ -1,52 +1,25 @@
 """Roofline time bounds: decode step and prefill, max(bytes / bandwidth, FLOPs / peak).
 
-Decode at batch B and context s reads every weight once per step (the embedding table is a
-gather and is skipped unless the head is tied to it; for MoE the expected union of experts
-the batch touches, E·[1 − (1 − k/E)^B] per layer, assuming independent uniform routing)
-plus each sequence's KV cache and recurrent state. Both sides are reported with the bound.
+The decode step is ``cost.step``'s model on the workload's layout (what each GPU reads and
+computes, communication, pipeline stages); here it gets the searches the report prints (the
+batch from which it turns compute-bound). Prefill reads every weight once and writes the KV.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from dataclasses import dataclass
 
 from ..schema.arch import Architecture
+from .deployment import Deployment
 from .flops import FlopsCost
 from .kv import KVCost
+from .memory import TOWERS
+from .step import Step, compute_bound_batch, step
+from .touched import experts_touched
 from .weights import WeightsCost
 from .workload import GPU
 
-
-def experts_touched(n_experts: int, top_k: int, batch: int) -> float:
-    """Expected distinct experts a batch of ``batch`` tokens routes to, per MoE layer."""
-    if n_experts <= 0:
-        return 0.0
-    return n_experts * (1.0 - (1.0 - top_k / n_experts) ** batch)
-
-
-def decode_bytes_at(arch: Architecture, weights: WeightsCost, kv: KVCost) -> Callable[[int], float]:
-    """Bytes read in one decode step as a function of the batch (weights once + each
-    sequence's KV/state); the batch searches below call it dozens of times."""
-    e, k = arch.get("n_experts") or 0, arch.get("top_k") or 0
-    fixed = weights.bytes - weights.routed_bytes - weights.position_bytes
-    if not arch.get("tie_embeddings"):
-        fixed -= weights.embedding_bytes
-    routed = weights.routed_bytes
-    per_sequence = kv.read_at_context + kv.state_bytes_per_sequence
-
-    def at(batch: int) -> float:
-        read = fixed
-        if e:
-            read += routed * experts_touched(e, k, batch) / e
-        return read + batch * per_sequence
-
-    return at
-
-
-def decode_bytes(arch: Architecture, weights: WeightsCost, kv: KVCost, batch: int) -> float:
-    """Bytes read in one decode step at ``batch`` (weights once + each sequence's KV/state)."""
-    return decode_bytes_at(arch, weights, kv)(batch)
+__all__ = ["DecodeCost", "PrefillCost", "StepBound", "decode_cost", "experts_touched", "prefill_cost"]
 
 
 class StepBound:
@@ -68,102 +41,83 @@ class StepBound:
 
 
 @dataclass(frozen=True)
-class DecodeCost(StepBound):
-    """One decode step at (batch, context) on a GPU."""
+class DecodeCost:
+    """One decode step at (batch, context) on the workload's layout: ``cost.step``'s model,
+    per GPU of the busiest stage, with the batches at which it turns compute-bound."""
 
-    batch: int
-    context: int
-    bytes: float
-    flops: int
-    memory_ms: float
-    compute_ms: float
+    step: Step
     ridge: float  # FLOP/byte where the GPU turns compute-bound
-    intensity: float  # this step's FLOP/byte
-    experts_touched: float | None
     compute_bound_batch_weights: int | None  # weights only, KV ignored
     compute_bound_batch: int | None  # with KV at this context; None = never within 2^20
 
     @property
+    def batch(self) -> int:
+        return self.step.batch
+
+    @property
+    def context(self) -> int:
+        return self.step.context
+
+    @property
+    def bytes(self) -> float:
+        return self.step.bytes
+
+    @property
+    def flops(self) -> float:
+        return self.step.flops
+
+    @property
+    def memory_ms(self) -> float:
+        return self.step.memory_ms
+
+    @property
+    def compute_ms(self) -> float:
+        return self.step.compute_ms
+
+    @property
+    def comm_ms(self) -> float:
+        return self.step.comm_ms
+
+    @property
+    def step_ms(self) -> float:
+        return self.step.step_ms
+
+    @property
+    def bound(self) -> str:
+        return self.step.bound
+
+    @property
+    def intensity(self) -> float:
+        return self.step.intensity
+
+    @property
+    def experts_touched(self) -> float | None:
+        return self.step.experts_touched
+
+    @property
     def tokens_per_s(self) -> float:
-        return self.batch / (self.step_ms / 1e3) if self.step_ms else 0.0
+        return self.step.tokens_per_s
 
     def to_dict(self) -> dict[str, object]:
         return {
-            "batch": self.batch,
-            "context": self.context,
-            "step_ms": self.step_ms,
-            "bound": self.bound,
-            "tokens_per_s": self.tokens_per_s,
-            "memory_ms": self.memory_ms,
-            "compute_ms": self.compute_ms,
+            **self.step.to_dict(),
             "bytes": self.bytes,
             "flops": self.flops,
             "intensity": self.intensity,
             "ridge": self.ridge,
-            "experts_touched_per_layer": self.experts_touched,
             "compute_bound_batch_weights_only": self.compute_bound_batch_weights,
             "compute_bound_batch": self.compute_bound_batch,
         }
 
 
-def _first_batch(predicate: object, limit: int = 1 << 20) -> int | None:
-    """Smallest B in [1, limit] with predicate(B) true, assuming it stays true (binary search)."""
-    hi = 1
-    while not predicate(hi):  # type: ignore[operator]
-        hi *= 2
-        if hi > limit:
-            return None
-    lo = hi // 2 + 1 if hi > 1 else 1
-    while lo < hi:
-        mid = (lo + hi) // 2
-        if predicate(mid):  # type: ignore[operator]
-            hi = mid
-        else:
-            lo = mid + 1
-    return hi
-
-
-def decode_cost(
-    arch: Architecture,
-    weights: WeightsCost,
-    kv: KVCost,
-    flops: FlopsCost,
-    gpu: GPU,
-    peak: float,
-    batch: int,
-    searches: bool = True,
-    bandwidth: float | None = None,
-) -> DecodeCost:
-    """Roofline bound of one decode step; ``searches=False`` leaves the compute-bound
-    batches out (None), which a counterfactual's price does not use. ``peak`` and
-    ``bandwidth`` are the effective ones (after --mfu / --mbu; bandwidth defaults to the
-    GPU's peak)."""
-    bytes_at = decode_bytes_at(arch, weights, kv)
-    nbytes = bytes_at(batch)
-    nflops = batch * flops.per_token
-    bw = bandwidth or gpu.bandwidth
-    e, k = arch.get("n_experts") or 0, arch.get("top_k") or 0
-    per_sequence = kv.read_at_context + kv.state_bytes_per_sequence
-    w_flops, all_flops = flops.weights_per_token, flops.per_token
-
-    def weights_only(b: int) -> bool:
-        return b * w_flops / peak >= (bytes_at(b) - b * per_sequence) / bw
-
-    def with_kv(b: int) -> bool:
-        return b * all_flops / peak >= bytes_at(b) / bw
-
+def decode_cost(dep: Deployment, batch: int, context: int, searches: bool = True) -> DecodeCost:
+    """One decode step of ``dep`` (the one step model), with the compute-bound batch searches
+    unless ``searches`` is False (a counterfactual's price does not use them)."""
     return DecodeCost(
-        batch=batch,
-        context=kv.context,
-        bytes=nbytes,
-        flops=nflops,
-        memory_ms=nbytes / bw * 1e3,
-        compute_ms=nflops / peak * 1e3,
-        ridge=peak / bw,
-        intensity=nflops / nbytes if nbytes else 0.0,
-        experts_touched=experts_touched(e, k, batch) if e else None,
-        compute_bound_batch_weights=_first_batch(weights_only) if searches else None,
-        compute_bound_batch=_first_batch(with_kv) if searches else None,
+        step(dep, batch, context),
+        dep.ridge,
+        compute_bound_batch(dep, context, with_kv=False) if searches else None,
+        compute_bound_batch(dep, context) if searches else None,
     )
 
 
@@ -211,6 +165,7 @@ def prefill_cost(
     # A long prompt touches every expert, so all weights are read once.
     read = weights.bytes - weights.position_bytes
     read -= 0 if arch.get("tie_embeddings") else weights.embedding_bytes
+    read -= sum(b for slot, b in weights.by_part if slot in TOWERS)  # a text prompt runs no encoder
     nbytes = read + kv.bytes_at_context + kv.state_bytes_per_sequence
     return PrefillCost(
         flops.context,

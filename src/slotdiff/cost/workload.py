@@ -14,6 +14,7 @@ from typing import Any
 from ..core.errors import UsageError
 from ..schema.precision import canonical_dtype
 from .gpus import GPU, gpu, gpus, resolve_gpu
+from .layout import Layout
 
 __all__ = ["GPU", "MAX_BATCH", "MAX_CONTEXT", "Workload", "gpu", "gpus", "resolve_gpu"]
 
@@ -57,6 +58,8 @@ class Workload:
     mbu: float = 1.0
     gpus: int = 1
     custom_device: GPU | None = None
+    layout: Layout | None = None  # TP × PP × DP (× EP); None: tensor parallel over ``gpus``
+    efficiency: str | None = None  # the preset --mbu / --mfu came from (None: the flags)
 
     def __post_init__(self) -> None:
         for name, limit in (("batch", MAX_BATCH), ("context", MAX_CONTEXT), ("gpus", MAX_GPUS)):
@@ -77,6 +80,12 @@ class Workload:
                 label = "weight dtype" if name == "weight_dtype" else f"dtype for {name}"
                 raise UsageError(f"unknown {label} {raw!r}")
             object.__setattr__(self, name, value)
+        if self.layout is not None:
+            if self.gpus not in (1, self.layout.gpus):
+                raise UsageError(
+                    f"--gpus {self.gpus} but the layout {self.layout.label()} uses {self.layout.gpus}"
+                )
+            object.__setattr__(self, "gpus", self.layout.gpus)
         object.__setattr__(self, "mfu", _efficiency(self.mfu, "--mfu"))
         object.__setattr__(self, "mbu", _efficiency(self.mbu, "--mbu"))
         if self.custom_device is None:
@@ -87,10 +96,25 @@ class Workload:
         return self.custom_device or gpu(self.gpu)
 
     @property
+    def parallel(self) -> Layout:
+        """The layout the workload runs on (tensor parallel over ``gpus`` when none was given)."""
+        return self.layout or Layout(tp=self.gpus)
+
+    @property
+    def bound(self) -> bool:
+        """True when the times are lower bounds (100% of peak bandwidth and FLOP/s)."""
+        return self.mfu == 1 and self.mbu == 1
+
+    @property
     def efficiency_note(self) -> str:
         """Which efficiency the time figures assume, in words."""
         if self.mfu == 1 and self.mbu == 1:
             return "times at 100% of peak bandwidth and dense peak FLOP/s (lower bounds; --mbu, --mfu)"
+        if self.efficiency:
+            return (
+                f"times at {self.mbu:.0%} of peak bandwidth and {self.mfu:.0%} of the dense peak, the "
+                f"measured efficiency of preset {self.efficiency} (--efficiency): estimates, not bounds"
+            )
         return (
             f"times at {self.mbu:.0%} of peak bandwidth (--mbu) and {self.mfu:.0%} of the dense peak "
             "(--mfu): estimates, not bounds"
@@ -102,6 +126,8 @@ class Workload:
             "gpu": d.id,
             "gpu_name": d.name,
             "gpus": self.gpus,
+            "layout": self.parallel.to_dict(),
+            "efficiency_preset": self.efficiency,
             "batch": self.batch,
             "context": self.context,
             "kv_dtype": self.kv_dtype,

@@ -15,9 +15,11 @@ Every estimate is overridable by the flag named beside it; the fixture logs in
   the widest of attention's q/k/v/output and the FFN's gate-up + activation, per TP rank;
   MoE: top_k copies of the expert width, chunked at 32K tokens), plus on the last pipeline
   stage the sampler: max_num_seqs × vocabulary × 4 B × m, m = 1.5 in V0 (10517, 10511,
-  13061), 5 in V1 before 0.9 (12569), 8.5 from V1 0.9 (23278, 21348, 20665's two stages).
+  13061), 5 in V1 before 0.9 (12569), 8.5 from V1 0.9 (23278, 21348, 20665's two stages);
+  from 0.17 the bytes the sampler holds per logit are read from each release's code and the
+  peak is the larger of forward and sampler (``vllm_profile``).
   A vision or audio encoder's profile is not modelled (12126: 36.6 GiB).
-* ``G`` CUDA-graph memory, subtracted from vLLM 0.21 (``--cuda-graph-gib``; 0 with
+* ``G`` CUDA-graph memory, subtracted from vLLM 0.20 (``--cuda-graph-gib``; 0 with
   ``--enforce-eager`` or on ROCm): 0.5 GiB (0.09-0.73 GiB on 24 GB cards).
 * ``T`` the device total as the runtime reports it: the preset's visible memory
   (H100 SXM 79.22 GiB as vLLM logs it) or ``--gpu-mem``.
@@ -33,6 +35,7 @@ from ..core.errors import UsageError
 from ..cost.gpus import GPU
 from ..cost.layout import Layout
 from ..schema.arch import Architecture, LayerSpec
+from . import vllm_profile
 
 GiB = 2**30
 NON_TORCH = 0.3 * GiB
@@ -41,7 +44,7 @@ LINKED = 300e9  # a link this fast (bidirectional B/s) is NVLink-class, not PCIe
 CUDA_GRAPHS = 0.5 * GiB
 MOE_CHUNK = 32768  # VLLM_FUSED_MOE_CHUNK_SIZE
 SAMPLER_COPIES = {"v0": 1.5, "v1-early": 5.0, "v1": 8.5}
-DEFAULT_VLLM = "0.21"
+DEFAULT_VLLM = "0.34"  # the newest release read (vllm_profile)
 DEFAULT_SGLANG = "0.5.5"
 
 
@@ -132,7 +135,11 @@ def vllm_block_size(arch: Architecture, version: Version, gpu: GPU) -> tuple[int
 
 
 def non_torch(gpu: GPU, layout: Layout) -> float:
-    linked = layout.gpus > 1 and (gpu.link_bytes_per_s or 0) >= LINKED
+    """The CUDA context, plus the all-reduce / all-to-all buffers of a TP or EP group over
+    NVLink or Infinity Fabric (a pipeline's point-to-point sends need none: 0.07 GiB logged
+    per stage in llm-d-planner's v0.19 PP=2 and PP=4 runs)."""
+    group = layout.tp > 1 or (layout.ep and layout.ep_size > 1)
+    linked = group and (gpu.link_bytes_per_s or 0) >= LINKED
     return NON_TORCH + (NON_TORCH_LINKED if linked else 0.0)
 
 
@@ -178,16 +185,34 @@ def activation_per_token(arch: Architecture, layout: Layout, tokens: int) -> flo
 
 def activation(
     arch: Architecture, layout: Layout, tokens: int, seqs: int, version: Version, last_stage: bool
-) -> tuple[float, float]:
-    """(forward, sampler) activation peak estimate, bytes per rank."""
+) -> tuple[float, float, float, str]:
+    """(peak, forward, sampler, how) of the profiling run, bytes per rank: before 0.17 the
+    forward and the fitted sampler term add up; from 0.17 the peak is the larger of the
+    forward and what the sampler holds (``vllm_profile``, read from each release's code)."""
     forward = tokens * activation_per_token(arch, layout, tokens)
     vocab = arch.get("vocab") or 0
-    sampler = seqs * vocab * 4 * SAMPLER_COPIES[version.sampler] if last_stage else 0.0
-    return forward, sampler
+    read = version.v1 and version >= (0, 17)  # the accounting read from the code (vllm_profile)
+    if read and layout.pp > 1:  # the hidden states and residual a stage sends or receives
+        forward += 2 * tokens * (arch.get("d_model") or 0) * 2
+    if not last_stage:
+        return forward, forward, 0.0, "forward"
+    if version.v1 and version >= (0, 9):
+        sampler, why, adds = vllm_profile.sampler_peak(arch, version.parts, seqs, tokens)
+        if not adds:
+            # the MoE scratch and the stage's hidden-state buffers outlive the forward
+            sampler += vllm_profile.moe_workspace(arch, layout.tp, layout.ep, tokens)
+            if layout.pp > 1:
+                sampler += 2 * tokens * (arch.get("d_model") or 0) * 2
+            return max(forward, sampler), forward, sampler, f"larger of forward and sampler ({why})"
+        return forward + sampler, forward, sampler, f"forward + sampler ({why})"
+    sampler = seqs * vocab * 4 * SAMPLER_COPIES[version.sampler]
+    return forward + sampler, forward, sampler, "forward + sampler (fitted)"
 
 
 def cuda_graphs(version: Version, gpu: GPU, eager: bool) -> float:
-    if eager or rocm(gpu) or not version.v1 or version < (0, 21):
+    """The CUDA-graph estimate subtracted before the pool is sized: from 0.20, where
+    VLLM_MEMORY_PROFILER_ESTIMATE_CUDAGRAPHS defaults to 1 (0 in 0.19)."""
+    if eager or rocm(gpu) or not version.v1 or version < (0, 20):
         return 0.0
     return CUDA_GRAPHS
 

@@ -5,7 +5,7 @@ any valid layout, and — with an engine — the KV pool that engine would build
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 from ..core.errors import UsageError
@@ -13,6 +13,7 @@ from ..cost.context import context_limit
 from ..cost.kv import kv_cost
 from ..cost.layout import Layout, kv_heads_of, problems, uneven_pp
 from ..cost.memory import MemoryPlan, Need
+from ..cost.step import layout_notes
 from ..cost.weights import effective_format
 from ..cost.workload import Workload
 from ..schema.arch import Architecture
@@ -65,6 +66,8 @@ class Fit:
     engine: EngineFit | None
     efficiency: str
     assumptions: tuple[str, ...]
+    bound: bool = True  # times at 100% of peak: lower bounds (else estimates)
+    decode_bound: DecodeStep | None = None  # at 100% of peak, beside an estimate
 
     @property
     def valid(self) -> bool:
@@ -125,6 +128,7 @@ class Fit:
             "context_warning": self.context_warning,
             "decode": self.decode.to_dict() if self.decode else None,
             "decode_at_max_sequences": self.decode_at_max.to_dict() if self.decode_at_max else None,
+            "decode_bound": self.decode_bound.to_dict() if self.decode_bound else None,
             "efficiency": self.efficiency,
             "engine": self.engine.to_dict() if self.engine else None,
             "kv_pool_bytes": self.engine.kv_pool_bytes if self.engine else None,
@@ -212,7 +216,15 @@ def fit(
         engine=eng,
         efficiency=wl.efficiency_note,
         assumptions=tuple(fit_assumptions(dep, plan, reserve, mtp, eng)),
+        bound=wl.bound,
+        decode_bound=_at_peak(arch, wl, layout, batch, ctx) if fits_now and not wl.bound else None,
     )
+
+
+def _at_peak(arch: Architecture, wl: Workload, layout: Layout, batch: int, context: int) -> DecodeStep:
+    """The same step at 100% of peak bandwidth and FLOP/s: the bound beside an estimate."""
+    at_peak = replace(wl, mfu=1.0, mbu=1.0, efficiency=None)
+    return decode_step(deployment(arch, at_peak, layout.gpus, layout), batch, context)
 
 
 def fit_assumptions(
@@ -255,15 +267,9 @@ def fit_assumptions(
         notes.append(
             "MTP modules loaded beside the weights" if mtp else "MTP modules not loaded (add them with --mtp)"
         )
-    link = dep.device.link_bandwidth
     notes.append(
-        "decode bound per GPU: its share of the weights read plus its KV over HBM bandwidth, against "
-        "its share of the FLOPs over the dense peak, plus "
-        + (
-            f"TP all-reduce / EP all-to-all over the link ({link * 2 / 1e9:,.0f} GB/s bidirectional), "
-            "not overlapped"
-            if link
-            else "no communication time (the GPU states no link bandwidth)"
-        )
+        "decode per GPU: its share of the decoder's weights read plus its KV over HBM bandwidth, against "
+        "its share of the FLOPs over the dense peak, plus its communication (cost/step.py)"
     )
+    notes += layout_notes(dep)
     return notes

@@ -173,16 +173,11 @@ class MoETraffic:
 
 def experts_read(dep: Deployment, tokens: int) -> ExpertsRead:
     """Experts touched, params and bytes read by one step over ``tokens`` tokens."""
-    arch, p = dep.arch, dep.params
+    arch = dep.arch
     e, k = arch.get("n_experts") or 0, arch.get("top_k") or 0
     touched = experts_touched(e, k, tokens)
-    routed = sum(t.params for t in p.tensors if t.routed)
-    gathered = sum(t.params for t in p.tensors if t.slot == "position")
-    if not arch.get("tie_embeddings"):
-        gathered += sum(t.params for t in p.tensors if t.part == "embedding/tokens")
-    params = p.total - gathered - routed + routed * touched / e
     fits = dep.fits(tokens, dep.workload.context)
-    return ExpertsRead(tokens, touched, params, dep.weight_bytes_read(tokens), fits)
+    return ExpertsRead(tokens, touched, dep.params_read(tokens), dep.weight_bytes_read(tokens), fits)
 
 
 def moe_traffic(
@@ -219,7 +214,8 @@ def moe_traffic(
     notes = [
         "routing independent and uniform over experts (real routers are skewed: more traffic "
         "on hot experts, fewer experts touched)",
-        "params read exclude the embedding table (a gather); weights in " + dep.weights.detail,
+        "params read: the text decoder's (no gathered embedding table, no vision or audio encoder); "
+        "weights in " + dep.weights.detail,
         f"all-to-all: {e} experts spread evenly, {e / ep:g} per GPU; a copy stays local with "
         f"probability 1/{ep}; shared experts and dense layers send nothing",
         "dispatch carries the hidden vector in the dispatch dtype (DeepSeek-V3 dispatches fp8 with "

@@ -16,12 +16,14 @@ from dataclasses import dataclass, replace
 from typing import Any
 
 from ..core.errors import UsageError
+from ..cost.comm import NONE
 from ..cost.context import context_limit
+from ..cost.deployment import StageCost
 from ..cost.flops import attention_flops
 from ..cost.inventory.mtp import mtp_tensors
 from ..cost.kv import layer_kv_elements, layer_span
 from ..cost.layout import kv_share
-from ..cost.roofline import experts_touched
+from ..cost.step import Work, assemble, stage_time
 from ..cost.weights import effective_format, tensor_bytes
 from ..schema.precision import storage_bits
 from .serving import DecodeStep, Deployment, decode_step, first_true
@@ -96,6 +98,12 @@ class SpecDec:
     notes: tuple[str, ...]
     max_batch: int | None = None  # largest batch that fits at the context (None: no limit)
     context_warning: str | None = None
+    batch: int = 1  # the workload's batch: the headline is the table's row for it
+
+    @property
+    def headline(self) -> SpecRow:
+        """The table's row at the workload's batch: the speedup this workload gets."""
+        return next(r for r in self.rows if r.batch == self.batch)
 
     @property
     def expected_tokens(self) -> float:
@@ -113,6 +121,8 @@ class SpecDec:
             "alpha": self.alpha,
             "gamma": self.gamma,
             "draft_cost": self.draft_cost,
+            "batch": self.batch,
+            "speedup": self.headline.speedup,
             "expected_tokens_per_step": self.expected_tokens,
             "speedup_when_verification_free": self.ideal_speedup,
             "context": self.context,
@@ -130,48 +140,53 @@ class SpecDec:
         }
 
 
-def mtp_step(dep: Deployment, batch: int, context: int) -> DecodeStep:
-    """One MTP module drafting one token for ``batch`` sequences, per GPU, on the roofline."""
-    arch, n = dep.arch, dep.gpus
+def mtp_stage(dep: Deployment, context: int) -> StageCost:
+    """One MTP module on the last stage's GPUs: its weights, the shared head read again, one
+    layer's KV and attention, split over TP as the trunk's layers are."""
+    arch, lay = dep.arch, dep.layout
     tensors = mtp_tensors(arch)
     if not tensors:
         raise UsageError(f"{arch.name}: the config has no MTP modules")
     modules = arch.get("mtp_layers") or 1
     fmt, _ = effective_format(arch, dep.workload.weight_dtype)
     e, k = arch.get("n_experts") or 0, arch.get("top_k") or 0
-    touched = experts_touched(e, k, batch) if e else 0.0
-    nbytes = flops = 0.0
+    dense = experts = flops = expert_flops = 0.0
     for t in tensors:
         b = tensor_bytes(t, fmt) / modules  # one module
         p = t.params / modules
         if t.routed and e:
-            nbytes += b * touched / e
-            flops += 2 * p * k / e if t.matmul else 0
+            experts += b
+            expert_flops += 2 * p * k / e if t.matmul else 0
         else:
-            nbytes += b
+            dense += b
             flops += 2 * p if t.matmul else 0
     by = dict(dep.weights.by_part)
-    head = by.get("head") or dep.weights.embedding_bytes  # the shared head, read again
-    nbytes += head
+    dense += by.get("head") or dep.weights.embedding_bytes  # the shared head, read again
     flops += 2 * (arch.get("vocab") or 0) * (arch.get("d_model") or 0)
     last = arch.layers[-1]
-    one_layer = replace(arch, layers=(last,))
     kv = layer_kv_elements(arch, last) * storage_bits(dep.workload.kv_dtype) / 8
     g = last.n_kv_heads or arch.get("n_kv_heads") or 1
-    kv *= layer_span(last, context) * (1.0 if last.mixer == "mla" else kv_share(g, dep.layout.tp))
-    return DecodeStep(
-        gpus=n,
-        batch=batch,
-        context=context,
-        tokens_per_sequence=1,
-        weight_bytes=nbytes / n,
-        kv_bytes=batch * kv,
-        weight_flops=batch * flops / n,
-        attention_flops=batch * attention_flops(one_layer, context) / n,
-        bandwidth=dep.bandwidth,
-        peak=dep.peak,
-        experts_touched=touched or None,
+    kv *= layer_span(last, context) * (1.0 if last.mixer == "mla" else kv_share(g, lay.tp))
+    split = lay.ep_size if lay.ep else lay.tp
+    return StageCost(
+        layers=1,
+        moe_layers=1 if last.ffn == "moe" else 0,
+        dense_bytes=dense / lay.tp,
+        expert_bytes=experts / split,
+        kv_bytes=kv,
+        state_bytes=0.0,
+        dense_flops=flops / lay.tp,
+        expert_flops=expert_flops / split,
+        attention_flops=attention_flops(replace(arch, layers=(last,)), context) / lay.tp,
     )
+
+
+def mtp_step(dep: Deployment, batch: int, context: int) -> DecodeStep:
+    """One MTP module drafting one token for ``batch`` sequences, on the step model."""
+    stage = mtp_stage(dep, context)
+    seqs = -(-batch // dep.layout.dp)
+    work = Work(seqs, seqs, batch if dep.layout.ep else seqs)
+    return assemble(dep, (stage_time(dep, stage, work),), batch, context, 1, NONE, work.expert_tokens)
 
 
 def _row(
@@ -223,6 +238,9 @@ def specdec(
     def row(b: int) -> SpecRow:
         return _row(dep, b, ctx, alpha, gamma, draft, draft_cost)
 
+    batch = dep.workload.batch
+    batches = tuple(sorted({*batches, batch}))
+
     notes = [
         "acceptance independent per token at rate α; output distribution unchanged (seed 08)",
         f"verification = one forward over γ+1 = {gamma + 1} positions per sequence: weights read "
@@ -268,6 +286,7 @@ def specdec(
         notes=tuple(notes),
         max_batch=dep.max_batch(ctx + gamma),
         context_warning=context_limit(dep.arch).warning(ctx + gamma),
+        batch=batch,
     )
 
 

@@ -10,7 +10,7 @@ are exact) or be fixed by ``--kv-cache-memory`` (vLLM 0.11+).
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 from ..core.errors import UsageError
@@ -195,6 +195,12 @@ def vllm_fit(arch: Architecture, plan: MemoryPlan, gpu: GPU, args: EngineArgs) -
     """vLLM's start-up figures for ``arch`` on ``gpu`` with ``args``."""
     version = et.parse_version(args.version or et.DEFAULT_VLLM, args.use_v1)
     layout = args.layout
+    notes: list[str] = []
+    if plan.fmt.base_dtype == "float32":
+        # dtype auto: vLLM loads a float32 checkpoint in bf16 (fp16 before Ampere: the same
+        # bytes; config/model.py _resolve_auto_dtype)
+        plan = MemoryPlan(arch, replace(plan.fmt, base_dtype="bfloat16"), plan.kv_dtype)
+        notes.append("the checkpoint is float32: vLLM (--dtype auto) loads it in bf16")
     u = et.check_fraction(args.gpu_memory_utilization, "--gpu-memory-utilization")
     length = model_len(arch, args.max_model_len)
     multimodal = arch.vision is not None
@@ -203,7 +209,7 @@ def vllm_fit(arch: Architecture, plan: MemoryPlan, gpu: GPU, args: EngineArgs) -
     seqs = args.max_num_seqs or seqs
     kv_dtype = kv_dtype_of(arch, args.kv_cache_dtype)
     block_default, block_why = et.vllm_block_size(arch, version, gpu)
-    notes = [f"vLLM {version.text} {'V1' if version.v1 else 'V0'} accounting", why]
+    notes = [f"vLLM {version.text} {'V1' if version.v1 else 'V0'} accounting", why, *notes]
     if not args.block_size:
         notes.append(f"block size {block_why}")
     if multimodal and args.activation_gib is None:
@@ -239,20 +245,21 @@ def vllm_fit(arch: Architecture, plan: MemoryPlan, gpu: GPU, args: EngineArgs) -
         terms.append(
             _term("non_torch", et.non_torch(gpu, layout), et.gib(args.non_torch_gib), "CUDA context, NCCL")
         )
-        fwd, sampler = et.activation(arch, layout, tokens, seqs, version, last)
+        peak, fwd, sampler, how = et.activation(arch, layout, tokens, seqs, version, last)
         if args.activation_gib is not None:
             terms.append(Term("activation_peak", args.activation_gib * GiB, "flag"))
         else:
             terms.append(
                 Term(
                     "activation_peak",
-                    fwd + sampler,
+                    peak,
                     "estimate",
-                    f"{tokens:,} batched tokens {fwd / GiB:.2f} GiB + sampler {sampler / GiB:.2f} GiB",
+                    f"{tokens:,} batched tokens {fwd / GiB:.2f} GiB, sampler over {seqs:,} sequences "
+                    f"{sampler / GiB:.2f} GiB: {how}",
                 )
             )
         graphs = et.cuda_graphs(version, gpu, args.enforce_eager)
-        terms.append(_term("cuda_graphs", graphs, et.gib(args.cuda_graph_gib), "subtracted from 0.21"))
+        terms.append(_term("cuda_graphs", graphs, et.gib(args.cuda_graph_gib), "subtracted from 0.20"))
         if args.available_kv_gib is not None:
             avail, how = args.available_kv_gib * GiB, "log"
         elif args.kv_cache_memory_gib is not None:

@@ -38,14 +38,33 @@ def _count(n: int | None, never: str = "never") -> str:
     return never if n is None else f"{n:,}"
 
 
-def _decode_line(step: Any, label: str) -> str:
-    per_seq = step.tokens_per_s / step.batch if step.batch else 0.0
+def step_detail(step: Any) -> str:
+    """How a step's time splits: the binding roofline side, the other, communication (how
+    many collectives, and whether latency or bytes dominate) and the pipeline's mode."""
     other = (
         f"compute {fmt.ms(step.compute_ms)}" if step.bound == "memory" else f"memory {fmt.ms(step.memory_ms)}"
     )
+    parts = [f"{step.bound}-bound", other]
+    t = step.traffic
+    if step.comm_ms:
+        side = "latency" if t.latency_s >= t.transfer_s else "bandwidth"
+        parts.append(f"communication {fmt.ms(step.comm_ms)}, {t.count:,} transfers, {side}-bound")
+    if step.pp > 1:
+        mode = (
+            f"{step.micro_batches} micro-batches overlapped"
+            if step.overlapped
+            else f"{step.pp} stages in turn"
+        )
+        parts.append(f"pipeline: {mode}")
+    return "; ".join(parts)
+
+
+def _decode_line(step: Any, label: str, bound: bool = True) -> str:
+    per_seq = step.tokens_per_s / step.batch if step.batch else 0.0
+    ge, le = ("≥", "≤") if bound else ("≈", "≈")
     return (
-        f"{label}: ≥ {fmt.ms(step.step_ms)}/step ({step.bound}-bound; {other}) → "
-        f"≤ {step.tokens_per_s:,.1f} tokens/s ({per_seq:,.1f}/seq.)"
+        f"{label}: {ge} {fmt.ms(step.step_ms)}/step ({step_detail(step)}) → "
+        f"{le} {step.tokens_per_s:,.1f} tokens/s ({per_seq:,.1f}/seq.)"
     )
 
 
@@ -219,11 +238,16 @@ def _specdec_block(s: Any) -> list[str]:
         head += f", one draft token costs {s.draft_cost:.3f} of a decode step at batch 1"
     else:
         head = f"draft: external, α {a:g}, γ {g}, one draft token costs {s.draft_cost:g} of a decode step"
+    h = s.headline
     lines = [
         head,
+        f"  speedup at batch {h.batch:,}: {h.speedup:.2f}× ({s.expected_tokens:.2f} tokens per "
+        f"verification of {fmt.ms(h.verify_ms)} + drafts {fmt.ms(h.draft_ms)}, against "
+        f"{fmt.ms(h.decode_ms)} a token)",
         f"  expected tokens per verification: (1 − {a:g}^{g + 1}) / (1 − {a:g}) = {s.expected_tokens:.2f}",
-        f"  speedup while verification is free: {s.expected_tokens:.2f} / ({g} × {s.draft_cost:.3g} + 1) "
-        f"= {s.ideal_speedup:.2f}×",
+        f"  seed 08's figure, if verification cost one decode step: {s.expected_tokens:.2f} / ({g} × "
+        f"{s.draft_cost:.3g} + 1) = {s.ideal_speedup:.2f}×; here it costs {h.verify_ratio:.2f} at batch "
+        f"{h.batch:,}",
         f"  verification ({g + 1} positions) turns compute-bound from batch "
         f"{_count(s.verify_compute_bound_batch_weights)} by the weights alone "
         f"(ridge {s.ridge:.0f} / (γ+1) = {s.ridge / (g + 1):.0f}); with KV at {s.context:,} tokens: "

@@ -82,7 +82,7 @@ def render_fit(f: Any, style: str = "text", width: int | None = None) -> str:
     if f.engine is not None:
         if f.decode:
             lines.append(
-                _decode_line(f.decode, f"decode at {f.batch:,} sequence{'s' if f.batch > 1 else ''}")
+                _decode_line(f.decode, f"decode at {f.batch:,} sequence{'s' if f.batch > 1 else ''}", f.bound)
             )
         lines += _engine_lines(f)
         return page.render(lines, f.assumptions, style, width)
@@ -101,9 +101,15 @@ def render_fit(f: Any, style: str = "text", width: int | None = None) -> str:
     if f.fits and f.min_gpus and f.min_gpus < f.gpus:
         lines.append(_fewest(f))
     if f.decode_at_max:
-        lines.append(_decode_line(f.decode_at_max, f"decode at {f.decode_at_max.batch:,} sequences"))
+        lines.append(_decode_line(f.decode_at_max, f"decode at {f.decode_at_max.batch:,} sequences", f.bound))
     if f.decode and (not f.decode_at_max or f.decode.batch != f.decode_at_max.batch):
-        lines.append(_decode_line(f.decode, f"decode at {f.batch:,} sequence{'s' if f.batch > 1 else ''}"))
-    if f.decode and f.decode.comm_ms:
-        lines.append(f"  of which communication ≥ {fmt.ms(f.decode.comm_ms)} per step over the GPU link")
+        lines.append(
+            _decode_line(f.decode, f"decode at {f.batch:,} sequence{'s' if f.batch > 1 else ''}", f.bound)
+        )
+    if f.decode and f.decode_bound:
+        ratio = f.decode.step_ms / f.decode_bound.step_ms
+        lines.append(
+            f"  the bound at 100% of peak: ≥ {fmt.ms(f.decode_bound.step_ms)}/step at {f.batch:,} "
+            f"sequence{'s' if f.batch > 1 else ''}; the estimate is {ratio:.2f}× it"
+        )
     return page.render(lines, f.assumptions, style, width)

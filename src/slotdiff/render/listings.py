@@ -117,7 +117,8 @@ def image_page(out: Mapping[str, Any], style: str, width: int | None) -> str:
         blocks.append(
             f"  encoder: {fmt.flops(r['encoder_flops'])} per image (matmuls "
             f"{fmt.flops(r['encoder_matmul_flops'])}, attention "
-            f"{fmt.flops(r['encoder_attention_flops'])}, connector {fmt.flops(r['connector_flops'])})"
+            f"{fmt.flops(r['encoder_attention_flops'])}, connector {fmt.flops(r['connector_flops'])}); "
+            f"{fmt.ms(r['encoder_ms'])} on {out['gpu']} ({out['layout']['label']}), once per image at prefill"
         )
         act = f"{r['activation_bytes']} bytes each"
         blocks.append(

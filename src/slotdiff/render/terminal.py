@@ -15,6 +15,7 @@ from rich.text import Text
 
 from . import fmt
 from .console import safe_console
+from .deploy import step_detail
 from .fmt import short_name
 from .page import output_width, print_table, word_breaks
 
@@ -105,11 +106,19 @@ def cost_lines(report: Any) -> Text:
             )
         t.append("\n")
     bound = "≥" if wl.mfu == 1 and wl.mbu == 1 else "≈"
+    lay = wl.parallel
+    where = short_name(wl.device.name) + (f" ×{lay.gpus} ({lay.label()})" if lay.gpus > 1 else "")
+    unfit = "" if feas is None or feas.fits else " (if it fit)"
     t.append(
-        f"decode on {short_name(wl.device.name)} at batch {d.batch}: {bound} {fmt.ms(d.step_ms)}/step "
-        f"({d.bound}-bound: memory {fmt.ms(d.memory_ms)}, compute {fmt.ms(d.compute_ms)}), "
-        f"≤ {d.tokens_per_s:,.0f} tokens/s" + ("" if feas is None or feas.fits else " (if it fit)") + "\n"
+        f"decode on {where} at batch {d.batch}{unfit}: {bound} {fmt.ms(d.step_ms)}/step "
+        f"({step_detail(d.step)}), {'≤' if bound == '≥' else '≈'} {d.tokens_per_s:,.0f} tokens/s\n"
     )
+    if c.decode_bound is not None:
+        b = c.decode_bound
+        t.append(
+            f"  the bound at 100% of peak: ≥ {fmt.ms(b.step_ms)}/step; this estimate is "
+            f"{d.step_ms / b.step_ms:.2f}× it ({wl.efficiency or '--mbu/--mfu'})\n"
+        )
     cb = d.compute_bound_batch_weights
     cbk = d.compute_bound_batch
     t.append(

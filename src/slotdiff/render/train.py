@@ -55,6 +55,9 @@ def setup_line(d: dict[str, Any]) -> str:
     zero = (
         f"ZeRO-{s['zero_stage']} over {s['gpus']} GPUs" if s["gpus"] > 1 else f"ZeRO-{s['zero_stage']}, 1 GPU"
     )
+    tp, pp = s.get("tensor_parallel_size", 1), s.get("pipeline_parallel_size", 1)
+    if tp > 1 or pp > 1:
+        zero += f" × TP={tp} × PP={pp} ({s['total_gpus']} GPUs)"
     flash = "flash attention" if s["flash_attention"] else "no flash attention"
     return (
         f"batch {s['batch_per_gpu']:,} × {s['context']:,} tokens per GPU · {s['dtype']} · "
@@ -88,6 +91,9 @@ def _activation_rows(d: dict[str, Any]) -> list[list[str]]:
     if a["recompute_bytes"]:
         rows.append(["recomputed layer (during its backward)", gib(a["recompute_bytes"])])
     rows.append(["activation peak", gib(a["peak_bytes"])])
+    share = d["per_gpu"].get("activation_share", 1.0)
+    if share < 1:
+        rows.append([f"per GPU (÷ TP {round(1 / share)}, sequence parallel)", gib(a["peak_bytes"] * share)])
     return rows
 
 

@@ -4,10 +4,13 @@ fits the GPU. docs/TRAINING.md has the accounting."""
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
+from ..cost.layout import Layout
+from ..cost.memory import MemoryPlan
 from ..cost.params import count
+from ..cost.weights import effective_format
 from ..cost.workload import gpu
 from ..schema.arch import Architecture
 from .activations import Activations, activations
@@ -26,10 +29,12 @@ class TrainMemory:
     gpu_name: str
     memory_per_gpu: int
     assumptions: tuple[str, ...]
+    model_share: float = 1.0  # the fullest stage's share of the weights on one GPU (TP × PP)
+    activation_share: float = 1.0  # 1/TP (sequence parallelism)
 
     @property
     def total_per_gpu(self) -> float:
-        return self.states.per_gpu + self.activations.peak
+        return self.states.per_gpu + self.activations.peak * self.activation_share
 
     @property
     def usable_per_gpu(self) -> float:
@@ -79,6 +84,8 @@ class TrainMemory:
                 "tensors": [r.to_dict() for r in a.rows],
             },
             "per_gpu": {
+                "model_share": self.model_share,
+                "activation_share": self.activation_share,
                 "total_bytes": self.total_per_gpu,
                 "memory_bytes": self.memory_per_gpu,
                 "usable_bytes": self.usable_per_gpu,
@@ -97,6 +104,16 @@ def _assumptions(arch: Architecture, setup: TrainSetup, dropout: Dropout) -> lis
         + f"; activations saved in {b} (norm statistics, softmax logsumexp, router probabilities "
         "and the loss's log-softmax in fp32)",
         f"--batch {setup.batch} is each GPU's micro-batch; activations are not sharded by ZeRO",
+        *(
+            [
+                f"TP={setup.tp} × PP={setup.pp}: each GPU holds the fullest stage's share of the weights, "
+                "gradients and optimizer state as serving splits them (cost/layout.py), ZeRO then shards "
+                "over the data-parallel GPUs; sequence parallelism divides the saved activations by TP; "
+                "1F1B's first stage keeps PP micro-batches of its 1/PP of the layers (no reduction)"
+            ]
+            if setup.tp > 1 or setup.pp > 1
+            else []
+        ),
         "totals sum weights, gradients, optimizer state and the activation peak "
         "(saved tensors + the larger of the loss's transient logits and the recomputed layer)",
         f"not counted: CUDA context, allocator fragmentation, communication buckets "
@@ -147,6 +164,21 @@ def train_memory(arch: Architecture, setup: TrainSetup, dropout: Dropout | None 
     acts = activations(arch, setup, dropout)
     st = states(params, setup, len(arch.layers))
     device = gpu(setup.gpu)
+    share = 1.0
+    if setup.tp > 1 or setup.pp > 1:
+        # the layout's fullest stage, as the serving commands split the same tensors
+        plan = MemoryPlan(arch, replace(effective_format(arch, None)[0], base_dtype="bfloat16"), "bfloat16")
+        held = max(w + e for w, e, _, _ in plan.stages(Layout(setup.tp, setup.pp), 1))
+        whole = sum(w + e for w, e, _, _ in plan.stages(Layout(), 1))
+        share = held / whole if whole else 1.0
+        st = replace(
+            st,
+            weights_per_gpu=st.weights_per_gpu * share,
+            gradients_per_gpu=st.gradients_per_gpu * share,
+            master_per_gpu=st.master_per_gpu * share,
+            optimizer_per_gpu=st.optimizer_per_gpu * share,
+            gathered_per_gpu=st.gathered_per_gpu * share,
+        )
     return TrainMemory(
         model=arch.name,
         model_type=arch.model_type,
@@ -157,4 +189,6 @@ def train_memory(arch: Architecture, setup: TrainSetup, dropout: Dropout | None 
         gpu_name=device.name,
         memory_per_gpu=device.memory_bytes,
         assumptions=tuple(_assumptions(arch, setup, dropout)),
+        model_share=share,
+        activation_share=1 / setup.tp,
     )

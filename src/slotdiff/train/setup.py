@@ -103,8 +103,10 @@ class TrainSetup:
     lora_rank: int | None = None
     lora_targets: tuple[str, ...] = LORA_ALIASES[DEFAULT_LORA_TARGETS]
     zero: int = 0
-    gpus: int = 1
+    gpus: int = 1  # data-parallel GPUs (ZeRO shards over them)
     gpu: str = "h100-sxm"
+    tp: int = 1  # tensor parallel (Megatron-style, with sequence parallelism)
+    pp: int = 1  # pipeline stages (1F1B)
     reserve: float = RESERVE_FRACTION
 
     def __post_init__(self) -> None:
@@ -128,6 +130,9 @@ class TrainSetup:
             raise UsageError(f"--zero must be 0, 1, 2 or 3, got {self.zero}")
         if not 1 <= self.gpus <= MAX_GPUS:
             raise UsageError(f"--gpus must be 1..{MAX_GPUS:,}, got {self.gpus}")
+        for flag, n in (("--tensor-parallel-size", self.tp), ("--pipeline-parallel-size", self.pp)):
+            if not 1 <= n <= MAX_GPUS:
+                raise UsageError(f"{flag} must be 1..{MAX_GPUS:,}, got {n}")
         if not 0.0 <= self.reserve < 1.0:
             raise UsageError(f"--reserve must be in [0, 1), got {self.reserve}")
         gpu(self.gpu)
@@ -159,6 +164,9 @@ class TrainSetup:
             "lora_targets": list(self.lora_targets) if self.lora else [],
             "zero_stage": self.zero,
             "gpus": self.gpus,
+            "tensor_parallel_size": self.tp,
+            "pipeline_parallel_size": self.pp,
+            "total_gpus": self.gpus * self.tp * self.pp,
             "gpu": self.gpu,
             "reserve_fraction": self.reserve,
         }

@@ -27,7 +27,8 @@ fp Qwen/Qwen3-30B-A3B "Qwen3-MoE"
 fp Qwen/Qwen3-Next-80B-A3B-Thinking "Qwen3-Next (gated DeltaNet hybrid, MoE)"
 fp Qwen/Qwen3-VL-30B-A3B-Instruct "Qwen3-VL-MoE (vision)"
 fp Qwen/Qwen3.5-35B-A3B "Qwen3.5-MoE (gated DeltaNet hybrid, vision, MTP)"
-fp deepseek-ai/DeepSeek-V2-Lite "DeepSeek-V2 / Kimi K2 (MLA + MoE)" --exemplar moonshotai/Kimi-K2-Instruct
+fp deepseek-ai/DeepSeek-V2-Lite "DeepSeek-V2 (MLA + MoE, softmax router)"
+fp moonshotai/Kimi-K2-Instruct "Kimi K2 (MLA + MoE, sigmoid aux-loss-free router)"
 fp deepseek-ai/DeepSeek-V3 "DeepSeek-V3 (MLA + MoE + MTP)"
 fp deepseek-ai/DeepSeek-V3.2 "DeepSeek-V3.2 (sparse attention)"
 fp google/gemma-2-9b "Gemma 2" --exemplar google/gemma-2-2b

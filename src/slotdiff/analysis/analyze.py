@@ -14,8 +14,10 @@ from pathlib import Path
 from typing import Any
 
 from ..core.errors import SlotdiffError
+from ..cost.context import context_limit
 from ..cost.counterfactual import Change
-from ..cost.price import cost_of, price
+from ..cost.kv import kv_cost
+from ..cost.price import CostReport, cost_of, price
 from ..read.jsonpos import JSONInputError, parse
 from ..read.source import RawConfig, from_catalog, resolve
 from ..schema.arch import Architecture
@@ -25,7 +27,8 @@ from ..slots.differ import facet_status
 from ..slots.fill import Fills, slot_table
 from ..slots.fills import fill_slots
 from .coverage import coverage
-from .report import FacetReport, Report, SourceInfo
+from .donor import choose_donor
+from .report import FacetReport, Report, Shape, SourceInfo
 
 BASELINES = {"gpt2": "openai-community/gpt2", "llama": "meta-llama/Meta-Llama-3-8B"}
 
@@ -63,6 +66,8 @@ def load(source: str | Path | Mapping[str, Any] | RawConfig, revision: str | Non
     else:
         raw = resolve(str(source), revision)
     arch = build(raw)
+    if not arch.known_model_type:
+        arch = choose_donor(raw, arch) or arch
     return Model(raw, arch, fill_slots(arch))
 
 
@@ -93,6 +98,23 @@ def facet_reports(model: Model, against: Model | None = None) -> tuple[FacetRepo
             )
         )
     return tuple(out)
+
+
+def shape_of(arch: Architecture, cost: CostReport | None) -> Shape | None:
+    """Layers, the longest context the config declares and the KV cache there (one sequence,
+    at the workload's KV dtype), or None when the config's limit cannot be read."""
+    try:
+        limit = context_limit(arch)
+    except SlotdiffError:
+        return None
+    kv = None
+    if cost is not None and limit.tokens:
+        try:
+            kv = kv_cost(arch, limit.tokens, cost.workload.kv_dtype).bytes_at_context
+        except SlotdiffError:
+            kv = None
+    state = cost.kv.state_bytes_per_sequence if cost is not None else 0
+    return Shape(arch.n_layers, limit.tokens, limit.source, kv, state)
 
 
 def source_info(raw: RawConfig) -> SourceInfo:
@@ -135,7 +157,12 @@ def analyze(
             baseline_fills=(other or baseline("gpt2")).fills,
         )
     refused = next((c.note for c in changes if c.facet == "*"), None) if cost_report is None else None
-    trust = coverage(model.arch, cost_report.params if cost_report else None, refused if cost else None)
+    trust = coverage(
+        model.arch,
+        cost_report.params if cost_report else None,
+        refused if cost else None,
+        model.fills.unplaced,
+    )
     return Report(
         model=model.raw.name,
         source=source_info(model.raw),
@@ -146,4 +173,5 @@ def analyze(
         cost=cost_report,
         changes=changes,
         coverage=trust,
+        shape=shape_of(model.arch, cost_report),
     )

@@ -10,8 +10,9 @@ from typing import Any
 from ..core.errors import SlotdiffError
 from ..cost.price import _deltas, cost_of
 from ..read.jsonpos import strict
+from ..schema.keymap import structure_free_keys
 from ..slots.classify import Classification, classify
-from ..slots.differ import FacetDiff, KeyChange, diff_fills, key_changes
+from ..slots.differ import FacetDiff, KeyChange, diff_fills, evidence_facets, key_changes
 from ..slots.fill import slot_table
 from .analyze import Model, load
 
@@ -69,7 +70,14 @@ class Comparison:
                 ],
                 "cost_deltas": self.deltas(),
                 "keys": [
-                    {"path": k.path, "change": k.change, "old": k.old, "new": k.new, "facet": k.facet}
+                    {
+                        "path": k.path,
+                        "change": k.change,
+                        "old": k.old,
+                        "new": k.new,
+                        "facet": k.facet,
+                        "structural": not k.free,
+                    }
                     for k in self.keys
                 ],
             }
@@ -86,7 +94,10 @@ def diff(a: Source, b: Source, workload: Any = None, cost: bool = True) -> Compa
             cost_a, cost_b = cost_of(ma.arch, workload), cost_of(mb.arch, workload)
         except SlotdiffError:
             cost_a = cost_b = None
-    keys = key_changes(ma.raw.data, mb.raw.data)
+    text_path = ma.arch.text_path if ma.arch.text_path == mb.arch.text_path else ()
+    owners = {**evidence_facets(ma.fills, text_path), **evidence_facets(mb.fills, text_path)}
+    free = structure_free_keys(ma.arch.model_type) | structure_free_keys(mb.arch.model_type)
+    keys = key_changes(ma.raw.data, mb.raw.data, text_path, owners, free)
     return Comparison(
         ma,
         mb,

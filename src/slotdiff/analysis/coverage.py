@@ -20,6 +20,7 @@ from ..schema.arch import Architecture
 
 VERIFIED, UNVERIFIED = "verified", "unverified"
 UNREAD_REASON = "keys slotdiff did not read, which may change the structure"
+UNPLACED_REASON = "keys slotdiff read that no slot facet shows"
 MAX_KEYS_NAMED = 8  # a reason names this many unread keys, then says how many more
 
 
@@ -51,20 +52,27 @@ def _table() -> dict[str, Any]:
 
 
 @cache
-def _transformers_types() -> frozenset[str]:
+def transformers_types() -> frozenset[str]:
+    """Every model_type in transformers' registry (schemas/config_keys.json)."""
     return frozenset(load_schema_file("config_keys.json")["model_types"])
 
 
-def model_type_reason(model_type: str) -> str | None:
-    """Why the conformance table does not vouch for ``model_type`` (None when it is exact)."""
+def model_type_reason(model_type: str, donor: str | None = None) -> str | None:
+    """Why the conformance table does not vouch for ``model_type`` (None when it is exact);
+    ``donor``: the known model_type an unknown one was read as."""
     table = _table()
     version = table.get("transformers_version", "")
     row = table.get("model_types", {}).get(model_type)
+    how = (
+        f"read as {donor}, whose keys and design it matches, with {donor}'s structure facts assumed"
+        if donor
+        else "its structure is read by common key names"
+    )
     if row is None:
-        if model_type not in _transformers_types():
+        if model_type not in transformers_types():
             return (
                 f"model_type {model_type or '(none)'!r} is not in transformers {version} (remote code): "
-                "its structure is read by common key names and is not checked"
+                f"{how} and is not checked"
             )
         return f"model_type {model_type!r} is not in the conformance table (not checked against transformers)"
     if row.get("status") != "exact":
@@ -81,11 +89,17 @@ def _keys_reason(keys: tuple[str, ...]) -> str:
     return f"{UNREAD_REASON}: {shown}{more}"
 
 
-def coverage(arch: Architecture, params: ParamCount | None = None, refused: str | None = None) -> Coverage:
-    """The trust level of what slotdiff says about ``arch`` (with its parameter count, if any)."""
+def coverage(
+    arch: Architecture,
+    params: ParamCount | None = None,
+    refused: str | None = None,
+    unplaced: tuple[str, ...] = (),
+) -> Coverage:
+    """The trust level of what slotdiff says about ``arch`` (with its parameter count, if any);
+    ``unplaced``: keys it read that no slot facet shows (``Fills.unplaced``)."""
     reasons: list[str] = []
     model_type = arch.config_model_type or arch.model_type
-    why = model_type_reason(model_type)
+    why = model_type_reason(model_type, arch.donor)
     if why:
         reasons.append(why)
     if refused:
@@ -101,10 +115,15 @@ def coverage(arch: Architecture, params: ParamCount | None = None, refused: str 
                 reasons.append(f"the vision tower ({tower.tower}) is not checked against transformers")
     if arch.unread_keys:
         reasons.append(_keys_reason(arch.unread_keys))
+    if unplaced:
+        reasons.append(f"{UNPLACED_REASON}: " + ", ".join(unplaced[:MAX_KEYS_NAMED]))
     if reasons:
         return Coverage(UNVERIFIED, tuple(reasons))
     version = _table().get("transformers_version", "")
     return Coverage(
         VERIFIED,
-        basis=f"{model_type} matches transformers {version} (docs/COVERAGE.md) and every config key was read",
+        basis=(
+            f"{model_type} matches transformers {version} (docs/COVERAGE.md) and every config key "
+            "was read and is shown in its slot"
+        ),
     )

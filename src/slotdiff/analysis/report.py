@@ -67,6 +67,26 @@ class SourceInfo:
 
 
 @dataclass(frozen=True)
+class Shape:
+    """The model's depth and longest context, and its KV cache at that context (one sequence)
+    beside the workload's: what the slot table's sizes add up to."""
+
+    layers: int
+    max_context: int | None  # None: the config states no limit
+    max_context_source: str
+    kv_bytes_at_max_context: int | None = None  # None: no limit, or the cost pass did not run
+    state_bytes_per_sequence: int = 0
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "layers": self.layers,
+            "max_context": {"tokens": self.max_context, "source": self.max_context_source},
+            "kv_bytes_at_max_context": self.kv_bytes_at_max_context,
+            "state_bytes_per_sequence": self.state_bytes_per_sequence,
+        }
+
+
+@dataclass(frozen=True)
 class Report:
     """Everything slotdiff says about one model."""
 
@@ -80,6 +100,7 @@ class Report:
     changes: tuple[Any, ...] = ()  # cost.counterfactual.Change
     notes: tuple[str, ...] = field(default_factory=tuple)
     coverage: Coverage | None = None  # how sure the answer is (None: not judged)
+    shape: Shape | None = None  # layers, longest context, KV there
 
     @property
     def model_type(self) -> str:
@@ -115,6 +136,8 @@ class Report:
         }
         if self.coverage is not None:
             out["coverage"] = self.coverage.to_dict()
+        if self.shape is not None:
+            out["shape"] = self.shape.to_dict()
         if self.classification is not None:
             out["class"] = self.classification.to_dict()
         if self.cost is not None:

@@ -1,4 +1,6 @@
-"""What one image costs a multimodal MODEL (seed 09): decoder tokens, encoder FLOPs, KV.
+"""What one image costs a multimodal MODEL (seed 09): decoder tokens, encoder FLOPs, the
+encoder's output bytes, how the image enters the decoder and what it costs there (prefill
+FLOPs, KV).
 
 The image goes through the model's own processor rules (resize, tiles, patch merge or
 pixel shuffle, as transformers' image processor does it), then the vision tower and
@@ -16,7 +18,8 @@ from typing import Any
 
 from ..analysis.analyze import load
 from ..core.errors import SlotdiffError
-from ..cost.images import vision_flops
+from ..cost.images import injection, injection_unit, vision_flops
+from ..cost.inventory.tensor import Unsupported
 from ..cost.kv import kv_cost
 from ..cost.params import count
 from ..deploy.serving import deployment
@@ -74,10 +77,18 @@ def _encoder_ms(dep: Any, flops: float) -> float:
 
 
 def _figures(
-    arch: Any, width: int, height: int, kv_per_token: int, overrides: dict[str, Any], dep: Any
+    arch: Any,
+    width: int,
+    height: int,
+    kv_per_token: int,
+    overrides: dict[str, Any],
+    dep: Any,
+    params: Any,
+    unit: Any,
 ) -> dict[str, Any]:
     cost = vision_flops(arch, width, height, kv_bytes_per_token=kv_per_token, **overrides)
     img = cost.image
+    inj = injection(arch, cost, unit, params)
     return {
         "encoder_ms": _encoder_ms(dep, cost.flops),
         "image": f"{width}x{height}",
@@ -96,6 +107,13 @@ def _figures(
         "encoder_attention_flops": cost.attention_flops,
         "kv_bytes": cost.kv_bytes,
         "cross_kv_bytes": cost.cross_kv_bytes,
+        "injection": inj.method,
+        "injection_text": inj.text,
+        "encoder_output_bytes": inj.tower_output_bytes,
+        "decoder_input_bytes": inj.decoder_input_bytes,
+        "decoder_prefill_flops": inj.prefill_flops,
+        "decoder_flops_per_text_token": inj.per_token_flops,
+        "activation_bytes": inj.act_bytes,
         "rule": img.rule,
         "source": img.source,
         "settings": [{"name": n, "value": v, "from": w} for n, v, w in img.settings],
@@ -108,13 +126,27 @@ def run(args: argparse.Namespace) -> int:
     arch = model.arch
     if arch.vision is None:
         raise SlotdiffError(model.raw.name, "has no vision encoder (no vision_config): text only")
+    kind = model.fills["modality.input"].kind
+    if not kind.startswith("vision"):  # a tower for another input (Evolla: protein sequences)
+        raise SlotdiffError(model.raw.name, f"reads {kind.split('-')[0]} input through its tower, not images")
     wl = workload_from(args)
     kv_dtype = wl.kv_dtype
     dep = deployment(arch, wl)
     overrides = {k: v for k, v in (("min_pixels", args.min_pixels), ("max_pixels", args.max_pixels)) if v}
     kv_per_token = kv_cost(arch, 1, kv_dtype).bytes_per_token
     params = count(arch)
-    rows = [_figures(arch, w, h, kv_per_token, overrides, dep) for w, h in (args.images or [(1024, 1024)])]
+    unit = injection_unit(arch, params, kv_per_token)
+    try:
+        rows = [
+            _figures(arch, w, h, kv_per_token, overrides, dep, params, unit)
+            for w, h in (args.images or [(1024, 1024)])
+        ]
+        unsupported = None
+    except Unsupported as err:
+        if overrides:  # a processor setting given to a model whose processor is not described
+            raise
+        # the injection path and its per-state costs still hold; the states per image do not
+        rows, unsupported = [], err.reason
     out = {
         "model": model.raw.name,
         "vision_params": params.part("vision"),
@@ -124,7 +156,9 @@ def run(args: argparse.Namespace) -> int:
         "layout": dep.layout.to_dict(),
         "gpu": dep.device.id,
         "efficiency": wl.efficiency_note,
+        "injection": unit.to_dict(),
         "images": rows,
+        "images_unsupported": unsupported,
     }
     if args.style == "json":
         write_json(out)

@@ -98,6 +98,36 @@ def _qk_norm(arch: Architecture, base: Fill) -> Architecture | None:
     return with_fields(arch, qk_norm=False) if base.kind == "none" else None
 
 
+def _gate(arch: Architecture, base: Fill) -> Architecture | None:
+    if base.kind != "none":
+        return None
+    return with_fields(arch, attn_output_gate=False, attn_gate="none", mla_q_gate=False)
+
+
+def _scores(arch: Architecture, base: Fill) -> Architecture | None:
+    if base.kind != "plain":
+        return None
+    return with_fields(
+        arch, attn_softcap=None, query_scale=None, attn_temperature=False, softmax_scaling=False
+    )
+
+
+def _router(arch: Architecture, base: Fill) -> Architecture | None:
+    if base.kind == "none":
+        return None  # no router without experts: ffn.experts prices the MoE as a whole
+    return with_fields(
+        arch,
+        router_bias=bool(base.attr("bias")),
+        router_score_bias=bool(base.attr("aux_free")) and bool(arch.get("router_score_bias")),
+    )
+
+
+def _residual(arch: Architecture, base: Fill) -> Architecture | None:
+    if base.kind != "single":
+        return None
+    return with_fields(arch, hc_mult=None, attn_res_block=None, full_qkv_inputs=False, laurel_rank=None)
+
+
 def _attn_bias(arch: Architecture, base: Fill) -> Architecture | None:
     qkv = base.kind in ("qkv+out", "qkv")
     out = base.kind in ("qkv+out", "out")
@@ -196,11 +226,15 @@ TRANSFORMS: dict[str, Callable[[Architecture, Fill], Architecture | None]] = {
     "attention.range": _range,
     "attention.mixer": _mixer,
     "attention.qk_norm": _qk_norm,
+    "attention.gate": _gate,
+    "attention.scores": _scores,
     "attention.bias": _attn_bias,
     "ffn.activation": _activation,
     "ffn.experts": _experts,
+    "ffn.router": _router,
     "ffn.bias": _ffn_bias,
     "norm.kind": _norm,
+    "norm.residual": _residual,
     "head.tying": _head,
     "position.encoding": _position,
     "objective.target": _objective,

@@ -32,9 +32,11 @@ from typing import Any
 
 from ..schema.arch import Architecture
 from ..schema.tower_spec import ExprError, as_int, evaluate, multimodal_types
+from .flops import flops_cost
 from .image_rules import RULES
 from .inventory.tensor import Unsupported
 from .inventory.towers import VisionModel, vision_model
+from .params import ParamCount
 
 
 @dataclass(frozen=True)
@@ -206,3 +208,103 @@ def vision_flops(
                 "self-attention layer's KV per position"
             )
     return VisionCost(img, tower, conn, attn, kv, cross, tuple(notes))
+
+
+@dataclass(frozen=True)
+class InjectionUnit:
+    """How a model injects images and the decoder's cost per image state, known from the
+    config alone (the number of states per image needs the processor's rule)."""
+
+    method: str  # tokens | cross-attention
+    text: str
+    cross_layers: int  # decoder layers that read the image through cross-attention (0: tokens)
+    kv_bytes_per_state: int  # decoder KV one image state holds
+    decoder_input_bytes_per_state: int  # one connector output row: the text width × act_bytes
+    flops_per_state: int  # tokens: 2 × active weights (its prefill, attention aside); cross: K/V
+    flops_per_text_token_per_state: int  # cross only: a text token's q·kᵀ and p·v over one state
+
+    def to_dict(self) -> dict[str, Any]:
+        return dict(self.__dict__)
+
+
+def injection_unit(
+    arch: Architecture, params: ParamCount, kv_bytes_per_token: int, act_bytes: int = 2
+) -> InjectionUnit:
+    """The image path of ``arch`` (the modality it reads through cross-attention layers or as
+    tokens) and its per-state costs."""
+    d = int(arch.get("d_model") or 0)
+    cross = sum(1 for s in arch.layers if s.mixer == "cross_attention")
+    if cross:
+        self_layers = sum(1 for s in arch.layers if s.mixer in ("attention", "mla"))
+        h, g = arch.get("n_heads") or 0, arch.get("n_kv_heads") or arch.get("n_heads") or 0
+        hd = arch.get("head_dim") or 0
+        # each cross-attention layer projects a state to K and V once (d → g·hd, twice) and
+        # caches them like one self-attention layer's position
+        return InjectionUnit(
+            "cross-attention",
+            f"image states read by {cross} cross-attention layers, outside the token stream",
+            cross,
+            cross * (kv_bytes_per_token // self_layers if self_layers else 0),
+            d * act_bytes,
+            cross * 2 * (2 * d * g * hd),
+            cross * 4 * h * hd,
+        )
+    per_token = flops_cost(arch, params, 1).weights_per_token
+    return InjectionUnit(
+        "tokens",
+        "a connector projects the image into decoder positions of the token stream",
+        0,
+        kv_bytes_per_token,
+        d * act_bytes,
+        per_token,
+        0,
+    )
+
+
+@dataclass(frozen=True)
+class Injection:
+    """How the image reaches the decoder and what that costs there (seed 09's three bytes:
+    the encoder's output, the states the decoder reads, and their KV; plus the FLOPs)."""
+
+    method: str  # tokens | cross-attention
+    text: str  # the method in words
+    tower_output_bytes: int  # every encoder position × the tower's width, at ``act_bytes``
+    decoder_input_bytes: int  # the connector's output: image states × the text width
+    kv_bytes: int | None  # what the image holds in the decoder's cache
+    prefill_flops: int  # decoder work on the image once: its positions' prefill, or cross K/V
+    per_token_flops: int  # each later text token's extra work reading the image (cross only)
+    act_bytes: int
+
+    def to_dict(self) -> dict[str, Any]:
+        return dict(self.__dict__)
+
+
+def injection(arch: Architecture, cost: VisionCost, unit: InjectionUnit, params: ParamCount) -> Injection:
+    """The decoder-side cost of one image: ``cost`` from :func:`vision_flops`, ``unit`` the
+    model's image path (:func:`injection_unit`), ``params`` its count (for the prefill)."""
+    img = cost.image
+    model = vision_model(arch)
+    act = unit.decoder_input_bytes_per_state // max(1, int(arch.get("d_model") or 1))
+    tower_out = img.encoder_seqs * img.encoder_len * int((model.env.get("hidden") if model else 0) or 0) * act
+    if unit.method == "cross-attention":
+        return Injection(
+            unit.method,
+            f"{img.cross_tokens:,} image states read by {unit.cross_layers} cross-attention layers "
+            f"(the image itself takes {img.total} placeholder position{'s' if img.total != 1 else ''})",
+            tower_out,
+            img.cross_tokens * unit.decoder_input_bytes_per_state,
+            cost.cross_kv_bytes,
+            img.cross_tokens * unit.flops_per_state,
+            img.cross_tokens * unit.flops_per_text_token_per_state,
+            act,
+        )
+    return Injection(
+        unit.method,
+        f"a connector projects the image into {img.total:,} decoder positions of the token stream",
+        tower_out,
+        img.connector_tokens * unit.decoder_input_bytes_per_state,
+        cost.kv_bytes,
+        flops_cost(arch, params, img.total).prefill if img.total else 0,
+        0,
+        act,
+    )

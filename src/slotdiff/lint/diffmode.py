@@ -218,7 +218,13 @@ def slot_changes(cx: Any) -> list[SlotChange]:
         return out
 
     text_path = new.text_path
-    facets = [d for d in diff_fills(base.fills, new.fills) if d.status != "same"]
+    # the residual stream's width and depth are the model's dimensions: SD312 reports them
+    # (as "dims"), so its resize is not a slot resize too
+    facets = [
+        d
+        for d in diff_fills(base.fills, new.fills)
+        if d.status != "same" and not (d.facet == "norm.residual" and d.status == "resized")
+    ]
     keys = key_changes(base.data, new.data, text_path)
     by_facet: dict[str, list[Any]] = {}
     for k in keys:

@@ -75,7 +75,11 @@ def render_table(result: Any, width: int | None = None) -> str:
         keys.add_column(col)
     for k in result.keys:
         keys.add_row(
-            k.path, k.change, _value(k.old), _value(k.new), k.facet or Text("unattributed", style="dim")
+            k.path,
+            k.change,
+            _value(k.old),
+            _value(k.new),
+            k.facet or Text("no structure" if k.free else "unattributed", style="dim"),
         )
     if result.keys:
         print_table(console, keys)
@@ -105,6 +109,6 @@ def render_markdown(result: Any) -> str:
     for k in result.keys:
         lines.append(
             f"| `{k.path}` | {k.change} | `{_value(k.old)}` | `{_value(k.new)}` | "
-            f"{k.facet or 'unattributed'} |"
+            f"{k.facet or ('no structure' if k.free else 'unattributed')} |"
         )
     return "\n".join(lines) + "\n"

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 
 def count(n: float | int | None) -> str:
     """Parameter counts: 8030261248 → 8.03B, 124439808 → 124.4M."""
@@ -77,3 +79,53 @@ def signed(text: str, value: float | int | None) -> str:
 def short_name(name: str) -> str:
     """ "NVIDIA H100 Tensor Core GPU, H100 SXM (SXM5, 80 GB)" → "H100 SXM (SXM5, 80 GB)"."""
     return name.split(", ", 1)[1] if ", " in name else name
+
+
+def shape_line(shape: Any, kv: Any) -> str | None:
+    """Layers, the longest context the config declares and the KV cache there, beside the
+    workload's (``shape``: analysis.report.Shape; ``kv``: the cost pass's KVCost or None)."""
+    if shape is None:
+        return None
+    line = f"layers {shape.layers}"
+    if shape.max_context is None:
+        return line + f"; longest context: {shape.max_context_source}"
+    line += f"; longest context {shape.max_context:,} tokens ({shape.max_context_source})"
+    if shape.kv_bytes_at_max_context is not None and kv is not None:
+        line += (
+            f": KV cache {bin_bytes(shape.kv_bytes_at_max_context)} there, beside "
+            f"{bin_bytes(kv.bytes_at_context)} at the workload's {kv.context:,}"
+        )
+        if shape.state_bytes_per_sequence:
+            line += f" (+ fixed state {bin_bytes(shape.state_bytes_per_sequence)}/sequence)"
+    return line
+
+
+#: Display order and names of the parameter count's parts (cost.params by_part keys).
+PARTS = {
+    "embedding": "embedding",
+    "position": "position table",
+    "attention": "attention",
+    "ffn": "FFN (dense)",
+    "experts": "routed experts",
+    "shared_experts": "shared experts",
+    "router": "router",
+    "norms": "norms",
+    "head": "head",
+    "vision": "vision tower",
+    "connector": "connector",
+    "audio": "audio encoder",
+}
+
+
+def part_rows(by_part: Any, total: int) -> list[tuple[str, str, str]]:
+    """(part, params, share of the total) rows in display order, parts of zero left out."""
+    by_part = dict(by_part)
+    order = [k for k in PARTS if k in by_part] + sorted(k for k in by_part if k not in PARTS)
+    rows = []
+    for key in order:
+        n = by_part[key]
+        if not n:
+            continue
+        share = f"{100 * n / total:.1f}%" if total else ""
+        rows.append((PARTS.get(key, key.replace("_", " ")), count(n), share))
+    return rows

@@ -84,6 +84,19 @@ def image_page(out: Mapping[str, Any], style: str, width: int | None) -> str:
         f"{fmt.count(out['connector_params'])}; decoder KV {fmt.bin_bytes(out['kv_bytes_per_token'])}"
         f"/token ({out['kv_dtype']})"
     ]
+    inj = out.get("injection")
+    if inj:
+        unit = (
+            f"per image state: KV {fmt.bin_bytes(inj['kv_bytes_per_state'])}, decoder input "
+            f"{fmt.bin_bytes(inj['decoder_input_bytes_per_state'])}, {fmt.flops(inj['flops_per_state'])}"
+        )
+        if inj["method"] == "cross-attention":
+            unit += f" once, + {fmt.flops(inj['flops_per_text_token_per_state'])} per text token reading it"
+        else:
+            unit += " of decoder weights in its prefill (attention aside)"
+        blocks.append(f"injection: {inj['method']}: {inj['text']}; {unit}")
+    if out.get("images_unsupported"):
+        blocks.append(f"states per image: not counted: {out['images_unsupported']}")
     for r in out["images"]:
         blocks.append("")
         blocks.append(
@@ -107,6 +120,23 @@ def image_page(out: Mapping[str, Any], style: str, width: int | None) -> str:
             f"{fmt.flops(r['encoder_attention_flops'])}, connector {fmt.flops(r['connector_flops'])}); "
             f"{fmt.ms(r['encoder_ms'])} on {out['gpu']} ({out['layout']['label']}), once per image at prefill"
         )
+        act = f"{r['activation_bytes']} bytes each"
+        blocks.append(
+            f"  encoder output: {fmt.bin_bytes(r['encoder_output_bytes'])} from the tower, "
+            f"{fmt.bin_bytes(r['decoder_input_bytes'])} after the connector ({act})"
+        )
+        blocks.append(f"  injection: {r['injection']}: {r['injection_text']}")
+        if r["injection"] == "cross-attention":
+            blocks.append(
+                f"    K/V of the image states {fmt.flops(r['decoder_prefill_flops'])} once, "
+                f"{fmt.flops(r['decoder_flops_per_text_token'])} per text token reading them, "
+                f"KV {fmt.bin_bytes(r['cross_kv_bytes'])}"
+            )
+        else:
+            blocks.append(
+                f"    decoder prefill of its {r['decoder_positions']:,} positions "
+                f"{fmt.flops(r['decoder_prefill_flops'])}, KV {fmt.bin_bytes(r['kv_bytes'])}"
+            )
         blocks.append(f"  rule: {r['rule']} ({r['source']})")
         blocks += [f"    {s['name']} = {s['value']} ({s['from']})" for s in r["settings"]]
         blocks += [f"  note: {n}" for n in r["notes"]]

@@ -20,7 +20,12 @@ def render(report: Any) -> str:
     cls = report.classification
     if cls is not None:
         lines.append(f"**Class:** {cls.label}  ")
-        if cls.family and not cls.is_new:
+        if cls.family and not cls.is_new and cls.new_model_type:
+            lines.append(
+                f"**New model_type:** nearest family {cls.family.name}, same design (`{cls.fingerprint.id}`)"
+                + (f"; read as `{cls.read_as}`, its structure facts assumed" if cls.read_as else "")
+            )
+        elif cls.family and not cls.is_new:
             lines.append(f"**Family:** {cls.family.name} (`{cls.fingerprint.id}`)")
         elif cls.family:
             lines.append(
@@ -38,6 +43,8 @@ def render(report: Any) -> str:
         row.append(f.info.article)
         lines.append("| " + " | ".join(row) + " |")
     c = report.cost
+    if c is None and (line := fmt.shape_line(getattr(report, "shape", None), None)):
+        lines += ["", f"- {line}"]
     if c is not None:
         d, kv, p = c.decode, c.kv, c.params
         weights = fmt.si_bytes(c.weights.bytes) if c.weights.supported else "not given"
@@ -50,6 +57,7 @@ def render(report: Any) -> str:
             + (f", active {fmt.active(p.active, p.active_is_maximum)}" if p.active != p.total else "")
             + (f", MTP {fmt.count(p.mtp)} apart" if p.mtp else "")
             + (", MTP modules not counted" if p.mtp is None else ""),
+            *([f"- {line}"] if (line := fmt.shape_line(getattr(report, "shape", None), kv)) else []),
             *([f"- trust: {report.coverage.line()}"] if getattr(report, "coverage", None) else []),
             f"- weights {weights} ({c.weights.detail})",
             f"- KV cache {fmt.bin_bytes(kv.bytes_per_token)}/token, {fmt.bin_bytes(kv.bytes_at_context)} "
@@ -67,6 +75,10 @@ def render(report: Any) -> str:
             lines.append(f"- memory: {c.feasibility.line(short_name(c.workload.device.name))}")
         if c.precision is not None:
             lines.append(f"- {c.precision.note()}; {c.workload.efficiency_note}")
+        if p.by_part:
+            lines += ["", "| part | params | share |", "|---|---:|---:|"]
+            lines += [f"| {a} | {b} | {c_} |" for a, b, c_ in fmt.part_rows(p.by_part, p.total)]
+            lines.append(f"| **total** | {fmt.count(p.total)} | |")
         priced = [ch for ch in report.changes if ch.facet != "*" and ch.deltas]
         if priced:
             lines += [

@@ -55,6 +55,9 @@ def cost_lines(report: Any) -> Text:
     if c is None:
         note = next((ch.note for ch in report.changes if ch.facet == "*"), "not supported")
         text = Text(f"cost: not computed: {note}", style="yellow")
+        shape = fmt.shape_line(getattr(report, "shape", None), None)
+        if shape:
+            text = Text(shape + "\n") + text
         trust = getattr(report, "coverage", None)
         if trust is not None and not trust.verified:
             text.append("\n" + trust.line(), style="yellow")
@@ -70,6 +73,9 @@ def cost_lines(report: Any) -> Text:
     elif p.mtp is None:
         line += ", MTP modules not counted (the config does not describe their tensors)"
     t.append(line + "\n")
+    shape = fmt.shape_line(getattr(report, "shape", None), c.kv)
+    if shape:
+        t.append(shape + "\n")
     trust = getattr(report, "coverage", None)
     if trust is not None:
         t.append(trust.line() + "\n", style=None if trust.verified else "yellow")
@@ -146,24 +152,41 @@ def _without_table(report: Any) -> str:
     return f" ({fmt.count(p.active_without_embedding)} without the embedding table{who})"
 
 
+def titled_table(title: str, first: str, *numbers: str) -> Table:
+    """A borderless table under a left-aligned title: a name column, then number columns."""
+    table = Table(title=title, title_justify="left", expand=False, box=None, header_style="bold")
+    table.pad_edge = False
+    table.add_column(first, min_width=17, no_wrap=True)
+    for name in numbers:
+        table.add_column(name, justify="right")
+    return table
+
+
+def parts_table(report: Any) -> Table | None:
+    """Parameters by part of the model (embedding, attention, FFN, experts, norms, head ...)."""
+    c = report.cost
+    if c is None or not c.params.by_part:
+        return None
+    table = titled_table("parameters by part", "part", "params", "share")
+    for row in fmt.part_rows(c.params.by_part, c.params.total):
+        table.add_row(*row)
+    table.add_row(Text("total", style="bold"), fmt.count(c.params.total), "")
+    return table
+
+
 def changes_table(report: Any) -> Table | None:
     priced = [ch for ch in report.changes if ch.facet != "*"]
     if not priced:
         return None
     base = "the other model" if report.baselines.get("against") else "GPT-2"
-    table = Table(
-        title=f"price of each change vs {base} (this model − counterfactual)",
-        title_justify="left",
-        expand=False,
-        box=None,
-        header_style="bold",
-        pad_edge=False,
+    table = titled_table(
+        f"price of each change vs {base} (this model − counterfactual)",
+        "facet",
+        "Δ params",
+        "Δ KV/token",
+        "Δ FLOPs/token",
+        "Δ decode",
     )
-    table.add_column("facet", min_width=17, no_wrap=True)
-    table.add_column("Δ params", justify="right")
-    table.add_column("Δ KV/token", justify="right")
-    table.add_column("Δ FLOPs/token", justify="right")
-    table.add_column("Δ decode", justify="right")
     for ch in priced:
         d = ch.deltas
         if not d:
@@ -194,7 +217,15 @@ def header(report: Any) -> Text:
     if cls is not None:
         t.append("class  ", style="bold")
         t.append(cls.label + "\n")
-        if cls.family and not cls.is_new:
+        if cls.family and not cls.is_new and cls.new_model_type:
+            t.append(
+                f"new model_type {report.model_type or '(none)'!r}: nearest family {cls.family.name}, "
+                f"same design ({cls.fingerprint.id})"
+                + (f"; read as {cls.read_as}, its structure facts assumed" if cls.read_as else "")
+                + "\n",
+                style="bold magenta",
+            )
+        elif cls.family and not cls.is_new:
             t.append(f"family {cls.family.name} ({cls.fingerprint.id})\n")
         elif cls.family:
             t.append(
@@ -261,6 +292,9 @@ def render(report: Any, width: int | None = None) -> str:
         markup=False,  # config strings ("[/x]") are text, never rich markup
     )
     parts: list[Any] = [header(report), slot_table(report), Text(""), cost_lines(report)]
+    by_part = parts_table(report)
+    if by_part is not None:
+        parts += [Text(""), by_part]
     changes = changes_table(report)
     if changes is not None:
         parts += [Text(""), changes]

@@ -163,6 +163,11 @@ class Architecture:
     config_model_type: str | None = None
     # The audio encoder's config key and model_type, when the config has one.
     audio: tuple[str, str | None] | None = None
+    # Keys of the text config (cited, with the text path) that some resolution or layer rule
+    # read, with their values as written: every one is shown in a slot facet's evidence.
+    read_keys: tuple[tuple[str, Any], ...] = ()
+    # The known model_type whose facts an unknown one was read with (nearest by config keys).
+    donor: str | None = None
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "fields", MappingProxyType(dict(self.fields)))

@@ -16,7 +16,7 @@ from .arch import Architecture
 from .keymap import model_type_spec
 from .layers import counted_layers, layout
 from .relations import check_relations
-from .resolver import resolve_all
+from .resolver import Resolver, resolve_all
 from .towers import audio_config_key, read_vision
 
 # Keys holding a sub-model's own config (read by the towers, or the nested text config).
@@ -44,10 +44,21 @@ def _audio(raw: RawConfig) -> tuple[str, str | None] | None:
     return key, str(mt) if mt else None
 
 
-def build(raw: RawConfig) -> Architecture:
-    """Read ``raw`` into an Architecture (dims, per-layer specs, provenance)."""
+def _read_keys(res: Resolver) -> tuple[tuple[str, object], ...]:
+    """Text-config keys some resolution or layer rule read, cited, with their values; for a
+    nested text config also the file's own keys a field read (Kimi-K3's top-level tie)."""
+    reads = res.read | set(res.spec.get("reads", ()))
+    own = tuple((res.cite(k), v) for k, v in res.text.items() if k in reads)
+    if not res.prefix:
+        return own
+    return own + tuple((k, v) for k, v in res.raw.data.items() if k in res.read_top)
 
-    res = resolve_all(raw)
+
+def build(raw: RawConfig, donor: str | None = None) -> Architecture:
+    """Read ``raw`` into an Architecture (dims, per-layer specs, provenance); a model_type
+    slotdiff does not know is read with ``donor``'s facts, each marked as assumed."""
+
+    res = resolve_all(raw, donor)
     for required in ("d_model", "n_layers", "vocab"):
         if not res.values[required].known or res.values[required].value is None:
             if res.spec.get("no_" + required):
@@ -67,7 +78,13 @@ def build(raw: RawConfig) -> Architecture:
                 f"{at} names custom code ({custom_code_text(refs)}) that transformers imports only "
                 "with trust_remote_code=True; slotdiff read this config as data and imported none of it"
             )
-    if not res.spec:
+    if res.donor:
+        notes.append(
+            f"model_type {res.model_type or '(none)'!r} is not in slotdiff's key map: read as "
+            f"{res.donor}, the known model_type whose keys and design it matches (its structure "
+            "facts are assumed)"
+        )
+    elif not res.spec:
         notes.append(
             f"model_type {res.model_type or '(none)'!r} is not in slotdiff's key map: "
             "fields were read by their common names and structure facts are assumed"
@@ -81,9 +98,11 @@ def build(raw: RawConfig) -> Architecture:
         vision=read_vision(raw),
         unknown_keys=res.unknown_keys(),
         unread_keys=res.unread_keys(_SUBCONFIG_KEYS),
+        read_keys=_read_keys(res),
         config_model_type=str(raw.data.get("model_type") or "") or None,
         audio=_audio(raw),
         notes=tuple(notes),
-        known_model_type=bool(res.spec),
+        known_model_type=bool(res.spec) and not res.donor,
+        donor=res.donor,
         origin_note=raw.note,
     )

@@ -27,6 +27,8 @@ from .keymap import (
 )
 from .tower_spec import multimodal_types
 
+DONOR_NOTE = "assumed: as in"  # + the known model_type an unknown one is read as
+
 
 class _Plan:
     """How one canonical field resolves under one model_type: everything ``_resolve`` reads
@@ -35,7 +37,7 @@ class _Plan:
 
     __slots__ = ("aliases", "assumed", "const", "derive", "fixed", "plain", "scope", "spec")
 
-    def __init__(self, spec: Mapping[str, Any], name: str, model_type: str) -> None:
+    def __init__(self, spec: Mapping[str, Any], name: str, model_type: str, donor: str | None = None) -> None:
         field = field_spec(name)
         own = spec.get("aliases", {}).get(name)
         self.spec = field
@@ -43,14 +45,16 @@ class _Plan:
         self.plain = not any("." in a for a in self.aliases)  # top-level keys only: dict.get
         self.derive: str | None = spec.get("derive", {}).get(name) or field.get("derive")
         self.scope = field.get("scope")
-        fixed = f"fixed by the {model_type} implementation"
+        # an unknown model_type read with a known one's facts: each fact is an assumption
+        how = "assumed" if donor else "model_type"
+        fixed = f"{DONOR_NOTE} {donor}" if donor else f"fixed by the {model_type} implementation"
         self.const = spec.get("const", {}).get(name, MISSING)
         self.fixed: Value | None = None  # a const (not a $reference) or a structure fact
         if self.const is not MISSING:
             if not (isinstance(self.const, str) and self.const.startswith("$")):
-                self.fixed = Value(self.const, "model_type", (), fixed)
+                self.fixed = Value(self.const, how, (), fixed)
         elif name in spec.get("structure", {}):
-            self.fixed = Value(spec["structure"][name], "model_type", (), fixed)
+            self.fixed = Value(spec["structure"][name], how, (), fixed)
         self.assumed = (
             Value(field["default"], "assumed", (), "absent; slotdiff's default")
             if "default" in field
@@ -82,6 +86,10 @@ _TYPES: dict[str, tuple[type, ...]] = {
 }
 
 
+_TYPE_NAMES = {"integer": "an integer", "number": "a number", "boolean": "true/false", "string": "a string"}
+_TYPE_NAMES.update(array="an array", object="an object", null="null")
+
+
 def _type_error(value: Any, types: list[str]) -> str | None:
     """Why ``value`` does not match the JSON types ``types`` (None when it does)."""
     for t in types:
@@ -95,18 +103,7 @@ def _type_error(value: Any, types: list[str]) -> str | None:
     shown = repr(value) if not isinstance(value, str) else f'the string "{value}"'
     if len(shown) > 40:
         shown = shown[:37] + "..."
-    want = " or ".join(
-        {
-            "integer": "an integer",
-            "number": "a number",
-            "boolean": "true/false",
-            "string": "a string",
-            "array": "an array",
-            "object": "an object",
-            "null": "null",
-        }[t]
-        for t in types
-    )
+    want = " or ".join(_TYPE_NAMES[t] for t in types)
     return f"expected {want}, got {shown}"
 
 
@@ -138,13 +135,17 @@ def _plain_int_ok(name: str, value: int) -> bool:
 class Resolver:
     """Resolve canonical fields for one config; remembers provenance and errors."""
 
-    def __init__(self, raw: RawConfig) -> None:
+    def __init__(self, raw: RawConfig, donor: str | None = None) -> None:
         self.raw = raw
         self.text = raw.text
         self.prefix = ".".join(raw.text_path)
         self.model_type = str(self.text.get("model_type") or raw.data.get("model_type") or "")
         self.spec = model_type_spec(self.model_type) or {}
-        if not self.spec and raw.text_path:
+        # a model_type slotdiff does not know, read with a known one's facts (analysis.donor)
+        self.donor = donor if not self.spec and model_type_spec(donor or "") else None
+        if self.donor:
+            self.spec = model_type_spec(self.donor) or {}
+        if not self.spec and raw.text_path and not self.donor:
             # A nested text config without its own model_type: the parent's default text type.
             parent = transformers_defaults().get(str(raw.data.get("model_type")), {})
             sub = parent.get("_text_model_type")
@@ -155,7 +156,11 @@ class Resolver:
         # when a key is absent (a model_type file's "defaults", e.g. a popped kwarg's default
         # or a computed default layer list), which the dataclass fields cannot show.
         # Shared by every config of this model_type: read, never written.
-        self.defaults = _defaults(self.model_type, self.spec.get("defaults_from", self.model_type))
+        # a donor lends its facts, never its config class's defaults: a key the config leaves
+        # out is unknown, not the donor's value (Mistral's default window on a renamed Llama)
+        self.defaults = (
+            {} if self.donor else _defaults(self.model_type, self.spec.get("defaults_from", self.model_type))
+        )
         self.values: dict[str, Value] = {}
         # Top-level keys of the text config (and of the file, for a nested text config) that
         # some resolution found: what the coverage check holds every key against.
@@ -163,7 +168,7 @@ class Resolver:
         self.read_top: set[str] = set()
         self.notes: list[str] = []
         self.layer_types_applied = False
-        self._plans = _plans(self.model_type if self.spec else "")
+        self._plans = _plans(f"~{self.donor}" if self.donor else self.model_type if self.spec else "")
 
     def cite(self, key: str) -> str:
         return f"{self.prefix}.{key}" if self.prefix else key
@@ -217,7 +222,7 @@ class Resolver:
     def plan(self, name: str) -> _Plan:
         plan = self._plans.get(name)
         if plan is None:
-            plan = self._plans[name] = _Plan(self.spec, name, self.model_type)
+            plan = self._plans[name] = _Plan(self.spec, name, self.model_type, self.donor)
         return plan
 
     def aliases(self, name: str) -> list[str]:
@@ -353,14 +358,15 @@ class Resolver:
         """Text-config keys no resolution read and neither the key map nor this family marks
         as structure-free (token ids, dropout, cache flags ...): keys that may change the
         structure without slotdiff knowing. ``nested`` are sub-config keys read elsewhere."""
-        free = structure_free_keys(self.model_type if self.spec else "")
+        free = structure_free_keys(self.donor or (self.model_type if self.spec else ""))
         skip = self.read | free | nested | set(self.spec.get("reads", ()))
         return tuple(self.cite(k) for k in self.text if k not in skip)
 
 
-def resolve_all(raw: RawConfig) -> Resolver:
-    """Resolve every canonical and structure field of ``raw``."""
-    res = Resolver(raw)
+def resolve_all(raw: RawConfig, donor: str | None = None) -> Resolver:
+    """Resolve every canonical and structure field of ``raw`` (an unknown model_type with the
+    facts of ``donor``, when given)."""
+    res = Resolver(raw, donor)
     km = keymap()
     for name in km["fields"]:
         res.resolve(name)

@@ -18,7 +18,12 @@ def attention_kv(arch: Architecture) -> Fill:
     if attn[0].mixer == "mla":
         kv_rank, rope = ev.use("kv_lora_rank"), ev.use("qk_rope_head_dim")
         q_rank, h = ev.use("q_lora_rank"), ev.use("n_heads")
-        detail = f"MLA: latent {kv_rank} + RoPE key {rope} per token, {h} heads"
+        nope, v = ev.use("qk_nope_head_dim"), ev.use("v_head_dim")
+        rotated = ev.use("position") not in ("none",) and any(s.rope for s in attn)
+        key = "RoPE key" if rotated else "decoupled key (not rotated: no positions)"
+        detail = f"MLA: latent {kv_rank} + {key} {rope} per token, {h} heads"
+        if nope is not None and rope is not None:
+            detail += f"; q/k {nope + rope} ({nope} + {rope}) and v {v} per head"
         detail += f", q rank {q_rank}" if q_rank else ", full q projection"
         return ev.fill(
             "attention.kv",
@@ -30,6 +35,8 @@ def attention_kv(arch: Architecture) -> Fill:
                 "qk_rope_head_dim": rope,
                 "q_lora_rank": q_rank,
                 "n_heads": h,
+                "qk_nope_head_dim": nope,
+                "v_head_dim": v,
             },
         )
     h, g, hd = ev.use("n_heads"), ev.use("n_kv_heads"), ev.use("head_dim")
@@ -170,7 +177,12 @@ def attention_qk_norm(arch: Architecture) -> Fill:
         detail = QK_NORM_KINDS.get(kind, f"QK-norm ({kind})")
         if kind != "l2" and ev.use("qk_norm_bias"):
             detail += ", with bias"
-        return ev.fill("attention.qk_norm", "qk-norm", detail, {"scope": kind})
+        attn = attention_layers(arch)
+        roped = [s for s in attn if s.rope]
+        rope_only = bool(ev.use("qk_norm_rope_only")) and len(roped) < len(attn)
+        if rope_only:
+            detail += f", on the {len(roped)} RoPE layers only (not the {len(attn) - len(roped)} NoPE layers)"
+        return ev.fill("attention.qk_norm", "qk-norm", detail, {"scope": kind, "rope_only": rope_only})
     return ev.fill("attention.qk_norm", "none", "none")
 
 

@@ -170,6 +170,10 @@ class Classification:
     distance: int | None
     differs: tuple[str, ...]
     is_new: bool
+    # the model_type is not one slotdiff knows (renamed, remote code): a known design under a
+    # new name is "nearest <family>, new model_type"
+    new_model_type: bool = False
+    read_as: str | None = None  # the known model_type whose facts it was read with
 
     def to_dict(self) -> dict[str, Any]:
         fam = self.family
@@ -186,6 +190,8 @@ class Classification:
                 "differs": [{"facet": f, "article": _article(f)} for f in self.differs],
             },
             "new_architecture": self.is_new,
+            "new_model_type": self.new_model_type,
+            "read_as": self.read_as,
         }
 
 
@@ -288,7 +294,16 @@ def classify(arch: Architecture, fills: Fills | None = None) -> Classification:
     fills = fills or fill_slots(arch)
     fp = fingerprint(fills)
     fam, d, diff = nearest(fp, arch.model_type)
-    return Classification(label(fills), fp, fam, d if fam else None, diff, fam is None or d > 0)
+    return Classification(
+        label(fills),
+        fp,
+        fam,
+        d if fam else None,
+        diff,
+        fam is None or d > 0,
+        new_model_type=not arch.known_model_type,
+        read_as=arch.donor,
+    )
 
 
 def slugify(name: str) -> str:

@@ -52,6 +52,7 @@ class KeyChange:
     old: Any
     new: Any
     facet: str | None
+    free: bool = False  # a key known to carry no structure (dropout, token ids, cache flags)
 
 
 @cache
@@ -75,14 +76,37 @@ def _dotted(path: list[Any]) -> str:
     return out
 
 
+def evidence_facets(fills: Fills, text_path: tuple[str, ...] = ()) -> dict[str, str]:
+    """Top-level config key (within the text config) → the facet whose evidence shows it: the
+    attribution the slot table itself makes, family aliases included."""
+    out: dict[str, str] = {}
+    depth = len(text_path)
+    for f in fills:
+        for key, _ in f.evidence:
+            parts = key.split(".")
+            if depth and parts[:depth] == list(text_path):
+                parts = parts[depth:]
+            if parts:
+                out.setdefault(parts[0], f.id)
+    return out
+
+
 def key_changes(
-    a: Mapping[str, Any], b: Mapping[str, Any], text_path: tuple[str, ...] = ()
+    a: Mapping[str, Any],
+    b: Mapping[str, Any],
+    text_path: tuple[str, ...] = (),
+    facets: Mapping[str, str] | None = None,
+    free: frozenset[str] = frozenset(),
 ) -> tuple[KeyChange, ...]:
-    """Key-level changes from config ``a`` to ``b`` (deepdiff), each attributed to a facet."""
+    """Key-level changes from config ``a`` to ``b`` (deepdiff), each attributed to a facet:
+    by ``facets`` (the models' own slot evidence, :func:`evidence_facets`) first, else by the
+    key map's static table."""
     from deepdiff import DeepDiff
 
-    dd = DeepDiff(dict(a), dict(b), verbose_level=2, view="tree")
-    facets = key_facets()
+    # threshold 0: however different two configs are, report key by key, never one
+    # replaced root (deepdiff's default gives up past a third of the keys changed)
+    dd = DeepDiff(dict(a), dict(b), verbose_level=2, view="tree", threshold_to_diff_deeper=0)
+    facets = {**key_facets(), **(facets or {})}
     out: list[KeyChange] = []
     kinds = {
         "dictionary_item_added": "added",
@@ -103,7 +127,12 @@ def key_changes(
             top = str(rel[0]) if rel else ""
             old = item.t1 if change != "added" else None
             new = item.t2 if change != "removed" else None
-            out.append(KeyChange(_dotted(path), change, _plain(old), _plain(new), facets.get(top)))
+            facet = facets.get(top)
+            out.append(
+                KeyChange(
+                    _dotted(path), change, _plain(old), _plain(new), facet, facet is None and top in free
+                )
+            )
     return tuple(sorted(out, key=lambda k: k.path))
 
 

@@ -31,13 +31,18 @@ def ffn_activation(arch: Architecture) -> Fill:
     kind = name.lower() if gated else ("gelu" if act.startswith("gelu") else act)
     ratio = f / d if f and d else None
     mats = 3 if gated else 2
-    detail = f"{name}, {mats} matrices" + (f", {ratio:.2f}×d" if ratio else "")
+    clamp = ev.use("act_clamp")
+    shown = f"clamped {name}" if clamp else name
+    detail = f"{shown}, {mats} matrices" + (f", {ratio:.2f}×d" if ratio else "")
+    if clamp:
+        # gpt-oss: gate ≤ limit, up within ±limit (swiglu_limit)
+        detail += f", inputs clamped at {clamp:g}" + (" (gate ≤ limit, up within ±limit)" if gated else "")
     return ev.fill(
         "ffn.activation",
         kind,
         detail,
-        {"gated": gated},
-        {"d_ff": f, "ratio": round(ratio, 3) if ratio else None},
+        {"gated": gated, "clamped": bool(clamp)},
+        {"d_ff": f, "ratio": round(ratio, 3) if ratio else None, "clamp": clamp},
     )
 
 
@@ -71,6 +76,9 @@ def ffn_experts(arch: Architecture) -> Fill:
         ev.use("n_zero_experts")
         detail += f" + {zero} zero-compute experts"
     detail += f", expert width {width}"
+    latent = ev.use("moe_latent")
+    if latent:
+        detail += f", routed experts in a {latent:,}-wide latent (projected down from and back up to d)"
     beside = any(s.ffn2 == "moe" and s.ffn == "dense" for s in moe)
     if beside:
         detail += ", beside the dense FFN"
@@ -90,6 +98,7 @@ def ffn_experts(arch: Architecture) -> Fill:
             "dense_first": dense_first,
             "interleave": interleave,
             "beside_dense": beside,
+            "latent": bool(latent),
         },
         {
             "experts": e,
@@ -97,6 +106,7 @@ def ffn_experts(arch: Architecture) -> Fill:
             "shared_experts": shared,
             "expert_width": width,
             "moe_layers": len(moe),
+            "latent": latent,
         },
     )
 

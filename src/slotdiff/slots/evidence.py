@@ -1,0 +1,126 @@
+"""Every config key slotdiff read, shown in a slot: the facet each key belongs to, and a pass
+that adds a read key to its facet's evidence when the facet's rule did not cite it itself.
+
+A key belongs to the facet of the canonical field it decided (the key map's ``facet``, or
+``field_facets`` in schemas/slots.json for structure facts and the model's dimensions); a
+family's local field belongs to the facet of the field its derivation feeds; a key a layer
+rule reads directly (a layer list, a pattern) is named in slots.json ``key_facets``. A read
+key with no facet is returned as unplaced: the coverage line says so, and the tests fail.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import replace
+from functools import cache
+from typing import Any
+
+from ..core.resources import load_schema_file
+from ..schema.arch import Architecture
+from ..schema.expr import expression_names
+from ..schema.keymap import field_spec, keymap, model_type_spec
+from .fill import Fill, slot_table
+
+
+@cache
+def _facets() -> frozenset[str]:
+    return frozenset(i.id for i in slot_table())
+
+
+@cache
+def _field_facets() -> Mapping[str, str]:
+    data = load_schema_file("slots.json").get("field_facets", {})
+    return {k: v for k, v in data.items() if not k.startswith("_")}
+
+
+@cache
+def key_facets() -> Mapping[str, str]:
+    """Top-level config key → facet for keys layer rules read directly (slots.json)."""
+    data = load_schema_file("slots.json").get("key_facets", {})
+    return {k: v for k, v in data.items() if not k.startswith("_")}
+
+
+def field_facet(name: str, model_type: str = "") -> str | None:
+    """The facet whose evidence shows canonical field ``name``'s keys (None: none known)."""
+    own = _field_facets().get(name)
+    if own:
+        return own
+    facet = field_spec(name).get("facet")
+    if facet in _facets():
+        return facet
+    # a family's local field (a switch its derivations read): the facet of what it feeds
+    spec = model_type_spec(model_type) or {}
+    for target, expr in spec.get("derive", {}).items():
+        if target != name and name in expression_names(expr):
+            found = field_facet(target, "")
+            if found:
+                return found
+    return None
+
+
+def top_key(arch: Architecture, cited: str) -> str:
+    """``text_config.rope_scaling.factor`` → ``text_config.rope_scaling`` (the text config's key)."""
+    depth = len(arch.text_path) if cited.split(".")[: len(arch.text_path)] == list(arch.text_path) else 0
+    return ".".join(cited.split(".")[: depth + 1])
+
+
+def _bare(arch: Architecture, cited: str) -> str:
+    prefix = ".".join(arch.text_path) + "." if arch.text_path else ""
+    return cited[len(prefix) :] if prefix and cited.startswith(prefix) else cited
+
+
+def key_owners(arch: Architecture) -> dict[str, str]:
+    """Each top-level config key a field read → the facet it is shown in (a key that decided
+    a field first; then every alias of a field, where an earlier alias decided it)."""
+    family = arch.donor or arch.model_type
+    out: dict[str, str] = {}
+    for name, val in arch.fields.items():
+        if not val.keys or val.how not in ("explicit", "alias", "derived"):
+            continue
+        facet = field_facet(name, family)
+        if facet:
+            for key in val.keys:
+                out.setdefault(top_key(arch, key), facet)
+    prefix = ".".join(arch.text_path) + "." if arch.text_path else ""
+    for alias, name in _alias_fields(family).items():
+        facet = field_facet(name, family)
+        if facet:
+            out.setdefault(prefix + alias, facet)
+    return out
+
+
+@cache
+def _alias_fields(model_type: str) -> Mapping[str, str]:
+    """Top-level config key → the canonical field whose alias it is (the family's own first)."""
+    out: dict[str, str] = {}
+    spec = model_type_spec(model_type) or {}
+    for name, aliases in spec.get("aliases", {}).items():
+        for alias in aliases:
+            out.setdefault(alias.split(".")[0], name)
+    for section in ("fields", "structure"):
+        for name, field in keymap()[section].items():
+            for alias in field.get("aliases", ()):
+                out.setdefault(alias.split(".")[0], name)
+    return out
+
+
+def place_keys(arch: Architecture, fills: tuple[Fill, ...]) -> tuple[tuple[Fill, ...], tuple[str, ...]]:
+    """``fills`` with every read key in some facet's evidence, and the keys no facet claims."""
+    shown = {top_key(arch, k) for f in fills for k, _ in f.evidence}
+    owners = key_owners(arch)
+    extra: dict[str, dict[str, Any]] = {}
+    unplaced: list[str] = []
+    for key, value in arch.read_keys:
+        if key in shown:
+            continue
+        facet = owners.get(key) or key_facets().get(_bare(arch, key))
+        if facet is None:
+            unplaced.append(key)
+        else:
+            extra.setdefault(facet, {})[key] = value
+    if not extra:
+        return fills, tuple(unplaced)
+    out = tuple(
+        replace(f, evidence=f.evidence + tuple(extra[f.id].items())) if f.id in extra else f for f in fills
+    )
+    return out, tuple(unplaced)

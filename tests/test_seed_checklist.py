@@ -11,6 +11,7 @@ speed-ups), are listed in NOT_IN_A_CONFIG with the reason, so the checklist stay
 
 from __future__ import annotations
 
+import hashlib
 import json
 from collections.abc import Callable
 from functools import cache
@@ -697,16 +698,27 @@ def test_seed_claim(claim: str, seed: str, says: str, check: Callable[[], bool])
 
 # seed 004, article 09: "one 1024×1024 image in Qwen2-VL ... 'the encoder output is only 21 MB'
 # and 'this image takes 400-odd MB in the decoder' are both true". The figures are Qwen2-VL-72B's
-# (width 8192, 80 layers, 8 KV heads of 128); its config is tests/fixtures/seeds/ (the published
-# Qwen/Qwen2-VL-72B-Instruct config.json) and max_pixels is its preprocessor_config.json's.
+# (width 8192, 80 layers, 8 KV heads of 128); its config.json and preprocessor_config.json are in
+# tests/fixtures/seeds/ as published (provenance and hashes in SOURCE.md there).
 QWEN2_VL_72B = FIXTURES / "seeds" / "Qwen__Qwen2-VL-72B-Instruct.json"
-CHECKPOINT_MAX_PIXELS = 12845056
+QWEN2_VL_72B_PREPROCESSOR = FIXTURES / "seeds" / "Qwen__Qwen2-VL-72B-Instruct.preprocessor_config.json"
+# SHA-256 of the published files, as github.com/dinoml/model-configs-rs@ce8c83a8 records them
+PUBLISHED_SHA256 = {
+    QWEN2_VL_72B: "c96c3443e6e3c5ec25205cd29a986ce62694584069967c8df71b805bd28ada56",
+    QWEN2_VL_72B_PREPROCESSOR: "b5eaad0c2815f07631535dcc58f3c462b0d73693638ad21d19f3c50820eae1cc",
+}
+
+
+@pytest.mark.parametrize("path", list(PUBLISHED_SHA256), ids=lambda p: p.name)
+def test_seed_fixtures_are_the_published_bytes(path: Path) -> None:
+    assert hashlib.sha256(path.read_bytes()).hexdigest() == PUBLISHED_SHA256[path]
 
 
 def test_seed_09_one_image_in_qwen2_vl() -> None:
     arch = load(QWEN2_VL_72B).arch
     kv = kv_cost(arch, 1).bytes_per_token
-    cost = vision_flops(arch, 1024, 1024, kv_bytes_per_token=kv, max_pixels=CHECKPOINT_MAX_PIXELS)
+    max_pixels = json.loads(QWEN2_VL_72B_PREPROCESSOR.read_text())["max_pixels"]
+    cost = vision_flops(arch, 1024, 1024, kv_bytes_per_token=kv, max_pixels=max_pixels)
     params = count(arch)
     got = injection(arch, cost, injection_unit(arch, params, kv), params)
     assert got.method == "tokens"

@@ -34,16 +34,16 @@ def budget(n: int) -> settings:
     return settings(max_examples=max(1, round(n * settings.default.max_examples / 100)))
 
 
-
 def _subprocesses_keep_bytecode() -> None:
     """``python -m slotdiff`` in a test's subprocess loads compiled bytecode, as an installed
     package does: under PYTHONDONTWRITEBYTECODE every one of the suite's hundreds of
     subprocesses would recompile slotdiff's modules (about 0.15 s of CPU each). The bytecode
     goes to a folder of its own under the temp directory, never into the source tree."""
-    if os.environ.pop("PYTHONDONTWRITEBYTECODE", None) is not None and "PYTHONPYCACHEPREFIX" not in os.environ:
-        os.environ["PYTHONPYCACHEPREFIX"] = os.path.join(
-            tempfile.gettempdir(), f"slotdiff-tests-pycache-{os.getuid() if hasattr(os, 'getuid') else 0}"
-        )
+    dropped = os.environ.pop("PYTHONDONTWRITEBYTECODE", None) is not None
+    if dropped and "PYTHONPYCACHEPREFIX" not in os.environ:
+        user = os.getuid() if hasattr(os, "getuid") else 0
+        folder = os.path.join(tempfile.gettempdir(), f"slotdiff-tests-pycache-{user}")
+        os.environ["PYTHONPYCACHEPREFIX"] = folder
 
 
 _subprocesses_keep_bytecode()

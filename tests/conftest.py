@@ -2,14 +2,19 @@
 
 from __future__ import annotations
 
+import json
 import os
 import re
 import sys
+import tempfile
 from pathlib import Path
 from typing import TYPE_CHECKING
 
 import pytest
 from hypothesis import HealthCheck, settings
+
+from slotdiff.core.bundle import BUNDLE, SOURCES, sources_digest
+from slotdiff.core.resources import data_dir
 
 if TYPE_CHECKING:
     from slotdiff.schema.arch import Architecture
@@ -32,6 +37,33 @@ def budget(n: int) -> settings:
     """``n`` examples under the "ci" profile, scaled with the loaded profile ("long": 20 n)."""
     return settings(max_examples=max(1, round(n * settings.default.max_examples / 100)))
 
+
+def _subprocesses_keep_bytecode() -> None:
+    """``python -m slotdiff`` in a test's subprocess loads compiled bytecode, as an installed
+    package does: under PYTHONDONTWRITEBYTECODE every one of the suite's hundreds of
+    subprocesses would recompile slotdiff's modules (about 0.15 s of CPU each). The bytecode
+    goes to a folder of its own under the temp directory, never into the source tree."""
+    dropped = os.environ.pop("PYTHONDONTWRITEBYTECODE", None) is not None
+    if dropped and "PYTHONPYCACHEPREFIX" not in os.environ:
+        user = os.getuid() if hasattr(os, "getuid") else 0
+        folder = os.path.join(tempfile.gettempdir(), f"slotdiff-tests-pycache-{user}")
+        os.environ["PYTHONPYCACHEPREFIX"] = folder
+
+
+_subprocesses_keep_bytecode()
+
+
+def _stale_bundle_off() -> None:
+    """A knowledge bundle stale against schemas/ or fingerprints/ (a data file edited, the
+    bundle not yet rebuilt) is switched off for the whole run, subprocesses included: the
+    suite then tests the sources, and tests/test_bundle.py alone fails, naming the fix."""
+    with open(BUNDLE, "rb") as fh:
+        made_from = json.loads(fh.readline()).get("sources_sha256")
+    if made_from != sources_digest({name: data_dir(name) for name in SOURCES}):
+        os.environ["SLOTDIFF_NO_BUNDLE"] = "1"
+
+
+_stale_bundle_off()
 
 FIXTURES = Path(__file__).parent / "fixtures"
 CORPUS = FIXTURES / "corpus"
@@ -69,6 +101,14 @@ def arch_from(data: dict, name: str = "inline") -> Architecture:
 def _no_network(monkeypatch: pytest.MonkeyPatch) -> None:
     """Tests never reach the internet: the Hub is offline unless a test points it at 127.0.0.1."""
     monkeypatch.setenv("HF_HUB_OFFLINE", "1")
+
+
+@pytest.fixture(autouse=True)
+def _no_terminal_size(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Layout never depends on the shell that started pytest: COLUMNS and LINES (set by an
+    interactive shell, absent in xdist workers and CI) are unset; a test wanting a width sets one."""
+    monkeypatch.delenv("COLUMNS", raising=False)
+    monkeypatch.delenv("LINES", raising=False)
 
 
 @pytest.fixture(scope="session")

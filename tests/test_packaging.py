@@ -44,6 +44,7 @@ def test_wheel_contains_data(wheel: Path) -> None:
         "slotdiff/_data/schemas/model_types/llama.json",
         "slotdiff/catalog/index.tsv",
         "slotdiff/catalog/openai-community__gpt2.json",
+        "slotdiff/knowledge.bundle",
     ):
         assert required in names, required
     fingerprints = [n for n in names if n.startswith("slotdiff/_data/fingerprints/") and n.endswith(".json")]

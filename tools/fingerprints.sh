@@ -7,6 +7,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 export HF_HUB_OFFLINE=1
+export SLOTDIFF_NO_BUNDLE=1  # the family files come from schemas/ itself, not an older bundle
 out=${1:-fingerprints}
 fp() { python3 -m slotdiff fingerprint "$1" --name "$2" --out "$out" --force "${@:3}" >/dev/null; }
 d=tests/fixtures/corpus/transformers-defaults

@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import dataclasses
 import json
+import os
 import sys
 import warnings
 from typing import Any
@@ -24,6 +25,8 @@ from typing import Any
 from slotdiff.core.files import atomic_write_text
 from slotdiff.core.resources import data_dir
 from slotdiff.schema.keymap import known_keys
+
+os.environ["SLOTDIFF_NO_BUNDLE"] = "1"  # a generator reads the sources, never a bundle made before them
 
 
 def config_keys(config: Any) -> set[str]:

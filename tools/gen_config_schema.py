@@ -8,9 +8,13 @@ src/slotdiff/schema/layer_rules.py, or the constraints file (tests/test_lint_dat
 
 from __future__ import annotations
 
+import os
+
 from slotdiff.core.files import atomic_write_text
 from slotdiff.core.resources import data_dir
 from slotdiff.lint.configschema import SCHEMA_FILE, render
+
+os.environ["SLOTDIFF_NO_BUNDLE"] = "1"  # a generator reads the sources, never a bundle made before them
 
 
 def main() -> int:

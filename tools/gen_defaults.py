@@ -12,10 +12,13 @@ from __future__ import annotations
 
 import json
 import math
+import os
 import sys
 import warnings
 from pathlib import Path
 from typing import Any
+
+os.environ["SLOTDIFF_NO_BUNDLE"] = "1"  # a generator reads the sources, never a bundle made before them
 
 ROOT = Path(__file__).resolve().parent.parent
 

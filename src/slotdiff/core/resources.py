@@ -11,6 +11,8 @@ from functools import cache
 from pathlib import Path
 from typing import Any
 
+from .bundle import bundled, listing
+
 _PKG = Path(__file__).resolve().parent.parent  # the slotdiff package (this file is in core/)
 
 
@@ -33,6 +35,18 @@ def catalog_dir() -> Path:
 
 @cache
 def load_schema_file(filename: str) -> Any:
-    """Parse one JSON file from ``schemas/`` (cached: these files never change at run time)."""
-    with open(data_dir("schemas") / filename, encoding="utf-8") as fh:
-        return json.load(fh)
+    """One JSON file of ``schemas/``, parsed: from the knowledge bundle, else the file itself
+    (cached: these files never change at run time)."""
+    try:
+        return bundled(f"schemas/{filename}")
+    except KeyError:
+        with open(data_dir("schemas") / filename, encoding="utf-8") as fh:
+            return json.load(fh)
+
+
+def schema_folder(folder: str) -> list[str]:
+    """The JSON file names of ``schemas/<folder>``, sorted (the bundle's listing when it is on)."""
+    names = listing(f"schemas/{folder}")
+    if names is None:
+        names = sorted(p.name for p in (data_dir("schemas") / folder).glob("*.json"))
+    return names

@@ -109,6 +109,20 @@ class Deployment:
         """Matmul weights per GPU, as FLOPs per token."""
         return MemoryPlan(self.arch, self.format, self.workload.kv_dtype, select="flops")
 
+    def at_peak(self, workload: Workload) -> Deployment:
+        """This deployment under ``workload``, which differs only in its efficiencies: the
+        memory plans and the FLOPs and KV figures are shared, not recomputed."""
+        mine = self.workload
+        same = (workload.weight_dtype, workload.kv_dtype) == (mine.weight_dtype, mine.kv_dtype)
+        other = replace(self, workload=workload)
+        if same:
+            for name in ("format", "plan", "read_plan", "flops_plan", "_flops_scale"):
+                if name in self.__dict__:
+                    other.__dict__[name] = self.__dict__[name]
+            other._flops.update(self._flops)
+            other._kv.update(self._kv)
+        return other
+
     @property
     def usable(self) -> float:
         return self.device.memory_bytes * (1 - RESERVE_FRACTION)

@@ -91,6 +91,31 @@ class Need:
         return max(0.0, self.needed - self.usable)
 
 
+Inventory = tuple[tuple[Tensor, ...], tuple[tuple[Tensor, ...], ...], tuple[Tensor, ...]]
+# The last few architectures' tensor inventories, by identity (each entry holds its
+# Architecture, so an id is never reused while cached): a model's held, read and FLOPs plans,
+# its feasibility and its at-peak bound all break down the same tensors.
+_INVENTORIES: dict[int, tuple[Architecture, Inventory]] = {}
+_KEEP = 16
+
+
+def _inventory(arch: Architecture) -> Inventory:
+    """(tensors outside the layers, one layer's tensors per run of ``arch.layer_runs``, all
+    tensors) of ``arch``, computed once per Architecture object."""
+    hit = _INVENTORIES.get(id(arch))
+    if hit is not None and hit[0] is arch:
+        return hit[1]
+    zero_arch = replace(arch, layers=())
+    per_run = tuple(
+        tensors(replace(zero_arch, layers=(evolve(spec, index=0),))) for spec, _ in arch.layer_runs
+    )
+    out = (tensors(zero_arch), per_run, tensors(arch))
+    if len(_INVENTORIES) >= _KEEP:
+        _INVENTORIES.clear()  # (a whole-cache drop: safe while another thread reads or adds)
+    _INVENTORIES[id(arch)] = (arch, out)
+    return out
+
+
 class MemoryPlan:
     """One model's weights and cache by share class and layer design, for any layout."""
 
@@ -104,8 +129,7 @@ class MemoryPlan:
         self.b = storage_bits(kv_dtype) / 8
         self.b_state = storage_bits(state_dtype(arch)) / 8
         g0 = _g(arch, None)
-        zero_arch = replace(arch, layers=())
-        every = tensors(zero_arch)
+        every, per_run, full_tensors = _inventory(arch)
         zero = tuple(t for t in every if keep(t))
         self.first: Bytes = _classed(tuple(t for t in zero if t.slot in _FIRST), fmt, g0)
         if select == "held":
@@ -131,22 +155,21 @@ class MemoryPlan:
         self.counts: list[int] = []
         self.layer_bytes: list[Bytes] = []
         index: dict[tuple[object, ...], int] = {}
-        for spec, n in arch.layer_runs:
+        for (spec, n), one_layer in zip(arch.layer_runs, per_run, strict=True):
             index[_key(spec)] = len(self.designs)
             self.designs.append(spec)
             self.counts.append(n)
-            one_layer = tensors(replace(zero_arch, layers=(evolve(spec, index=0),)))
             one = _classed(tuple(t for t in one_layer if keep(t)), fmt, _g(arch, spec))
             self.layer_bytes.append(_minus(one, zero_bytes))
         self._index = index
         self._sums: dict[int, list[tuple[Bytes, dict[tuple[bool, int, int | None], float], float]]] = {}
-        full = sum(tensor_bytes(t, fmt) for t in tensors(arch) if keep(t))
+        full = sum(tensor_bytes(t, fmt) for t in full_tensors if keep(t))
         split = sum(zero_bytes.values()) + sum(
             n * sum(b.values()) for n, b in zip(self.counts, self.layer_bytes, strict=True)
         )
         self.even = abs(split - full) > 1e-6 * max(1.0, full)
         if self.even:  # shared blocks and the like: spread the layers' bytes evenly instead
-            per = _minus(_classed(tuple(t for t in tensors(arch) if keep(t)), fmt, g0), zero_bytes)
+            per = _minus(_classed(tuple(t for t in full_tensors if keep(t)), fmt, g0), zero_bytes)
             n = max(1, arch.n_layers)
             self.layer_bytes = [{k: v / n for k, v in per.items()} for _ in self.designs]
         self.kv_groups: list[list[tuple[bool, int, int | None, float]]] = []

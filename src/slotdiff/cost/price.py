@@ -23,11 +23,10 @@ from .feasibility import Feasibility, feasibility
 from .flops import FlopsCost, flops_cost
 from .inventory.mtp import mtp_tensors
 from .kv import KVCost, kv_cost
-from .memory import MemoryPlan
 from .params import ParamCount, count
 from .roofline import DecodeCost, PrefillCost, decode_cost, prefill_cost
 from .step import layout_notes
-from .weights import WeightsCost, effective_format, weights_cost
+from .weights import WeightsCost, weights_cost
 from .workload import Workload
 
 __all__ = ["CostReport", "Workload", "cost_of", "price"]
@@ -123,8 +122,7 @@ def cost_of(arch: Architecture, workload: Workload | None = None, *, searches: b
     notes = [*ASSUMPTIONS, prec.note(), wl.efficiency_note, *weights.notes, *layout_notes(dep)]
     fit = None
     if searches and weights.supported:
-        plan = MemoryPlan(arch, effective_format(arch, wl.weight_dtype)[0], wl.kv_dtype)
-        fit = feasibility(plan, device, wl.gpus, wl.batch, wl.context, layout=wl.layout)
+        fit = feasibility(dep.plan, device, wl.gpus, wl.batch, wl.context, layout=wl.layout)
         warning = context_limit(arch).warning(wl.context)
         if warning:
             notes.append(warning)
@@ -154,9 +152,7 @@ def cost_of(arch: Architecture, workload: Workload | None = None, *, searches: b
     bound = None
     if searches and not wl.bound:  # the lower bound beside the estimate, and their ratio
         at_peak = replace(wl, mfu=1.0, mbu=1.0, efficiency=None)
-        bound = decode_cost(
-            Deployment(arch, params, weights, at_peak, wl.parallel), wl.batch, wl.context, False
-        )
+        bound = decode_cost(dep.at_peak(at_peak), wl.batch, wl.context, False)
     return CostReport(wl, params, weights, kv, flops, decode, prefill, tuple(notes), prec, fit, head, bound)
 
 

@@ -25,6 +25,7 @@ from ..core.errors import SlotdiffError
 from ..core.quantity import parse_real
 from .hub_errors import HubFailure, describe_failure, looks_like_repo_id
 from .jsonpos import MAX_BYTES
+from .offline import hf_cache_may_hold, offline
 from .retry import Retrier, RetryPolicy
 
 T = TypeVar("T")
@@ -43,6 +44,9 @@ DEADLINE = 60.0
 ANALYZE_RETRY = RetryPolicy(
     attempts=3, backoff=1.0, max_backoff=4.0, retry_after_cap=10.0, model_budget=20.0, total_budget=20.0
 )
+
+
+OFFLINE_MISS = "HF_HUB_OFFLINE is set and config.json is not in the HF cache"
 
 
 def hub_deadline() -> float:
@@ -88,13 +92,15 @@ def download_config(
     """
     if not looks_like_repo_id(repo_id):
         raise HubFailure("not_found", f"{repo_id!r} is not a valid repo id")
+    if offline() and not hf_cache_may_hold(repo_id):  # the answer below, without the import
+        raise HubFailure("offline", OFFLINE_MISS)
     from huggingface_hub import constants
 
     if constants.HF_HUB_OFFLINE or os.environ.get("HF_HUB_OFFLINE", "") in ("1", "true", "True"):
         cached = _cached(repo_id, revision)
         if cached:
             return cached, "hf-cache", "HF_HUB_OFFLINE is set: read from the HF cache"
-        raise HubFailure("offline", "HF_HUB_OFFLINE is set and config.json is not in the HF cache")
+        raise HubFailure("offline", OFFLINE_MISS)
     quiet_side_requests()
     deadline = deadline or hub_deadline()
     probe = timeout or constants.HF_HUB_ETAG_TIMEOUT  # HF_HUB_ETAG_TIMEOUT (default 10 s)

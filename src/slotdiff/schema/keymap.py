@@ -18,7 +18,8 @@ from collections.abc import Mapping
 from functools import cache
 from typing import Any
 
-from ..core.resources import data_dir, load_schema_file
+from ..core.bundle import index
+from ..core.resources import load_schema_file, schema_folder
 from .expr import Dialect, compiler
 
 MISSING = object()
@@ -61,8 +62,7 @@ def model_type_spec(model_type: str) -> dict[str, Any] | None:
 @cache
 def known_model_types() -> frozenset[str]:
     """Every model_type the key map has a section for."""
-    folder = data_dir("schemas") / "model_types"
-    return frozenset(p.stem for p in folder.glob("*.json"))
+    return frozenset(name.removesuffix(".json") for name in schema_folder("model_types"))
 
 
 @cache
@@ -77,13 +77,15 @@ def known_keys(family_ignored: bool = True) -> frozenset[str]:
 
     ``family_ignored=False`` leaves out the keys only a family's ``ignored`` names: keys its
     implementation reads nothing from (a stale ``use_mrope``), which lint still reports."""
+    precomputed = index("known_keys" if family_ignored else "known_keys_without_family_ignored")
+    if precomputed is not None:
+        return frozenset(precomputed)
     km = keymap()
     keys = set(km["ignored"])
     for spec in km["fields"].values():
         keys.update(a.split(".")[0] for a in spec["aliases"])
-    folder = data_dir("schemas") / "model_types"
-    for p in folder.glob("*.json"):
-        mt = load_schema_file(f"model_types/{p.name}")
+    for name in schema_folder("model_types"):
+        mt = load_schema_file(f"model_types/{name}")
         for aliases in mt.get("aliases", {}).values():
             keys.update(a.split(".")[0] for a in aliases)
         keys.update(mt.get("reads", []))

@@ -31,7 +31,7 @@ from collections.abc import Mapping
 from functools import cache
 from typing import Any
 
-from ..core.resources import data_dir, load_schema_file
+from ..core.resources import load_schema_file, schema_folder
 from .arch import Value
 from .expr import Dialect, compiler
 from .hmlp import hmlp_scales
@@ -160,8 +160,10 @@ def _check_items(items: list[dict[str, Any]], where: str) -> None:
 def _with_extends(folder_name: str, own: tuple[str, ...] = ()) -> dict[str, dict[str, Any]]:
     """Every file of ``schemas/<folder_name>`` by file stem, each ``extends`` chain merged: the
     child's keys win, its ``fields`` merged key by key; keys in ``own`` are never inherited."""
-    folder = data_dir("schemas") / folder_name
-    raw = {p.stem: load_schema_file(f"{folder_name}/{p.name}") for p in sorted(folder.glob("*.json"))}
+    raw = {
+        name.removesuffix(".json"): load_schema_file(f"{folder_name}/{name}")
+        for name in schema_folder(folder_name)
+    }
 
     def merged(name: str, seen: tuple[str, ...] = ()) -> dict[str, Any]:
         spec = raw[name]

@@ -17,6 +17,7 @@ from functools import cache, cached_property
 from pathlib import Path
 from typing import Any
 
+from ..core.bundle import bundled, listing
 from ..core.resources import data_dir
 from ..schema.arch import Architecture
 from .fill import Fill, Fills, articles, slot_table
@@ -128,29 +129,37 @@ class Family:
 
 def families(folder: str | Path | None = None) -> tuple[Family, ...]:
     """Every known family in ``folder`` (default: the fingerprints/ data set), sorted by slug."""
+    if folder is None and (names := listing("fingerprints")) is not None:
+        return _bundled_families(tuple(names))
     where = Path(folder) if folder is not None else data_dir("fingerprints")
     # Re-read when a file is added or changed (a scan may have just written proposals).
     files = tuple((p.name, p.stat().st_mtime_ns, p.stat().st_size) for p in sorted(where.glob("*.json")))
     return _families_in(str(where), files)
 
 
+def _family(stem: str, data: Mapping[str, Any]) -> Family:
+    return Family(
+        stem,
+        data["name"],
+        tuple(data["model_types"]),
+        fingerprint_from_dict(data["fills"]),
+        tuple(data.get("exemplars", [])),
+        data.get("label", ""),
+    )
+
+
 @cache
 def _families_in(folder: str, files: tuple[tuple[str, int, int], ...]) -> tuple[Family, ...]:
-    out = []
-    for name, _, _ in files:
-        path = Path(folder) / name
-        data = json.loads(path.read_text(encoding="utf-8"))
-        out.append(
-            Family(
-                path.stem,
-                data["name"],
-                tuple(data["model_types"]),
-                fingerprint_from_dict(data["fills"]),
-                tuple(data.get("exemplars", [])),
-                data.get("label", ""),
-            )
-        )
-    return tuple(out)
+    return tuple(
+        _family(Path(name).stem, json.loads((Path(folder) / name).read_text(encoding="utf-8")))
+        for name, _, _ in files
+    )
+
+
+@cache
+def _bundled_families(names: tuple[str, ...]) -> tuple[Family, ...]:
+    """The data set's families from the knowledge bundle (validated when it was built)."""
+    return tuple(_family(Path(name).stem, bundled(f"fingerprints/{name}")) for name in names)
 
 
 def distance(a: Fingerprint, b: Fingerprint) -> tuple[int, tuple[str, ...]]:

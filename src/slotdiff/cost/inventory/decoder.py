@@ -212,8 +212,26 @@ def _norms(b: Builder, runs: tuple[tuple[LayerSpec, int], ...]) -> None:
         b.add("norms/layer_scales", d, 1, count, "vector", "model.layers.0.input_residual")
 
 
+# The last few architectures' tensors, by identity (each entry holds its Architecture, so an
+# id is never reused while cached): the parameter count and every memory plan of one cost
+# pass ask for the same model's tensors.
+_BUILT: dict[int, tuple[Architecture, tuple[Tensor, ...]]] = {}
+_KEEP = 16
+
+
 def tensors(arch: Architecture) -> tuple[Tensor, ...]:
     """Every parameter tensor of the model transformers would build from this config."""
+    hit = _BUILT.get(id(arch))
+    if hit is not None and hit[0] is arch:
+        return hit[1]
+    out = _build(arch)
+    if len(_BUILT) >= _KEEP:
+        _BUILT.clear()  # (a whole-cache drop: safe while another thread reads or adds)
+    _BUILT[id(arch)] = (arch, out)
+    return out
+
+
+def _build(arch: Architecture) -> tuple[Tensor, ...]:
     b = Builder(arch)
     d, vocab = need_int(arch, "d_model"), need_int(arch, "vocab")
     rows = vocab + (arch.get("embed_extra_rows") or 0)  # Mllama: vocab_size + 8

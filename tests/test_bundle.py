@@ -1,0 +1,102 @@
+"""The knowledge bundle (src/slotdiff/knowledge.bundle) is what its sources say, and a run
+gives the same answers with it as from the sources themselves."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from slotdiff.core.bundle import BUNDLE, SOURCES, sources_digest
+from slotdiff.core.resources import data_dir
+
+from conftest import raw
+
+ROOT = Path(__file__).resolve().parent.parent
+ROOTS = {name: data_dir(name) for name in SOURCES}
+
+
+def head() -> dict:
+    with open(BUNDLE, "rb") as fh:
+        return json.loads(fh.readline())
+
+
+def test_bundle_is_not_stale() -> None:
+    assert head()["sources_sha256"] == sources_digest(ROOTS), (
+        "src/slotdiff/knowledge.bundle is stale against schemas/ and fingerprints/: "
+        "run `PYTHONPATH=src python tools/bundle.py` and commit it"
+    )
+
+
+def test_bundle_tool_says_up_to_date() -> None:
+    """The generator rebuilds byte for byte what is committed (validation included)."""
+    env = {**os.environ, "PYTHONPATH": str(ROOT / "src")}
+    out = subprocess.run(
+        [sys.executable, str(ROOT / "tools" / "bundle.py"), "--check"],
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=120,
+    )
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.strip() == "knowledge.bundle is up to date"
+
+
+def test_every_source_is_in_the_bundle_as_written() -> None:
+    with open(BUNDLE, "rb") as fh:
+        lines = fh.read().splitlines()[1:]
+    texts = dict(line.decode("utf-8").split("\t", 1) for line in lines)
+    for name, root in ROOTS.items():
+        files = sorted(root.rglob("*.json"))
+        assert files
+        for path in files:
+            key = f"{name}/{path.relative_to(root).as_posix()}"
+            assert json.loads(texts.pop(key)) == json.loads(path.read_text(encoding="utf-8")), key
+    assert not texts, f"bundled files with no source: {sorted(texts)}"
+
+
+def test_digest_changes_with_one_byte_and_with_a_new_file(tmp_path: Path) -> None:
+    roots = {}
+    for name, root in ROOTS.items():
+        roots[name] = tmp_path / name
+        shutil.copytree(root, roots[name])
+    before = sources_digest(roots)
+    assert before == sources_digest(ROOTS)
+    keymap = roots["schemas"] / "keymap.json"
+    original = keymap.read_bytes()
+    keymap.write_bytes(original + b" ")
+    assert sources_digest(roots) != before
+    keymap.write_bytes(original)
+    assert sources_digest(roots) == before
+    (roots["fingerprints"] / "new.json").write_text("{}", encoding="utf-8")
+    assert sources_digest(roots) != before
+
+
+@pytest.mark.parametrize(
+    "config",
+    [
+        raw("Qwen/Qwen3-30B-A3B"),
+        raw("openai-community/gpt2"),
+        Path(__file__).parent / "fixtures" / "vision" / "Qwen__Qwen3-VL-30B-A3B-Instruct.json",
+    ],
+    ids=lambda p: p.stem,
+)
+def test_same_report_with_and_without_the_bundle(config: Path) -> None:
+    reports = []
+    for off in ("1", "0"):
+        env = {**os.environ, "SLOTDIFF_NO_BUNDLE": off, "HF_HUB_OFFLINE": "1"}
+        out = subprocess.run(
+            [sys.executable, "-m", "slotdiff", str(config), "--json"],
+            capture_output=True,
+            text=True,
+            env=env,
+            timeout=120,
+        )
+        assert out.returncode == 0, out.stderr
+        reports.append(out.stdout)
+    assert reports[0] == reports[1]

@@ -416,5 +416,6 @@ def test_pre_commit_itself_lints_the_option_named_file_as_a_file(project: Path, 
         res = precommit(["run", hook, "--all-files"], project, precommit_home)
         assert res.returncode == 1, res.stdout
         found = reported(res.stdout)
-        assert any(r[0] == str(bad.relative_to(project)) and r[3].startswith("SD1") for r in found), res.stdout
+        rel = str(bad.relative_to(project))
+        assert any(r[0] == rel and r[3].startswith("SD1") for r in found), res.stdout
         assert any(r[0] == "--config=tokenizer_config.json" and r[3] == "SD101" for r in found), res.stdout

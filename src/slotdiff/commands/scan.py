@@ -24,6 +24,7 @@ from ..scan.pipelines import expand_pipeline_tags
 from ..scan.propose import write_proposals
 from ..scan.report import PIECES, RENDERERS, new_fingerprints, render_terminal, spool, to_dict
 from ..scan.verdict import NEW
+from ..slots.classify import families
 from .options import COUNT, NONNEGATIVE, SECONDS, add_width_argument
 
 EPILOG = """\
@@ -226,6 +227,8 @@ def run(args: argparse.Namespace) -> int:
     expand_pipeline_tags(args.pipeline_tag)  # a bad name is a usage error before any request
     if args.fingerprints is not None and not args.fingerprints.is_dir():
         raise UsageError(f"--fingerprints {args.fingerprints}: not a folder")
+    if args.fingerprints is not None:
+        families(args.fingerprints)  # every family file read and checked before any request
     opts = ScanOptions(
         since=args.since,
         by=args.by,

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import os
 import signal
 import sys
 from collections.abc import Callable
@@ -229,6 +230,7 @@ def run(args: argparse.Namespace) -> int:
         raise UsageError(f"--fingerprints {args.fingerprints}: not a folder")
     if args.fingerprints is not None:
         families(args.fingerprints)  # every family file read and checked before any request
+    _distinct_outputs(args)
     opts = ScanOptions(
         since=args.since,
         by=args.by,
@@ -333,6 +335,23 @@ def _unwritten(path: Path, err: OSError) -> SlotdiffError:
         f"cannot write the report ({err.strerror or err}); nothing was marked as seen, "
         "the next scan reports these models again",
     )
+
+
+def _distinct_outputs(args: argparse.Namespace) -> None:
+    """Refuse a report path that is the state file (or its journal or lock) or another report's
+    path, through any symlink: the report would replace the state, or one report the other."""
+    taken: dict[str, str] = {}
+    if args.state is not None:
+        state = os.path.realpath(args.state)  # where ScanState keeps it, its journal and lock
+        for suffix, what in (("", "--state"), (".journal", "--state's journal"), (".lock", "--state's lock")):
+            taken[os.path.realpath(state + suffix)] = what
+    for path, name in _files(args):
+        real = os.path.realpath(path)
+        if real in taken:
+            raise UsageError(
+                f"--write-{name} {path} is the file {taken[real]} names; give it a path of its own"
+            )
+        taken[real] = f"--write-{name}"
 
 
 def _files(args: argparse.Namespace) -> list[tuple[Path, str]]:

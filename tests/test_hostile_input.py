@@ -383,3 +383,114 @@ def test_local_runs_import_no_heavy_modules(tmp_path: Path, args: list[str]) -> 
     code, _, heavy = res.stderr.strip().splitlines()[-1].partition(" ")
     assert int(code) in (0, 1, 2)
     assert heavy == "", f"imported {heavy}"
+
+
+# ------------------------------------------ every file a user names: regular and capped
+
+SPECIALS = ["fifo", "dev-zero", "dev-null-link", "folder"]
+
+
+def _special(where: Path, kind: str) -> Path:
+    """A path named like the file a command wants that is not a regular file behind it."""
+    if kind == "fifo":
+        os.mkfifo(where)
+    elif kind == "dev-zero":
+        where.symlink_to("/dev/zero")  # a read without a cap never ends
+    elif kind == "dev-null-link":
+        where.symlink_to("/dev/null")
+    else:
+        where.mkdir()
+    return where
+
+
+def _slotdiff(*argv: str, cwd: Path) -> subprocess.CompletedProcess[str]:
+    """The console script's module in a fresh interpreter; a hang fails at the timeout."""
+    return subprocess.run(
+        [sys.executable, "-m", "slotdiff", *argv],
+        capture_output=True,
+        text=True,
+        env=ENV,
+        cwd=cwd,
+        timeout=60,
+        check=False,
+    )
+
+
+@pytest.mark.parametrize("kind", SPECIALS)
+@pytest.mark.parametrize("name", ["x.json", "config.json"])
+def test_lint_folder_with_a_special_json_file_neither_blocks_nor_reads_it(
+    tmp_path: Path, kind: str, name: str
+) -> None:
+    """``lint FOLDER``: a FIFO or device named ``*.json`` is skipped with its reason, or (named
+    like a config) reported as an error, and the real config beside it is still checked."""
+    folder = tmp_path / "configs"
+    folder.mkdir()
+    (folder / "real_config.json").write_text(json.dumps(with_(LLAMA, num_hidden_layers=0)))
+    _special(folder / name, kind)
+    res = _slotdiff("lint", "--no-config", "-v", "configs", cwd=tmp_path)
+    assert res.returncode == 1 and "internal error" not in res.stderr, res.stderr
+    assert "configs/real_config.json:" in res.stdout
+    if kind == "folder":
+        return  # a folder named *.json is walked into, never read as a file
+    if name == "config.json":
+        assert f"configs/{name}:1:1: SD101" in res.stdout and "not a regular file" in res.stdout
+    else:
+        assert f"skipping configs/{name} (not a regular file" in res.stderr, res.stderr
+
+
+@pytest.mark.parametrize("kind", ["fifo", "dev-zero", "dev-null-link"])
+@pytest.mark.parametrize(
+    "argv",
+    [
+        ["lint", "{cfg}", "--config", "{special}"],
+        ["{cfg}", "--gpu-file", "{special}"],
+        ["fit", "{cfg}", "--gpu-file", "{special}", "--gpu", "x"],
+        ["lint", "{special}"],
+        ["{special}"],
+        ["diff", "{cfg}", "{special}"],
+    ],
+    ids=["lint-config", "gpu-file", "fit-gpu-file", "lint-file", "analyze", "diff"],
+)
+def test_a_named_special_file_is_one_line_and_exit_2(tmp_path: Path, kind: str, argv: list[str]) -> None:
+    """Every path a user names on the command line (a policy, a GPU file, a config) behind a FIFO
+    or a device: one line naming it, exit 2 (lint of the config itself: SD101, exit 1)."""
+    cfg = tmp_path / "config.json"
+    cfg.write_text(json.dumps(LLAMA))
+    special = _special(tmp_path / "special.json", kind)
+    res = _slotdiff(*[a.format(cfg=cfg, special=special) for a in argv], cwd=tmp_path)
+    assert "internal error" not in res.stderr and "Traceback" not in res.stderr, res.stderr
+    if argv == ["lint", "{special}"]:
+        assert res.returncode == 1 and "SD101" in res.stdout and "not a regular file" in res.stdout
+        return
+    assert res.returncode == 2, (res.returncode, res.stdout, res.stderr)
+    assert res.stderr.count("\n") == 1 and "special.json" in res.stderr, res.stderr
+    assert "not a regular file" in res.stderr, res.stderr
+
+
+@pytest.mark.parametrize("kind", ["fifo", "dev-zero", "huge", "not-json", "wrong-shape"])
+def test_scan_fingerprints_folder_with_a_bad_family_file_is_exit_2_before_any_request(
+    tmp_path: Path, kind: str
+) -> None:
+    """``scan --fingerprints DIR``: every family file is read capped and checked against
+    fingerprint.schema.json first; no Hub is needed to see the refusal (HF_HUB_OFFLINE would
+    only be said after it)."""
+    folder = tmp_path / "families"
+    folder.mkdir()
+    bundled = ROOT / "src" / "slotdiff" / "fingerprints"
+    bundled = bundled if bundled.is_dir() else ROOT / "fingerprints"
+    good = sorted(bundled.glob("*.json"))[0]
+    (folder / good.name).write_text(good.read_text())
+    bad = folder / "zz-bad.json"
+    if kind in ("fifo", "dev-zero"):
+        _special(bad, kind)
+    elif kind == "huge":
+        with open(bad, "wb") as fh:
+            fh.truncate(64 * 1024 * 1024)
+    elif kind == "not-json":
+        bad.write_text("{")
+    else:
+        bad.write_text(json.dumps({"name": "x"}))
+    res = _slotdiff("scan", "--fingerprints", str(folder), "--state", str(tmp_path / "s.json"), cwd=tmp_path)
+    assert res.returncode == 2 and "internal error" not in res.stderr, res.stderr
+    assert res.stderr.count("\n") == 1 and "zz-bad.json" in res.stderr, res.stderr
+    assert not (tmp_path / "s.json").exists()

@@ -331,3 +331,91 @@ def test_git_commit_is_blocked_by_a_forbidden_change_and_a_broken_config(
     add_broken(project)
     res = commit()
     assert res.returncode != 0 and "SD105" in res.stdout + res.stderr
+
+
+# ------------------------------------------------- a file name never becomes an option
+
+
+def plant_option_named_file(project: Path) -> Path:
+    """Issue 30.1's pull request: a policy that ignores everything, hidden in a file the hook's
+    ``exclude`` skips, an empty file whose name is the option that would load it, and a config
+    with no layers (an error the policy would silence)."""
+    (project / "tokenizer_config.json").write_text('ignore = ["SD"]\n')
+    (project / "--config=tokenizer_config.json").write_text("")
+    bad = project / "configs" / "zero-layers" / "config.json"
+    bad.parent.mkdir(parents=True)
+    data = json.loads(raw("meta-llama/Llama-3.2-1B").read_text())
+    bad.write_text(json.dumps({**data, "num_hidden_layers": 0}, indent=2) + "\n")
+    git("add", "-A", cwd=project)
+    return bad
+
+
+@pytest.mark.parametrize("hook", [h["id"] for h in hooks()])
+def test_a_file_named_like_an_option_is_linted_as_a_file(hook: str, tmp_path: Path) -> None:
+    """Each entry as pre-commit builds it (entry + default args + file names, the option-named
+    file first): the option-named file is a file (an empty config: SD101), the policy it names
+    is never read, and the zero-layer config is an error."""
+    spec = next(h for h in hooks() if h["id"] == hook)
+    init_repo(tmp_path)
+    (tmp_path / "seed.txt").write_text("x")
+    git("add", "-A", cwd=tmp_path)
+    git("commit", "-qm", "seed", cwd=tmp_path)
+    bad = plant_option_named_file(tmp_path)
+    files = ["--config=tokenizer_config.json", str(bad.relative_to(tmp_path))]
+    env = {**os.environ, "PYTHONPATH": str(ROOT / "src"), "HF_HUB_OFFLINE": "1"}
+    argv = [sys.executable, "-m", "slotdiff", *spec["entry"].split()[1:], *spec["args"], *files]
+    res = subprocess.run(argv, cwd=tmp_path, env=env, capture_output=True, text=True, check=False)
+    assert res.returncode == 1, res.stdout + res.stderr
+    codes = {(m.group("path"), m.group("code")) for m in LINE.finditer(res.stdout)}
+    assert ("--config=tokenizer_config.json", "SD101") in codes
+    assert any(p == "configs/zero-layers/config.json" and c.startswith("SD1") for p, c in codes), res.stdout
+
+
+@pytest.mark.parametrize(
+    "argv",
+    [
+        ["lint", "--pre-commit", "--config=tokenizer_config.json", "configs/zero-layers/config.json"],
+        ["lint", "--pre-commit", "--ignore", "SD2", "configs/zero-layers/config.json"],
+    ],
+)
+def test_the_hook_mode_refuses_file_names_without_a_separator(argv: list[str], tmp_path: Path) -> None:
+    """Args of the user's own that forget the closing ``--``: exit 2 and one line, nothing linted
+    and no policy read (the old documented form, args: [--ignore, SD2], lands here too)."""
+    init_repo(tmp_path)
+    plant_option_named_file(tmp_path)
+    env = {**os.environ, "PYTHONPATH": str(ROOT / "src"), "HF_HUB_OFFLINE": "1"}
+    res = subprocess.run(
+        [sys.executable, "-m", "slotdiff", *argv], cwd=tmp_path, env=env, capture_output=True, text=True
+    )
+    assert res.returncode == 2 and res.stdout == ""
+    assert res.stderr.count("\n") == 1 and "must follow '--'" in res.stderr
+
+
+def test_everything_after_the_separator_is_a_file_even_another_separator(tmp_path: Path) -> None:
+    """argparse alone drops a second ``--``; slotdiff keeps it as the file name it is."""
+    (tmp_path / "--").write_text("{}")
+    (tmp_path / "-v").write_text('{"model_type": "llama", "num_hidden_layers": 0}')
+    env = {**os.environ, "PYTHONPATH": str(ROOT / "src"), "HF_HUB_OFFLINE": "1"}
+    res = subprocess.run(
+        [sys.executable, "-m", "slotdiff", "lint", "--no-config", "--", "--", "-v"],
+        cwd=tmp_path,
+        env=env,
+        capture_output=True,
+        text=True,
+    )
+    paths = {m.group("path") for m in LINE.finditer(res.stdout)}
+    assert res.returncode == 1 and paths == {"--", "-v"}, res.stdout + res.stderr
+    assert "checking" not in res.stderr  # -v is a file here, not --verbose
+
+
+def test_pre_commit_itself_lints_the_option_named_file_as_a_file(project: Path, precommit_home: Path) -> None:
+    """The real pre-commit, both hooks, on the planted pull request: it fails, and the report
+    names the zero-layer config (the policy in tokenizer_config.json was never loaded)."""
+    bad = plant_option_named_file(project)
+    for hook in [h["id"] for h in hooks()]:
+        res = precommit(["run", hook, "--all-files"], project, precommit_home)
+        assert res.returncode == 1, res.stdout
+        found = reported(res.stdout)
+        rel = str(bad.relative_to(project))
+        assert any(r[0] == rel and r[3].startswith("SD1") for r in found), res.stdout
+        assert any(r[0] == "--config=tokenizer_config.json" and r[3] == "SD101" for r in found), res.stdout

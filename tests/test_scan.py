@@ -112,7 +112,7 @@ def make_families(folder: Path) -> Path:
     folder.mkdir(parents=True, exist_ok=True)
     for repo_id, name in FAMILIES.items():
         model = load(str(raw(repo_id)))
-        record = family_record(name, model.arch.model_type, model.fills, [repo_id])
+        record = family_record(name, [model.arch.model_type], model.fills, [repo_id])
         (folder / f"{slugify(name)}.json").write_text(json.dumps(record), encoding="utf-8")
     return folder
 

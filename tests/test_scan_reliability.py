@@ -258,6 +258,69 @@ def test_two_concurrent_scans_lose_nothing(tmp_path: Path) -> None:
     assert sorted(models) == sorted(r.id for r in repos)
 
 
+@pytest.mark.parametrize("held_through", ["link", "file"])
+def test_a_symlinked_state_meets_the_same_lock(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], held_through: str
+) -> None:
+    """Issue 30.5: a scan through a symlink to the state and one on the file itself are one
+    state: the second is refused, and the scan through the link writes the file it names,
+    leaving the link a link."""
+    make_families(tmp_path / "families")
+    real = tmp_path / "real" / "state.json"
+    real.parent.mkdir()
+    link = tmp_path / "state.json"  # what _argv names
+    link.symlink_to(real)
+    with HubServer([repo("a/m", config(LLAMA3))]) as hub:
+        holder = ScanState.load(link if held_through == "link" else real, lock=True)
+        try:
+            argv = _argv(hub, tmp_path, "--json")
+            if held_through == "link":
+                argv[argv.index("--state") + 1] = str(real)
+            assert main(argv) == 2
+            assert "another scan is using this state file" in capsys.readouterr().err
+        finally:
+            holder.close()
+        assert main(_argv(hub, tmp_path, "--json")) == 0
+        capsys.readouterr()
+    assert link.is_symlink() and os.readlink(link) == str(real)
+    assert list(ScanState.load(real).models) == ["a/m"]
+
+
+@pytest.mark.parametrize(
+    "flags",
+    [
+        ["--write-json", "{state}"],
+        ["--write-markdown", "{state}"],
+        ["--write-html", "{link}"],
+        ["--write-json", "{state}.journal"],
+        ["--write-markdown", "{state}.lock"],
+        ["--write-json", "{out}", "--write-markdown", "{out}"],
+        ["--write-html", "{out}", "--write-json", "{outlink}"],
+    ],
+    ids=["json=state", "md=state", "html=state-link", "json=journal", "md=lock", "json=md", "html=json-link"],
+)
+def test_a_report_path_that_is_the_state_or_another_report_is_refused(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], flags: list[str]
+) -> None:
+    """--write-* naming the state (its journal, its lock, through a symlink) or one file twice:
+    exit 2 and one line before any request, the state byte for byte as it was."""
+    make_families(tmp_path / "families")
+    state = tmp_path / "state.json"
+    (tmp_path / "link.json").symlink_to(state)
+    (tmp_path / "outlink.json").symlink_to(tmp_path / "out.json")
+    with HubServer([repo("a/m", config(LLAMA3))]) as hub:
+        assert main(_argv(hub, tmp_path, "--json")) == 0
+        capsys.readouterr()
+        before = state.read_bytes()
+        names = {"state": state, "link": tmp_path / "link.json", "out": tmp_path / "out.json"}
+        names["outlink"] = tmp_path / "outlink.json"
+        extra = [f.format(**{k: str(v) for k, v in names.items()}) for f in flags]
+        assert main(_argv(hub, tmp_path, "--json", *extra)) == 2
+        err = capsys.readouterr().err
+        assert err.count("\n") == 1 and "give it a path of its own" in err, err
+    assert state.read_bytes() == before and not (tmp_path / "out.json").exists()
+
+
 # ----------------------------------------------------------------------- hostile state files
 
 SECTIONS = [

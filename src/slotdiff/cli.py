@@ -95,7 +95,17 @@ def _dispatch(argv: list[str]) -> int:
         + exit_codes_text(getattr(module, "EXIT_1", None)),
     )
     module.add_arguments(parser)
-    return int(module.run(parser.parse_args(argv[1:] if name else argv)))
+    args = argv[1:] if name else argv
+    files_dest = getattr(module, "FILES_AFTER_SEPARATOR", None)
+    if not files_dest:
+        return int(module.run(parser.parse_args(args)))
+    # Everything after the first ``--`` is a file name, whatever it looks like (another
+    # ``--`` included, which argparse would drop): no file name can become an option.
+    cut = args.index("--") if "--" in args else len(args)
+    namespace = parser.parse_args(args[:cut])
+    setattr(namespace, files_dest, [*(getattr(namespace, files_dest) or []), *args[cut + 1 :]])
+    namespace.separated = cut < len(args)
+    return int(module.run(namespace))
 
 
 def main(argv: Sequence[str] | None = None) -> int:

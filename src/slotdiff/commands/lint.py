@@ -34,6 +34,9 @@ EXIT_1 = (
 
 FORMATS = ("text", "json", "sarif", "github")  # lint/reporters.py REPORTER_BY_NAME
 
+# cli.py: every argument after the first ``--`` is one of ``paths``, never an option.
+FILES_AFTER_SEPARATOR = "paths"
+
 
 def _codes(text: str) -> list[str]:
     return [c.strip() for c in text.split(",") if c.strip()]
@@ -63,6 +66,12 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     where.add_argument("--no-config", action="store_true", help="ignore any policy file; defaults only")
     parser.add_argument("--list-rules", action="store_true", help="print the rule table and exit")
     parser.add_argument("--explain", metavar="CODE", help="print what a rule checks, why, and how to fix it")
+    parser.add_argument(
+        "--pre-commit",
+        action="store_true",
+        help="run as the pre-commit hook: the file names come after '--' (the hook's args end "
+        "with it) and without one the run is refused, so that no file name is read as an option",
+    )
     talk = parser.add_mutually_exclusive_group()
     talk.add_argument("-q", "--quiet", action="store_true", help="no summary line on stderr")
     talk.add_argument(
@@ -72,6 +81,11 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 def run(args: argparse.Namespace) -> int:
 
+    if args.pre_commit and not getattr(args, "separated", False):
+        raise UsageError(
+            "--pre-commit: the file names must follow '--' (end the hook's args with it, e.g. "
+            "args: [--ignore, SD202, --]), so that a file name can never be read as an option"
+        )
     if args.list_rules:
         if args.format == "json":
             rows = [vars(r) | {"params": dict(r.params)} for r in registry.table()]

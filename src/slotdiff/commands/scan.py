@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import os
 import signal
 import sys
 from collections.abc import Callable
@@ -24,6 +25,7 @@ from ..scan.pipelines import expand_pipeline_tags
 from ..scan.propose import write_proposals
 from ..scan.report import PIECES, RENDERERS, new_fingerprints, render_terminal, spool, to_dict
 from ..scan.verdict import NEW
+from ..slots.classify import families
 from .options import COUNT, NONNEGATIVE, SECONDS, add_width_argument
 
 EPILOG = """\
@@ -226,6 +228,9 @@ def run(args: argparse.Namespace) -> int:
     expand_pipeline_tags(args.pipeline_tag)  # a bad name is a usage error before any request
     if args.fingerprints is not None and not args.fingerprints.is_dir():
         raise UsageError(f"--fingerprints {args.fingerprints}: not a folder")
+    if args.fingerprints is not None:
+        families(args.fingerprints)  # every family file read and checked before any request
+    _distinct_outputs(args)
     opts = ScanOptions(
         since=args.since,
         by=args.by,
@@ -330,6 +335,23 @@ def _unwritten(path: Path, err: OSError) -> SlotdiffError:
         f"cannot write the report ({err.strerror or err}); nothing was marked as seen, "
         "the next scan reports these models again",
     )
+
+
+def _distinct_outputs(args: argparse.Namespace) -> None:
+    """Refuse a report path that is the state file (or its journal or lock) or another report's
+    path, through any symlink: the report would replace the state, or one report the other."""
+    taken: dict[str, str] = {}
+    if args.state is not None:
+        state = os.path.realpath(args.state)  # where ScanState keeps it, its journal and lock
+        for suffix, what in (("", "--state"), (".journal", "--state's journal"), (".lock", "--state's lock")):
+            taken[os.path.realpath(state + suffix)] = what
+    for path, name in _files(args):
+        real = os.path.realpath(path)
+        if real in taken:
+            raise UsageError(
+                f"--write-{name} {path} is the file {taken[real]} names; give it a path of its own"
+            )
+        taken[real] = f"--write-{name}"
 
 
 def _files(args: argparse.Namespace) -> list[tuple[Path, str]]:

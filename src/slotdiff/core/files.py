@@ -5,6 +5,7 @@ from __future__ import annotations
 import contextlib
 import os
 import re
+import stat
 import tempfile
 from collections.abc import Callable
 from pathlib import Path
@@ -79,3 +80,51 @@ def atomic_write_text(path: Path, text: str) -> None:
     """Write ``text`` (UTF-8) to ``path`` atomically (see :func:`atomic_write`)."""
     data = text.encode("utf-8")
     atomic_write(path, lambda fh: fh.write(data))  # type: ignore[arg-type, return-value]
+
+
+_KINDS = (
+    (stat.S_ISFIFO, "a FIFO"),
+    (stat.S_ISCHR, "a character device"),
+    (stat.S_ISBLK, "a block device"),
+    (stat.S_ISSOCK, "a socket"),
+    (stat.S_ISDIR, "a directory"),
+)
+
+
+def _not_regular(mode: int) -> str | None:
+    """What a file of this mode is, when it is not a regular file (None when it is one)."""
+    if stat.S_ISREG(mode):
+        return None
+    return next((kind for test, kind in _KINDS if test(mode)), "not a regular file")
+
+
+def read_capped(path: str | os.PathLike[str], name: str, cap: int) -> bytes:
+    """The bytes of a regular file the user named, at most ``cap`` of them, or a SlotdiffError
+    naming ``name``: a FIFO, device, socket or folder (a symlink to one included) is refused
+    without blocking on it, and no more than ``cap + 1`` bytes are ever read, whatever size
+    the file system reports (``/proc`` files say 0)."""
+    try:
+        kind = _not_regular(os.stat(path).st_mode)
+        if kind:
+            raise SlotdiffError(name, f"not a regular file ({kind})")
+        # O_NONBLOCK: a FIFO swapped in after the stat above still cannot block the open,
+        # and fstat on the open file is the one that decides.
+        fd = os.open(path, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_CLOEXEC", 0))
+    except PermissionError as err:
+        raise SlotdiffError(name, "permission denied") from err
+    except OSError as err:
+        raise SlotdiffError(name, f"cannot read: {err.strerror or err}") from err
+    with os.fdopen(fd, "rb") as fh:
+        try:
+            info = os.fstat(fd)
+            kind = _not_regular(info.st_mode)
+            if kind:
+                raise SlotdiffError(name, f"not a regular file ({kind})")
+            if info.st_size > cap:
+                raise SlotdiffError(name, f"file is {info.st_size:,} bytes, over the {cap:,}-byte cap")
+            data = fh.read(cap + 1)
+        except OSError as err:
+            raise SlotdiffError(name, f"cannot read: {err.strerror or err}") from err
+    if len(data) > cap:
+        raise SlotdiffError(name, f"file is over the {cap:,}-byte cap")
+    return data

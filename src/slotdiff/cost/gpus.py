@@ -18,10 +18,13 @@ from functools import cache
 from pathlib import Path
 from typing import Any
 
-from ..core.errors import UsageError
+from ..core.errors import SlotdiffError, UsageError
+from ..core.files import read_capped
 from ..core.resources import data_dir, load_schema_file
 
 # Short names people type; each maps to the preset it means.
+# A user's GPU file lists a few GPUs; gpus.json itself is a few KiB.
+GPU_FILE_CAP = 4 * 1024 * 1024
 ALIASES = {"h100": "h100-sxm", "a100": "a100-80gb", "4090": "rtx-4090", "5090": "rtx-5090"}
 
 NVLINK_CLASS = 300e9  # a link this fast (bidirectional B/s) is NVLink-class, not PCIe
@@ -212,9 +215,12 @@ def user_gpus(path: str | Path) -> dict[str, GPU]:
     p = Path(path)
     try:
         # NaN, Infinity and 1e999 are not numbers a GPU has: refused, never priced.
-        data = json.loads(p.read_text(encoding="utf-8"), parse_constant=_no_constant, parse_float=_finite)
-    except (OSError, UnicodeDecodeError) as err:
-        raise UsageError(f"--gpu-file {p}: cannot read it ({err})") from err
+        text = read_capped(p, f"--gpu-file {p}", GPU_FILE_CAP).decode("utf-8")
+        data = json.loads(text, parse_constant=_no_constant, parse_float=_finite)
+    except SlotdiffError as err:
+        raise UsageError(f"--gpu-file {p}: cannot read it ({err.reason})") from err
+    except UnicodeDecodeError as err:
+        raise UsageError(f"--gpu-file {p}: cannot read it (not UTF-8: {err.reason})") from err
     except json.JSONDecodeError as err:
         raise UsageError(f"--gpu-file {p}: not JSON ({err.msg} at line {err.lineno})") from err
     except ValueError as err:

@@ -16,6 +16,8 @@ from dataclasses import dataclass
 from functools import cache
 from typing import Any
 
+from ..core.errors import SlotdiffError
+from ..core.files import read_capped
 from ..read.jsonpos import MAX_BYTES
 from ..schema.keymap import field_spec
 
@@ -65,13 +67,13 @@ def classify(path: str) -> tuple[bool, str]:
     """(check it?, why) for one JSON file met while walking a folder."""
     name_like = bool(CONFIG_NAME.search(path.replace(os.sep, "/")))
     try:
-        size = os.path.getsize(path)
-        if size > MAX_BYTES:
-            return name_like, f"over the {MAX_BYTES:,}-byte cap"
-        with open(path, "rb") as fh:
-            data = json.loads(fh.read())
-    except (OSError, ValueError, RecursionError) as err:
-        why = "unreadable" if isinstance(err, OSError) else "not valid JSON"
+        # read_capped: a FIFO or a symlink to /dev/zero named *.json neither blocks nor fills memory.
+        data = json.loads(read_capped(path, path, MAX_BYTES))
+    except SlotdiffError as err:
+        why = err.reason
+        return name_like, f"{why}, named like a config: its error is reported" if name_like else why
+    except (ValueError, RecursionError):
+        why = "not valid JSON"
         return name_like, f"{why}, named like a config: its error is reported" if name_like else why
     reason = model_config_reason(data)
     if reason:

@@ -19,12 +19,15 @@ from pathlib import Path
 from typing import Any
 
 from ..core.errors import SlotdiffError
+from ..core.files import read_capped
 from ..core.resources import load_schema_file
 from ..cost.workload import Workload
 from ..slots.fill import slot_table
 from .registry import is_selected, table, valid_selector
 
 POLICY_FILE = ".slotdiff.toml"
+# A policy is a few lines of TOML; a pyproject.toml a few KiB. Past this it is not one.
+POLICY_CAP = 4 * 1024 * 1024
 
 _BYTE_UNITS = {
     "": 1,
@@ -130,8 +133,8 @@ def find(start: Path | None = None) -> tuple[Path, str] | None:
         pyproject = folder / "pyproject.toml"
         if pyproject.is_file():
             try:
-                text = pyproject.read_text(encoding="utf-8")
-            except OSError:
+                text = read_capped(pyproject, str(pyproject), POLICY_CAP).decode("utf-8")
+            except (SlotdiffError, UnicodeDecodeError):
                 continue
             if _names_slotdiff(text):
                 return pyproject, "tool.slotdiff"
@@ -162,9 +165,11 @@ def load(path: Path | None = None, table: str | None = None, *, search: bool = T
         table = "tool.slotdiff" if path.name == "pyproject.toml" else ""
 
     try:
-        doc = tomllib.loads(path.read_text(encoding="utf-8"))
-    except OSError as err:
-        raise SlotdiffError(str(path), f"cannot read policy: {err.strerror or err}") from err
+        doc = tomllib.loads(read_capped(path, str(path), POLICY_CAP).decode("utf-8"))
+    except SlotdiffError as err:
+        raise SlotdiffError(str(path), f"cannot read policy: {err.reason}") from err
+    except UnicodeDecodeError as err:
+        raise SlotdiffError(str(path), f"cannot read policy: not UTF-8 ({err.reason})") from err
     except tomllib.TOMLDecodeError as err:
         raise SlotdiffError(str(path), f"not valid TOML: {err}") from err
     data: Any = doc

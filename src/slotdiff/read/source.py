@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import csv
 import difflib
-import stat
 from collections.abc import Mapping
 from dataclasses import dataclass
 from functools import cache, cached_property
@@ -17,6 +16,7 @@ from pathlib import Path
 from typing import Any
 
 from ..core.errors import SlotdiffError
+from ..core.files import read_capped
 from ..core.printable import one_line
 from ..core.resources import catalog_dir
 from .hub import download_config
@@ -173,31 +173,12 @@ def _did_you_mean(spec: str) -> str:
 
 
 def read_bytes(path: Path, name: str) -> bytes:
-    """Read a config file with the size cap applied before reading it whole.
+    """Read a config file with the size cap applied before reading it whole (through
+    ``core.files.read_capped``: regular files only, never blocking, never past the cap)."""
 
-    Only regular files are read (a FIFO blocks on open, /dev/zero never ends), and never
-    more than the cap plus one byte, whatever the size the file system reported.
-    """
-
-    try:
-        info = path.stat()
-        if stat.S_ISDIR(info.st_mode):
-            raise IsADirectoryError(name)
-        if not stat.S_ISREG(info.st_mode):
-            raise SlotdiffError(name, "not a regular file")
-        if info.st_size > MAX_BYTES:
-            raise SlotdiffError(name, f"file is {info.st_size:,} bytes, over the {MAX_BYTES:,}-byte cap")
-        with open(path, "rb") as fh:
-            data = fh.read(MAX_BYTES + 1)
-        if len(data) > MAX_BYTES:
-            raise SlotdiffError(name, f"file is over the {MAX_BYTES:,}-byte cap")
-        return data
-    except IsADirectoryError as err:
-        raise SlotdiffError(name, "is a directory without config.json") from err
-    except PermissionError as err:
-        raise SlotdiffError(name, "permission denied") from err
-    except OSError as err:
-        raise SlotdiffError(name, f"cannot read: {err.strerror or err}") from err
+    if path.is_dir():
+        raise SlotdiffError(name, "is a directory without config.json")
+    return read_capped(path, name, MAX_BYTES)
 
 
 def parse_config(raw: bytes | str, name: str) -> tuple[Mapping[str, Any], Parsed]:

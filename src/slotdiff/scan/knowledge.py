@@ -7,7 +7,6 @@ values of a difference) and keys that are no news.
 
 from __future__ import annotations
 
-import json
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from functools import cache
@@ -19,7 +18,14 @@ from ..core.errors import SlotdiffError
 from ..core.resources import data_dir
 from ..read.source import catalog, from_catalog
 from ..schema.keymap import known_keys, known_model_types, transformers_defaults
-from ..slots.classify import Family, families, fingerprint, fingerprint_from_dict, in_fingerprint
+from ..slots.classify import (
+    Family,
+    families,
+    fingerprint,
+    fingerprint_from_dict,
+    in_fingerprint,
+    read_family,
+)
 from .sizes import sizes_of
 
 
@@ -112,7 +118,7 @@ class Knowledge:
         # Sizes recorded in a family file (the proposals a scan writes carry them).
 
         for path in sorted(Path(folder or data_dir("fingerprints")).glob("*.json")):
-            data = json.loads(path.read_text(encoding="utf-8"))
+            data = read_family(path, folder is not None)
             if data.get("sizes"):
                 know.add_family_sizes(fingerprint_from_dict(data["fills"]).id, data["sizes"])
         return know

@@ -59,6 +59,9 @@ class ScanState:
         """
         if path is None:
             return cls(None)
+        # The real path: a symlink to the state locks, reads and replaces the file it names
+        # (a second scan through the link or the file meets the same lock), never the link.
+        path = Path(os.path.realpath(path))
         held = lock_state(path) if lock else None
         try:
             state = cls(path, read_state(path))

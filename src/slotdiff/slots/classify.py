@@ -18,11 +18,16 @@ from pathlib import Path
 from typing import Any
 
 from ..core.bundle import bundled, listing
-from ..core.resources import data_dir
+from ..core.errors import SlotdiffError
+from ..core.files import read_capped
+from ..core.resources import data_dir, load_schema_file
 from ..schema.arch import Architecture
 from .fill import Fill, Fills, articles, slot_table
 from .fill import num as fmt
 from .fills import fill_slots
+
+# A family file is a few KiB (its fills, articles and a handful of sizes).
+FAMILY_CAP = 1024 * 1024
 
 
 @cache
@@ -127,14 +132,39 @@ class Family:
     label: str
 
 
+def read_family(path: Path, check: bool = True) -> dict[str, Any]:
+    """A family file's JSON (capped, regular files only); with ``check``, validated against
+    fingerprint.schema.json, so a user's folder (``scan --fingerprints``) holding a FIFO, a
+    huge or a malformed file is one line naming it, never a hang or a KeyError."""
+    try:
+        data = json.loads(read_capped(path, str(path), FAMILY_CAP))
+    except (ValueError, RecursionError) as err:
+        raise SlotdiffError(str(path), f"not a family file: not JSON ({err})") from err
+    if check:
+        import jsonschema  # lazy: heavy, and only a user's own folder needs it
+
+        schema = load_schema_file("fingerprint.schema.json")
+        error = jsonschema.exceptions.best_match(jsonschema.Draft202012Validator(schema).iter_errors(data))
+        if error is not None:
+            where = "/".join(str(x) for x in error.absolute_path) or "top level"
+            raise SlotdiffError(str(path), f"not a family file: {where}: {error.message[:200]}")
+    return data
+
+
 def families(folder: str | Path | None = None) -> tuple[Family, ...]:
     """Every known family in ``folder`` (default: the fingerprints/ data set), sorted by slug."""
     if folder is None and (names := listing("fingerprints")) is not None:
         return _bundled_families(tuple(names))
     where = Path(folder) if folder is not None else data_dir("fingerprints")
     # Re-read when a file is added or changed (a scan may have just written proposals).
-    files = tuple((p.name, p.stat().st_mtime_ns, p.stat().st_size) for p in sorted(where.glob("*.json")))
-    return _families_in(str(where), files)
+    files = []
+    for p in sorted(where.glob("*.json")):
+        try:
+            info = p.stat()
+        except OSError as err:
+            raise SlotdiffError(str(p), f"cannot read: {err.strerror or err}") from err
+        files.append((p.name, info.st_mtime_ns, info.st_size))
+    return _families_in(str(where), tuple(files), folder is not None)
 
 
 def _family(stem: str, data: Mapping[str, Any]) -> Family:
@@ -149,11 +179,8 @@ def _family(stem: str, data: Mapping[str, Any]) -> Family:
 
 
 @cache
-def _families_in(folder: str, files: tuple[tuple[str, int, int], ...]) -> tuple[Family, ...]:
-    return tuple(
-        _family(Path(name).stem, json.loads((Path(folder) / name).read_text(encoding="utf-8")))
-        for name, _, _ in files
-    )
+def _families_in(folder: str, files: tuple[tuple[str, int, int], ...], check: bool) -> tuple[Family, ...]:
+    return tuple(_family(Path(name).stem, read_family(Path(folder) / name, check)) for name, _, _ in files)
 
 
 @cache

@@ -66,8 +66,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         const="markdown",
         help="--format markdown: a table for a pull request or wiki",
     )
-    # a diagnostic is one record per line whatever the width (editors parse it); --width lays
-    # out --list-rules and --explain
+    # a diagnostic and a --list-rules row are one line whatever the width (editors and scripts
+    # read them as records); --width lays out --explain
     add_width_argument(out)
     parser.add_argument(
         "--select", type=_codes, metavar="CODES", help="comma-separated codes or prefixes to run"
@@ -101,7 +101,7 @@ def run(args: argparse.Namespace) -> int:
         elif args.format == "markdown":
             sys.stdout.write("### slotdiff lint rules\n\n" + registry.rules_markdown())
         else:
-            sys.stdout.write(registry.rules_text(page.output_width(args.width)))
+            sys.stdout.write(registry.rules_text())
         return 0
     if args.explain:
         code = args.explain.upper()

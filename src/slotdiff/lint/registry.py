@@ -145,12 +145,11 @@ def _fill(text: str, width: int, lead: str = "", indent: str = "") -> list[str]:
     ) or [lead.rstrip()]
 
 
-def rules_text(width: int = 10_000) -> str:
-    """``slotdiff lint --list-rules``: one rule a row, its description wrapped under itself."""
+def rules_text() -> str:
+    """``slotdiff lint --list-rules``: one line per rule (a table row is never wrapped)."""
     lines = [f"{'code':<6} {'severity':<8} {'name':<22} what"]
     for r in table():
-        lead = f"{r.code:<6} {r.severity:<8} {r.name:<22} "
-        lines += _fill(r.what, width, lead, " " * len(lead))
+        lines.append(f"{r.code:<6} {r.severity:<8} {r.name:<22} {r.what}")
     return "\n".join(lines) + "\n"
 
 

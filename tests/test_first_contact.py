@@ -366,6 +366,10 @@ JSON_CASES = [
         ["choose", "--candidates", "Qwen/Qwen3-8B,meta-llama/Llama-3.1-70B", "--no-catalog"],
         "choose.schema.json",
     ),
+    (
+        ["lint", "--no-config", str(raw("openai-community/gpt2")), str(raw("Qwen/Qwen3-8B"))],
+        "lint.schema.json",
+    ),
 ]
 
 
@@ -387,15 +391,17 @@ def test_every_command_writes_json_its_schema_accepts(argv: list[str], schema: s
 
 
 def test_every_command_has_json_and_markdown() -> None:
-    """Each command's --help offers both (lint and scan keep their own --format with them)."""
+    """Each command's --help offers both, and --width (lint and scan keep their own --format
+    beside them), as the README promises."""
     from slotdiff import cli
 
+    readme = (ROOT / "README.md").read_text()
+    assert "takes `--json` (each with a schema in `schemas/`),\n`--markdown` and `--width N`" in readme
     for name in ("", *cli.COMMANDS):
         text = run(*([name] if name else []), "--help").stdout
+        assert "--json" in text and "--markdown" in text and "--width" in text, name
         if name == "lint":
-            assert "--format {text,json,sarif,github}" in text
-            continue
-        assert "--json" in text and "--markdown" in text, name
+            assert "--format {text,json,sarif,github,markdown}" in text
 
 
 def test_markdown_escapes_what_markdown_would_read() -> None:
@@ -604,3 +610,36 @@ def test_rich_tables_never_cut_a_cell(argv: list[str]) -> None:
         out = run(*argv, "--width", width).stdout
         assert "…" not in out, (width, [line for line in out.splitlines() if "…" in line][:3])
         assert set(out.split()) == whole, (width, set(out.split()) ^ whole)
+
+
+@pytest.mark.parametrize("width", [40, 80])
+def test_lint_explain_keeps_to_width_with_words_whole(width: int) -> None:
+    """``lint --width N`` lays --explain out at N columns, splitting no word; --list-rules
+    keeps one rule a line (a record, like a diagnostic)."""
+    wide = run("lint", "--explain", "SD202", "--width", "10000").stdout
+    out = run("lint", "--explain", "SD202", "--width", str(width)).stdout
+    assert max(len(line) for line in out.splitlines()) <= width, out
+    assert out.split() == wide.split()  # the same words in the same order, none cut
+    rules = run("lint", "--list-rules", "--width", str(width)).stdout.splitlines()
+    assert [line.split()[0] for line in rules[1:]] == [
+        line.split()[0] for line in rules[1:] if line[:2] == "SD"
+    ]
+
+
+def test_lint_markdown_is_a_table_of_the_diagnostics(tmp_path: Path) -> None:
+    cfg = tmp_path / "config.json"
+    cfg.write_text(
+        raw("meta-llama/Llama-3.2-1B")
+        .read_text()
+        .replace('"num_key_value_heads": 8', '"num_key_value_heads": 5')
+    )
+    res = run("lint", "--no-config", "--markdown", str(cfg))
+    assert res.returncode == 1 and not res.stderr, res.stderr
+    head, *rest = res.stdout.splitlines()
+    assert head.startswith("### slotdiff lint: 1 error") and head.endswith("in 1 file")
+    row = next(line for line in rest if "SD110" in line)
+    assert row.startswith(f"| {cfg}:") and "| error |" in row
+    assert (
+        run("lint", "--no-config", "--json", str(cfg)).stdout
+        == run("lint", "--no-config", "--format", "json", str(cfg)).stdout
+    )

@@ -16,13 +16,16 @@ from ..core.errors import SlotdiffError, UsageError
 from ..lint import engine, policy, registry
 from ..lint.diffmode import changed_files
 from ..lint.discover import discover, summary
-from ..lint.reporters import REPORTER_BY_NAME
+from ..lint.reporters import REPORTER_BY_NAME, counts_line
+from ..render import page
 from ..render.json_report import dumps
+from .options import add_width_argument
 
 EPILOG = """\
 examples:
   slotdiff lint configs/                       every model config (*.json) below configs/
   slotdiff lint config.json --format sarif > lint.sarif
+  slotdiff lint configs/ --markdown > lint.md   a pull request comment (--json: schemas/lint.schema.json)
   slotdiff lint --diff-base HEAD configs/a/config.json   slot changes since the last commit
   slotdiff lint --diff-base origin/main        every config changed since origin/main
   slotdiff lint --list-rules | --explain SD105
@@ -32,7 +35,7 @@ EXIT_1 = (
     "revision, or no model config to check)"
 )
 
-FORMATS = ("text", "json", "sarif", "github")  # lint/reporters.py REPORTER_BY_NAME
+FORMATS = ("text", "json", "sarif", "github", "markdown")  # lint/reporters.py REPORTER_BY_NAME
 
 # cli.py: every argument after the first ``--`` is one of ``paths``, never an option.
 FILES_AFTER_SEPARATOR = "paths"
@@ -49,7 +52,26 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         help="config files, or folders searched recursively for *.json files that are model configs "
         "(a JSON object with model_type, architectures or a core size key such as hidden_size)",
     )
-    parser.add_argument("--format", choices=FORMATS, default="text", help="output format (default text)")
+    out = parser.add_argument_group("output")
+    style = out.add_mutually_exclusive_group()
+    style.add_argument("--format", choices=FORMATS, default="text", help="output format (default text)")
+    style.add_argument(
+        "--json",
+        dest="format",
+        action="store_const",
+        const="json",
+        help="--format json (validated by schemas/lint.schema.json)",
+    )
+    style.add_argument(
+        "--markdown",
+        dest="format",
+        action="store_const",
+        const="markdown",
+        help="--format markdown: a table for a pull request or wiki",
+    )
+    # a diagnostic and a --list-rules row are one line whatever the width (editors and scripts
+    # read them as records); --width lays out --explain
+    add_width_argument(out)
     parser.add_argument(
         "--select", type=_codes, metavar="CODES", help="comma-separated codes or prefixes to run"
     )
@@ -90,6 +112,8 @@ def run(args: argparse.Namespace) -> int:
         if args.format == "json":
             rows = [vars(r) | {"params": dict(r.params)} for r in registry.table()]
             sys.stdout.write(dumps(rows))
+        elif args.format == "markdown":
+            sys.stdout.write("### slotdiff lint rules\n\n" + registry.rules_markdown())
         else:
             sys.stdout.write(registry.rules_text())
         return 0
@@ -97,7 +121,13 @@ def run(args: argparse.Namespace) -> int:
         code = args.explain.upper()
         if code not in registry.by_code():
             raise UsageError(f"--explain: no rule {args.explain!r} (slotdiff lint --list-rules)")
-        sys.stdout.write(registry.explain_text(code))
+        if args.format == "json":
+            r = registry.by_code()[code]
+            sys.stdout.write(dumps(vars(r) | {"params": dict(r.params)}))
+        elif args.format == "markdown":
+            sys.stdout.write(registry.explain_markdown(code))
+        else:
+            sys.stdout.write(registry.explain_text(code, page.output_width(args.width)))
         return 0
 
     pol = policy.load(Path(args.config)) if args.config else policy.load(search=not args.no_config)
@@ -131,7 +161,5 @@ def run(args: argparse.Namespace) -> int:
     result = engine.lint(list(found.checked), pol, diff_base=args.diff_base)
     sys.stdout.write(REPORTER_BY_NAME[args.format](result))
     if not args.quiet and args.format == "text":
-        counts = [(result.count(s), s) for s in ("error", "warning", "info")]
-        shown = ", ".join(f"{n} {s}{'s' if n != 1 else ''}" for n, s in counts if n) or "no problems"
-        sys.stderr.write(f"slotdiff lint: {shown}; {summary(found)}\n")
+        sys.stderr.write(f"slotdiff lint: {counts_line(result)}; {summary(found)}\n")
     return result.exit_code

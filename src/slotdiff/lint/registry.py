@@ -10,6 +10,7 @@ the longest matching prefix wins, so ``select = ["SD"]`` with ``ignore = ["SD2"]
 
 from __future__ import annotations
 
+import textwrap
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from functools import cache
@@ -132,18 +133,44 @@ def is_selected(code: str, select: Sequence[str], ignore: Sequence[str]) -> bool
 # ------------------------------------------------------------------------- rendering
 
 
+def _fill(text: str, width: int, lead: str = "", indent: str = "") -> list[str]:
+    """``text`` wrapped at spaces only (a code, a key or a path is never split)."""
+    return textwrap.wrap(
+        text,
+        max(width, len(indent) + 20),
+        initial_indent=lead,
+        subsequent_indent=indent,
+        break_long_words=False,
+        break_on_hyphens=False,
+    ) or [lead.rstrip()]
+
+
 def rules_text() -> str:
-    """``slotdiff lint --list-rules``: one line per rule."""
+    """``slotdiff lint --list-rules``: one line per rule (a table row is never wrapped)."""
     lines = [f"{'code':<6} {'severity':<8} {'name':<22} what"]
     for r in table():
         lines.append(f"{r.code:<6} {r.severity:<8} {r.name:<22} {r.what}")
     return "\n".join(lines) + "\n"
 
 
-def explain_text(code: str) -> str:
-    """``slotdiff lint --explain CODE``."""
+def explain_text(code: str, width: int = 10_000) -> str:
+    """``slotdiff lint --explain CODE``, its paragraphs wrapped at ``width``."""
     r = by_code()[code]
-    return f"{r.code} {r.name} ({r.severity})\n\nWhat: {r.what}\n\nWhy: {r.why}\n\nHow to fix: {r.fix}\n"
+    parts = [[f"{r.code} {r.name} ({r.severity})"]]
+    parts += [
+        _fill(text, width, f"{label}: ")
+        for label, text in (("What", r.what), ("Why", r.why), ("How to fix", r.fix))
+    ]
+    return "\n\n".join("\n".join(p) for p in parts) + "\n"
+
+
+def explain_markdown(code: str) -> str:
+    """``slotdiff lint --explain CODE --markdown``."""
+    r = by_code()[code]
+    return (
+        f"### {r.code} {r.name} ({r.severity})\n\n**What:** {r.what}\n\n**Why:** {r.why}\n\n"
+        f"**How to fix:** {r.fix}\n"
+    )
 
 
 def _cell(text: str) -> str:

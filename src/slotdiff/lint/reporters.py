@@ -4,6 +4,7 @@
 - json:   every diagnostic with its severity, key and extras (facet, cost deltas)
 - sarif:  SARIF 2.1.0 for code-scanning UIs (GitHub's upload-sarif)
 - github: GitHub Actions workflow commands, shown as annotations on the pull request
+- markdown: a heading with the counts and one table row per diagnostic (a pull request comment)
 """
 
 from __future__ import annotations
@@ -15,6 +16,7 @@ from typing import Any
 from ..core.printable import one_line, printable
 from ..core.version import __version__
 from ..read.jsonpos import strict
+from ..render import page
 from ..render.json_report import dumps
 from .registry import by_code, table
 
@@ -133,9 +135,29 @@ def to_github(run: Any) -> str:
     return "".join(lines)
 
 
+def counts_line(run: Any) -> str:
+    """``1 error, 2 warnings`` (or ``no problems``): the summary every format shares."""
+    counts = [(run.count(s), s) for s in ("error", "warning", "info")]
+    return ", ".join(f"{n} {s}{'s' if n != 1 else ''}" for n, s in counts if n) or "no problems"
+
+
+def to_markdown(run: Any) -> str:
+    files = len(run.files)
+    head = f"slotdiff lint: {counts_line(run)} in {files} file{'s' if files != 1 else ''}"
+    body = [
+        (f"{printable(d.path)}:{d.line}:{d.col}", d.code, d.severity, printable(d.message))
+        for d in run.diagnostics
+    ]
+    blocks: list[page.Block] = [head]
+    if body:
+        blocks += page.rows(("where", "code", "severity", "message"), body, left=4)
+    return page.to_markdown(blocks)
+
+
 REPORTER_BY_NAME: dict[str, Callable[[Any], str]] = {
     "text": to_text,
     "json": to_json,
     "sarif": to_sarif,
     "github": to_github,
+    "markdown": to_markdown,
 }

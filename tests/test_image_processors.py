@@ -26,7 +26,7 @@ from slotdiff.cost.images import image_tokens
 from conftest import arch_from
 
 REFERENCE = Path(__file__).parent / "fixtures" / "conformance" / "reference.json"
-SIZES = [(1024, 1024), (1280, 720), (300, 500)]
+SIZES = [(1024, 1024), (1280, 720), (300, 500), (2000, 1500)]
 
 
 @cache
@@ -63,6 +63,83 @@ def vision(model_type: str, key: str) -> Any:
     return harness_config(model_type)["vision_config"][key]
 
 
+def pixtral_settings(model_type: str) -> Callable[[], dict[str, Any]]:
+    """PixtralProcessor hands the image processor patch_size · spatial_merge_size; the
+    published preprocessor_config.json's longest_edge is the tower's image_size."""
+
+    def settings() -> dict[str, Any]:
+        step = vision(model_type, "patch_size") * harness_config(model_type)["spatial_merge_size"]
+        return {
+            "patch_size": {"height": step, "width": step},
+            "size": {"longest_edge": vision(model_type, "image_size")},
+        }
+
+    return settings
+
+
+def pixtral_tokens(model_type: str, row_break: bool) -> Callable[[Any], int]:
+    """processing_pixtral.py: rows of [IMG] × columns + [IMG_BREAK] (the last [IMG_END]);
+    processing_lighton_ocr.py: rows · columns [IMG] only."""
+
+    def count(out: Any) -> int:
+        step = vision(model_type, "patch_size") * harness_config(model_type)["spatial_merge_size"]
+        h, w = (int(x) for x in out["image_sizes"][0])
+        return (h // step) * (w // step + (1 if row_break else 0))
+
+    return count
+
+
+def bare_processor(name: str, **attrs: Any) -> Any:
+    """A transformers processor without its tokenizer (which needs the Hub): only the
+    attributes its token-count methods read."""
+    proc = object.__new__(getattr(transformers, name))
+    proc.__dict__.update(attrs)
+    return proc
+
+
+def llava_next_settings(model_type: str) -> Callable[[], dict[str, Any]]:
+    """The checkpoint's processor: tiles of the tower's image_size, the config's pinpoints."""
+
+    def settings() -> dict[str, Any]:
+        tile = vision(model_type, "image_size")
+        size = {"shortest_edge": tile} if model_type != "llava_onevision" else {"height": tile, "width": tile}
+        extra = {"crop_size": {"height": tile, "width": tile}} if model_type != "llava_onevision" else {}
+        return {
+            "size": size,
+            "image_grid_pinpoints": harness_config(model_type)["image_grid_pinpoints"],
+            **extra,
+        }
+
+    return settings
+
+
+def llava_next_tokens(model_type: str) -> Callable[[Any], int]:
+    """LlavaNextProcessor / LlavaOnevisionProcessor.replace_image_token, run on the image
+    processor's output: _get_number_of_features, minus one for the 'default' strategy."""
+
+    def count(out: Any) -> int:
+        config = harness_config(model_type)
+        ip = transformers.LlavaNextImageProcessorPil(image_grid_pinpoints=config["image_grid_pinpoints"])
+        tile, patch = vision(model_type, "image_size"), vision(model_type, "patch_size")
+        if model_type == "llava_onevision":
+            proc = bare_processor(
+                "LlavaOnevisionProcessor",
+                image_processor=ip,
+                num_image_tokens=(tile // patch) ** 2,
+                vision_aspect_ratio="anyres_max_9",
+            )
+        else:  # CLIP: num_additional_image_tokens = 1 (llava-hf checkpoints)
+            proc = bare_processor(
+                "LlavaNextProcessor", image_processor=ip, patch_size=patch, num_additional_image_tokens=1
+            )
+        orig_h, orig_w = (int(x) for x in out["image_sizes"][0])
+        height, width = out["pixel_values"][0][0].shape[-2:]
+        n = proc._get_number_of_features(orig_h, orig_w, height, width)
+        return n - (1 if config["vision_feature_select_strategy"] == "default" else 0)
+
+    return count
+
+
 # model_type → (processor class, its settings from the config, token count from its output)
 CASES: dict[str, tuple[str, Callable[[], dict[str, Any]], Callable[[Any], int]]] = {
     "glm4v": ("Glm4vImageProcessorPil", lambda: {}, grid_tokens(2)),
@@ -87,6 +164,32 @@ CASES: dict[str, tuple[str, Callable[[], dict[str, Any]], Callable[[Any], int]]]
     ),
     "hunyuan_vl": ("HunYuanVLImageProcessorPil", lambda: {}, grid_tokens(2, newline=True, extra=2)),
     "hy_v4_vl": ("HYV4VLImageProcessorPil", lambda: {}, grid_tokens(2, newline=True)),
+    "mistral3": ("PixtralImageProcessorPil", pixtral_settings("mistral3"), pixtral_tokens("mistral3", True)),
+    "mistral_large4": (
+        "PixtralImageProcessorPil",
+        pixtral_settings("mistral_large4"),
+        pixtral_tokens("mistral_large4", True),
+    ),
+    "llava_next": (
+        "LlavaNextImageProcessorPil",
+        llava_next_settings("llava_next"),
+        llava_next_tokens("llava_next"),
+    ),
+    "llava_next_video": (
+        "LlavaNextImageProcessorPil",
+        llava_next_settings("llava_next_video"),
+        llava_next_tokens("llava_next_video"),
+    ),
+    "llava_onevision": (
+        "LlavaOnevisionImageProcessorPil",
+        llava_next_settings("llava_onevision"),
+        llava_next_tokens("llava_onevision"),
+    ),
+    "lighton_ocr": (
+        "PixtralImageProcessorPil",
+        pixtral_settings("lighton_ocr"),
+        pixtral_tokens("lighton_ocr", False),
+    ),
 }
 
 

@@ -10,15 +10,21 @@ from typing import Any
 Rule = Callable[[Mapping[str, Any], int, int], dict[str, Any]]
 
 
+def registrar(table: dict[str, Rule]) -> Callable[[str], Callable[[Rule], Rule]]:
+    """A decorator factory that files a rule function in ``table`` under its name."""
+
+    def rule(name: str) -> Callable[[Rule], Rule]:
+        def register(fn: Rule) -> Rule:
+            table[name] = fn
+            return fn
+
+        return register
+
+    return rule
+
+
 RULES: dict[str, Rule] = {}
-
-
-def rule(name: str) -> Callable[[Rule], Rule]:
-    def register(fn: Rule) -> Rule:
-        RULES[name] = fn
-        return fn
-
-    return register
+rule = registrar(RULES)
 
 
 def smart_resize(height: int, width: int, factor: int, min_pixels: int, max_pixels: int) -> tuple[int, int]:

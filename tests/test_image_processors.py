@@ -220,3 +220,29 @@ def test_minimax_m3_vl_by_hand() -> None:
     # 640 × 480: 644 × 476 = 306,544 ≤ max → 46 · 34 = 1564 patches → 391 tokens.
     img = image_tokens(arch_from(harness_config("minimax_m3_vl")), 640, 480)
     assert (img.resize, img.tokens) == ((644, 476), 391)
+
+
+# --- fixed token counts: the processor fixes the resize, the count is written out
+
+FIXED: dict[str, tuple[str, dict[str, Any], int, int]] = {
+    # model_type: (processor, its settings, image tokens + markers, resized side)
+    # GOT-OCR2: SAM at 1024 / 16 = 64 patches a side, two stride-2 convs → 16² = 256
+    # (GotOcr2Processor num_image_tokens = 256) between <img> and </img>.
+    "got_ocr2": ("GotOcr2ImageProcessorPil", {"size": {"height": 1024, "width": 1024}}, 256 + 2, 1024),
+    # PP-Chart2Table: PPChart2TableImageProcessor resizes to 1024² by default; the same
+    # encoder and projector give 256 features; the chat template's markers are not counted.
+    "pp_chart2table": ("PPChart2TableImageProcessorPil", {}, 256, 1024),
+    # Kosmos-2: CLIP's shortest edge 224 + centre crop; latent_query_num = 64 image tokens
+    # between <image> and </image> (Kosmos2Processor).
+    "kosmos-2": ("CLIPImageProcessorPil", {}, 64 + 2, 224),
+}
+
+
+@pytest.mark.parametrize("size", SIZES, ids=lambda s: f"{s[0]}x{s[1]}")
+@pytest.mark.parametrize("model_type", sorted(FIXED))
+def test_fixed_counts(model_type: str, size: tuple[int, int]) -> None:
+    name, settings, total, side = FIXED[model_type]
+    out = run_processor(name, *size, **settings)
+    assert out["pixel_values"].shape[-2:] == (side, side)
+    img = image_tokens(arch_from(harness_config(model_type)), *size)
+    assert (img.total, img.resize) == (total, (side, side))

@@ -22,6 +22,7 @@ import pytest
 import transformers
 
 from slotdiff.cost.images import image_tokens
+from slotdiff.cost.inventory.tensor import Unsupported
 
 from conftest import arch_from
 
@@ -246,3 +247,42 @@ def test_fixed_counts(model_type: str, size: tuple[int, int]) -> None:
     assert out["pixel_values"].shape[-2:] == (side, side)
     img = image_tokens(arch_from(harness_config(model_type)), *size)
     assert (img.total, img.resize) == (total, (side, side))
+
+
+def test_idefics2_against_its_processor() -> None:
+    # Idefics2ImageProcessor resizes (longest ≤ 980, shortest ≥ 378); the tower reads
+    # (h // 32) · (w // 32) patches of it; 64 resampler latents between two
+    # <fake_token_around_image> (Idefics2Processor, image_seq_len = 64).
+    patch = vision("idefics2", "patch_size")
+    for width, height in SIZES:
+        out = run_processor("Idefics2ImageProcessorPil", width, height)
+        h, w = out["pixel_values"].shape[-2:]
+        img = image_tokens(arch_from(harness_config("idefics2")), width, height)
+        assert (img.resize, img.patches, img.total) == ((w, h), (h // patch) * (w // patch), 64 + 2)
+
+
+@pytest.mark.parametrize("size", SIZES, ids=lambda s: f"{s[0]}x{s[1]}")
+@pytest.mark.parametrize(
+    ("model_type", "processor"),
+    [("idefics3", "Idefics3ImageProcessorPil"), ("smolvlm", "SmolVLMImageProcessorPil")],
+)
+def test_idefics3_split_against_its_processor(model_type: str, processor: str, size: tuple[int, int]) -> None:
+    # Idefics3-8B's tower (364 / 14 = 26 patches a side, pixel shuffle 2 → 169 tokens a
+    # tile); the processor's class defaults: tiles of 364, longest edge 1456.
+    config = harness_config(model_type)
+    config = {**config, "vision_config": {**config["vision_config"], "image_size": 364, "patch_size": 14}}
+    out = run_processor(processor, *size, return_row_col_info=True)
+    rows, cols = int(out["rows"][0][0]), int(out["cols"][0][0])
+    seq = 26 * 26 // 2**2
+    # Idefics3Processor._get_num_multimodal_tokens with "\n\n" one token:
+    # (seq + 3) + rows · ((seq + 2) · cols + 1)
+    expected = seq + 3 + rows * ((seq + 2) * cols + 1)
+    img = image_tokens(arch_from(config), *size)
+    assert img.tiles == out["pixel_values"].shape[1] == rows * cols + 1
+    assert img.total == expected
+
+
+def test_idefics3_default_config_cannot_pixel_shuffle() -> None:
+    # transformers' default Idefics3Config: 224 / 32 = 7 patches a side, scale_factor 2.
+    with pytest.raises(Unsupported, match="pixel-shuffled"):
+        image_tokens(arch_from(harness_config("idefics3")), 1024, 1024)

@@ -82,3 +82,74 @@ def _llava_next_anyres(s: Mapping[str, Any], width: int, height: int) -> dict[st
         resize=(best_w, best_h),
         tiles=tiles,
     )
+
+
+@rule("idefics2_resize")
+def _idefics2_resize(s: Mapping[str, Any], width: int, height: int) -> dict[str, Any]:
+    """Idefics2ImageProcessor (get_resize_output_image_size): the longer side capped at
+    longest_edge keeping the aspect ratio, each side at least shortest_edge; the tower reads
+    the patches of that size, and the perceiver resampler's latents are the image's tokens."""
+    low, high, p = s["shortest_edge"], s["longest_edge"], s["patch_size"]
+    aspect = width / height
+    if width >= height and width > high:
+        width, height = high, int(high / aspect)
+    elif height > width and height > high:
+        height, width = high, int(high * aspect)
+    height, width = max(height, low), max(width, low)
+    patches = (height // p) * (width // p)
+    return dict(tokens=s["tokens_per_image"], patches=patches, encoder_len=patches, resize=(width, height))
+
+
+def _idefics3_resize(height: int, width: int, longest: int) -> tuple[int, int]:
+    """get_resize_output_image_size (image_processing_idefics3.py): the longer side to
+    ``longest`` (the other rounded up to even), then both under the 4096 cap."""
+    aspect = width / height
+    if width >= height:
+        width, height = longest, int(longest / aspect)
+        height += height % 2
+    else:
+        height, width = longest, int(longest * aspect)
+        width += width % 2
+    height, width = max(height, 1), max(width, 1)
+    cap = 4096
+    if width >= height and width > cap:
+        width, height = cap, int(cap / aspect)
+    elif height > width and height > cap:
+        height, width = cap, int(cap * aspect)
+    return max(height, 1), max(width, 1)
+
+
+@rule("idefics3_split")
+def _idefics3_split(s: Mapping[str, Any], width: int, height: int) -> dict[str, Any]:
+    """Idefics3 / SmolVLM: resize the longer side to longest_edge, round both sides up to
+    tiles of the tower's input (resize_for_vision_encoder), cut them out (split_images) and
+    add the whole image as a global tile; each tile is pixel-shuffled to image_seq_len
+    tokens. Markers (processing_idefics3.py): <fake_token_around_image> and <row_r_col_c>
+    before each tile, a newline after each row, <fake_token_around_image><global-img> ...
+    <fake_token_around_image> around the global tile."""
+    tile, p, scale = s["image_size"], s["patch_size"], s["scale_factor"]
+    side = tile // p
+    if side % scale:
+        raise ValueError(f"{side}×{side} patches cannot be pixel-shuffled by {scale}")
+    seq = side * side // (scale * scale)
+    h, w = _idefics3_resize(height, width, s["longest_edge"])
+    aspect = w / h
+    if w >= h:
+        w = math.ceil(w / tile) * tile
+        h = math.ceil(int(w / aspect) / tile) * tile
+    else:
+        h = math.ceil(h / tile) * tile
+        w = math.ceil(int(h * aspect) / tile) * tile
+    rows = cols = 0
+    if h > tile or w > tile:
+        rows, cols = (h - tile) // tile + 1, (w - tile) // tile + 1
+    tiles = rows * cols + 1
+    return dict(
+        tokens=tiles * seq,
+        special=3 + rows * (2 * cols + 1),
+        patches=tiles * side * side,
+        encoder_seqs=tiles,
+        encoder_len=side * side,
+        resize=(w, h),
+        tiles=tiles,
+    )

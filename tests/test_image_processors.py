@@ -286,3 +286,13 @@ def test_idefics3_default_config_cannot_pixel_shuffle() -> None:
     # transformers' default Idefics3Config: 224 / 32 = 7 patches a side, scale_factor 2.
     with pytest.raises(Unsupported, match="pixel-shuffled"):
         image_tokens(arch_from(harness_config("idefics3")), 1024, 1024)
+
+
+@pytest.mark.parametrize("size", [*SIZES, (4000, 1000)], ids=lambda s: f"{s[0]}x{s[1]}")
+def test_fuyu_against_its_processor(size: tuple[int, int]) -> None:
+    # FuyuProcessor._get_num_multimodal_tokens runs the image processor's own patch count
+    # (image tokens plus one newline per row); it needs no tokenizer.
+    ip = transformers.FuyuImageProcessorPil()
+    proc = bare_processor("FuyuProcessor", image_processor=ip)
+    expected = proc._get_num_multimodal_tokens(image_sizes=[(size[1], size[0])])["num_image_tokens"][0]
+    assert image_tokens(arch_from(harness_config("fuyu")), *size).total == expected

@@ -153,3 +153,21 @@ def _idefics3_split(s: Mapping[str, Any], width: int, height: int) -> dict[str, 
         resize=(w, h),
         tiles=tiles,
     )
+
+
+@rule("fuyu_patches")
+def _fuyu_patches(s: Mapping[str, Any], width: int, height: int) -> dict[str, Any]:
+    """FuyuImageProcessor: scale down (never up) to fit the canvas, pad to it; the processor
+    keeps only the patches over the image (preprocess_with_tokenizer_info, variable_sized),
+    one token each, with a newline token after each row of patches (processing_fuyu.py)."""
+    p, ch, cw = s["patch_size"], s["canvas_height"], s["canvas_width"]
+    scale = min(ch / height, cw / width)
+    h, w = min(int(height * scale), height), min(int(width * scale), width)
+    rows, cols = math.ceil(h / p), math.ceil(w / p)
+    return dict(
+        tokens=rows * cols,
+        special=rows,
+        patches=rows * cols,
+        encoder_len=rows * cols,
+        resize=(w, h),
+    )

@@ -236,6 +236,9 @@ FIXED: dict[str, tuple[str, dict[str, Any], int, int]] = {
     # Kosmos-2: CLIP's shortest edge 224 + centre crop; latent_query_num = 64 image tokens
     # between <image> and </image> (Kosmos2Processor).
     "kosmos-2": ("CLIPImageProcessorPil", {}, 64 + 2, 224),
+    # Ovis2 (default config: 224 / 14 = 16 patches a side, hidden_stride 1 → 256 tokens),
+    # crop_to_patches off: <IMG_START> 256 × <IMG_ATOM> <IMG_GRID> <IMG_END>.
+    "ovis2": ("Ovis2ImageProcessorPil", {"size": {"height": 224, "width": 224}}, 256 + 3, 224),
 }
 
 
@@ -296,3 +299,21 @@ def test_fuyu_against_its_processor(size: tuple[int, int]) -> None:
     proc = bare_processor("FuyuProcessor", image_processor=ip)
     expected = proc._get_num_multimodal_tokens(image_sizes=[(size[1], size[0])])["num_image_tokens"][0]
     assert image_tokens(arch_from(harness_config("fuyu")), *size).total == expected
+
+
+def test_cohere2_vision_by_hand() -> None:
+    # Cohere2VisionImageProcessor (torchvision only), tiles of 512, at most 12; a tile is
+    # (512 / 16 / 2)² = 256 tokens + a line break; BOI and EOI (replace_image_token).
+    arch = arch_from(harness_config("cohere2_vision"))
+    # 1024²: grids (columns, rows) by area; scale = min(c · 512 / 1024, r · 512 / 1024);
+    # (2, 2) is the first with scale ≥ 1 (exactly 1) → 4 tiles + a thumbnail = 5.
+    img = image_tokens(arch, 1024, 1024)
+    assert (img.tiles, img.total) == (5, 2 + 5 * (256 + 1))
+    # 1280 × 720: columns need c · 512 ≥ 1280 → 3 (scale 1.2), rows r · 512 ≥ 720 → 2;
+    # (3, 2) scale min(1.2, 1.42) = 1.2, the least upscaling, the first at that scale by
+    # area ((3, 3) and (3, 4) tie at 1.2 with more tiles) → 6 tiles + a thumbnail = 7.
+    img = image_tokens(arch, 1280, 720)
+    assert (img.tiles, img.resize, img.total) == (7, (1536, 1024), 2 + 7 * (256 + 1))
+    # 300 × 500: (1, 1) scales min(512 / 300, 512 / 500) = 1.024 ≥ 1: one tile, no thumbnail.
+    img = image_tokens(arch, 300, 500)
+    assert (img.tiles, img.total) == (1, 2 + 256 + 1)

@@ -171,3 +171,36 @@ def _fuyu_patches(s: Mapping[str, Any], width: int, height: int) -> dict[str, An
         encoder_len=rows * cols,
         resize=(w, h),
     )
+
+
+def cohere2_canvas(height: int, width: int, tile: int, max_tiles: int) -> tuple[int, int]:
+    """get_optimal_tiled_canvas (image_processing_cohere2_vision.py), returning (columns,
+    rows): the least upscaling, else the least downscaling; ties to the fewest tiles."""
+    grids = sorted(
+        ((w, h) for w in range(1, max_tiles + 1) for h in range(1, max_tiles + 1) if w * h <= max_tiles),
+        key=lambda g: g[0] * g[1],
+    )
+    scales = [min(w * tile / width, h * tile / height) for w, h in grids]
+    if all(x < 1 for x in scales):
+        return grids[scales.index(max(scales))]
+    ups = [x if x >= 1 else math.inf for x in scales]
+    return grids[ups.index(min(ups))]
+
+
+@rule("cohere2_vision_tiles")
+def _cohere2_vision_tiles(s: Mapping[str, Any], width: int, height: int) -> dict[str, Any]:
+    """Command A Vision: the image resized to a canvas of tiles (crop_image_to_patches) plus a
+    thumbnail when there are several; each tile's tokens, then a line-break token, all
+    between BOI and EOI (processing_cohere2_vision.py replace_image_token)."""
+    tile, p = s["image_size"], s["patch_size"]
+    cols, rows = cohere2_canvas(height, width, tile, s["max_patches"])
+    tiles = cols * rows + (1 if cols * rows > 1 else 0)
+    return dict(
+        tokens=tiles * s["tokens_per_tile"],
+        special=2 + tiles,
+        patches=tiles * (tile // p) ** 2,
+        encoder_seqs=tiles,
+        encoder_len=(tile // p) ** 2,
+        resize=(cols * tile, rows * tile),
+        tiles=tiles,
+    )

@@ -317,3 +317,20 @@ def test_cohere2_vision_by_hand() -> None:
     # 300 × 500: (1, 1) scales min(512 / 300, 512 / 500) = 1.024 ≥ 1: one tile, no thumbnail.
     img = image_tokens(arch, 300, 500)
     assert (img.tiles, img.total) == (1, 2 + 256 + 1)
+
+
+def test_nemotron_h_omni_by_hand() -> None:
+    # get_patch_grid_size with patch 16, merge round(1 / 0.5) = 2, budget
+    # min(13312, (16384 − 4) · 4) = 13312 patches; tokens grid_h · grid_w // 4 between
+    # <img> and </img>. Grid sides start at round(side / 16 + 0.5).
+    arch = arch_from(harness_config("nemotron_h_omni"))
+    # 1024²: round(64.5) = 64 (half to even) → 64 × 64 = 4096 in [1024, 13312] → 1024.
+    img = image_tokens(arch, 1024, 1024)
+    assert (img.resize, img.total) == ((1024, 1024), 4096 // 4 + 2)
+    # 1280 × 720: round(80.5) = 80, round(45.5) = 46 → 46 · 80 = 3680 → 920 tokens.
+    img = image_tokens(arch, 1280, 720)
+    assert (img.resize, img.total) == ((1280, 736), 3680 // 4 + 2)
+    # 300 × 500: 19 × 32 = 608 < 1024 → factor sqrt(1024 / 608) = 1.2978: ceil(24.66) =
+    # 25 wide, ceil(41.53) = 42 high; 25 is odd and 42 · 26 ≤ 13312 → 26 → 1092 → 273.
+    img = image_tokens(arch, 300, 500)
+    assert (img.resize, img.total) == ((26 * 16, 42 * 16), 1092 // 4 + 2)

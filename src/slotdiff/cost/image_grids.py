@@ -204,3 +204,39 @@ def _cohere2_vision_tiles(s: Mapping[str, Any], width: int, height: int) -> dict
         resize=(cols * tile, rows * tile),
         tiles=tiles,
     )
+
+
+def nemotron_patch_grid(height: int, width: int, p: int, merge: int, low: int, high: int) -> tuple[int, int]:
+    """get_patch_grid_size (image_processing_nemotron_h_omni.py): the image's own patch grid
+    scaled into [low, high] patches, each side rounded to a multiple of ``merge``."""
+    gh = round(height / p + 0.5)  # transformers' own expression, banker's rounding included
+    gw = round(width / p + 0.5)
+    factor = min(math.sqrt(high / (gh * gw)), 1.0)
+    gh, gw = math.floor(factor * gh), math.floor(factor * gw)
+    if high > low and gh * gw < low:
+        factor = math.sqrt(low / (gh * gw))
+        gh, gw = math.ceil(factor * gh), math.ceil(factor * gw)
+    if rem := gh % merge:
+        gh = gh + merge - rem if (gh + merge - rem) * gw <= high else max(merge, gh - rem)
+    if rem := gw % merge:
+        gw = gw + merge - rem if gh * (gw + merge - rem) <= high else max(merge, gw - rem)
+    return gh, gw
+
+
+@rule("nemotron_patch_grid")
+def _nemotron_patch_grid(s: Mapping[str, Any], width: int, height: int) -> dict[str, Any]:
+    """Nemotron-3 Nano Omni: one native-resolution view, resized to the patch grid of
+    get_patch_grid_size within a budget of min(max_num_patches, (max_model_len − 4) ·
+    merge²) patches; a token per merge × merge patches (pixel shuffle) between <img> and
+    </img> (processing_nemotron_h_omni.py replace_image_token)."""
+    p, merge = s["patch_size"], s["merge_size"]
+    budget = max((s["max_model_len"] - 4) * merge * merge, s["min_num_patches"])
+    budget = max(min(budget, s["max_num_patches"]), s["min_num_patches"])
+    gh, gw = nemotron_patch_grid(height, width, p, merge, s["min_num_patches"], budget)
+    patches = gh * gw
+    return dict(
+        tokens=patches // (merge * merge),
+        patches=patches,
+        encoder_len=patches + s["class_tokens"],
+        resize=(gw * p, gh * p),
+    )

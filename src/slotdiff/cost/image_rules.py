@@ -10,15 +10,21 @@ from typing import Any
 Rule = Callable[[Mapping[str, Any], int, int], dict[str, Any]]
 
 
+def registrar(table: dict[str, Rule]) -> Callable[[str], Callable[[Rule], Rule]]:
+    """A decorator factory that files a rule function in ``table`` under its name."""
+
+    def rule(name: str) -> Callable[[Rule], Rule]:
+        def register(fn: Rule) -> Rule:
+            table[name] = fn
+            return fn
+
+        return register
+
+    return rule
+
+
 RULES: dict[str, Rule] = {}
-
-
-def rule(name: str) -> Callable[[Rule], Rule]:
-    def register(fn: Rule) -> Rule:
-        RULES[name] = fn
-        return fn
-
-    return register
+rule = registrar(RULES)
 
 
 def smart_resize(height: int, width: int, factor: int, min_pixels: int, max_pixels: int) -> tuple[int, int]:
@@ -38,13 +44,57 @@ def smart_resize(height: int, width: int, factor: int, min_pixels: int, max_pixe
     return h_bar, w_bar
 
 
-@rule("smart_resize")
-def _smart_resize(s: Mapping[str, Any], width: int, height: int) -> dict[str, Any]:
+def _merged_grid(s: Mapping[str, Any], h: int, w: int) -> dict[str, Any]:
+    """Tokens of a resized h × w image cut into patches merged merge × merge; with
+    ``row_newline`` one more token ends every merged row (HunYuan-VL, HY-V4-VL)."""
     p, merge = s["patch_size"], s["merge_size"]
-    h, w = smart_resize(height, width, p * merge, s["min_pixels"], s["max_pixels"])
     patches = (h // p) * (w // p)
     tokens = patches // (merge * merge)
+    if s.get("row_newline"):
+        tokens += h // p // merge
     return dict(tokens=tokens, patches=patches, encoder_len=patches, resize=(w, h))
+
+
+@rule("smart_resize")
+def _smart_resize(s: Mapping[str, Any], width: int, height: int) -> dict[str, Any]:
+    h, w = smart_resize(height, width, s["patch_size"] * s["merge_size"], s["min_pixels"], s["max_pixels"])
+    return _merged_grid(s, h, w)
+
+
+def glm4v_smart_resize(
+    frames: int, height: int, width: int, temporal: int, factor: int, min_pixels: int, max_pixels: int
+) -> tuple[int, int]:
+    """GLM-4V's smart_resize (image_processing_glm4v.py), returning (height, width): a side
+    under ``factor`` is first scaled up, and the pixel budget counts ``frames`` frames."""
+    if frames < temporal:
+        raise ValueError(f"{frames} frames are fewer than the temporal patch {temporal}")
+    if height < factor or width < factor:
+        scale = max(factor / height, factor / width)
+        height, width = int(height * scale), int(width * scale)
+    if max(height, width) / min(height, width) > 200:
+        raise ValueError("absolute aspect ratio must be smaller than 200")
+    h_bar = round(height / factor) * factor
+    w_bar = round(width / factor) * factor
+    t_bar = round(frames / temporal) * temporal
+    if t_bar * h_bar * w_bar > max_pixels:
+        beta = math.sqrt((frames * height * width) / max_pixels)
+        h_bar = max(factor, math.floor(height / beta / factor) * factor)
+        w_bar = max(factor, math.floor(width / beta / factor) * factor)
+    elif t_bar * h_bar * w_bar < min_pixels:
+        beta = math.sqrt(min_pixels / (frames * height * width))
+        h_bar = math.ceil(height * beta / factor) * factor
+        w_bar = math.ceil(width * beta / factor) * factor
+    return h_bar, w_bar
+
+
+@rule("glm4v_smart_resize")
+def _glm4v_smart_resize(s: Mapping[str, Any], width: int, height: int) -> dict[str, Any]:
+    """A still image is temporal_patch_size copies of itself: the budget counts them all."""
+    t = s["temporal_patch_size"]
+    h, w = glm4v_smart_resize(
+        t, height, width, t, s["patch_size"] * s["merge_size"], s["min_pixels"], s["max_pixels"]
+    )
+    return _merged_grid(s, h, w)
 
 
 @rule("fixed_square")

@@ -33,7 +33,8 @@ from typing import Any
 from ..schema.arch import Architecture
 from ..schema.tower_spec import ExprError, as_int, evaluate, multimodal_types
 from .flops import flops_cost
-from .image_rules import RULES
+from .image_grids import RULES as GRID_RULES
+from .image_rules import RULES as BASE_RULES
 from .inventory.tensor import Unsupported
 from .inventory.towers import VisionModel, vision_model
 from .params import ParamCount
@@ -64,6 +65,8 @@ class ImageTokens:
 
 
 # ------------------------------------------------------------------------------ rules
+
+RULES = {**BASE_RULES, **GRID_RULES}
 
 
 # ------------------------------------------------------------------------------- API

@@ -70,7 +70,7 @@ class Checkpoint:
         if self.status == UNAVAILABLE:
             return f"checkpoint not compared: {self.why}"
         if self.status == MATCH and self.stored_params is None:
-            return "the checkpoint's tensor names (its index JSON: no shapes) match the config's slots and layers"
+            return "the checkpoint's tensor names (an index JSON: no shapes) match the slots and layers"
         if self.status == MATCH:
             return f"the checkpoint's {self.stored_params:,} stored parameters match, slot by slot"
         d = self.differences[0]

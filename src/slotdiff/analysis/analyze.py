@@ -26,9 +26,11 @@ from ..slots.classify import classify
 from ..slots.differ import facet_status
 from ..slots.fill import Fills, slot_table
 from ..slots.fills import fill_slots
-from .coverage import coverage
+from .coverage import coverage, with_checkpoint
 from .donor import choose_donor
+from .reconcile import Checkpoint, reconcile
 from .report import FacetReport, Report, Shape, SourceInfo
+from .weights_source import checkpoint_lookup
 
 BASELINES = {"gpt2": "openai-community/gpt2", "llama": "meta-llama/Meta-Llama-3-8B"}
 
@@ -130,6 +132,7 @@ def analyze(
     cost: bool = True,
     counterfactuals: bool = True,
     classification: bool = True,
+    weights: bool = True,
 ) -> Report:
     """Analyze one model: slots vs GPT-2 and Llama-3-8B (and ``against``), class, and cost.
 
@@ -138,6 +141,7 @@ def analyze(
     prices the model alone, without the price of each slot change; ``classification=False``
     leaves out the family match (a scan matches against its own knowledge): what a scan needs,
     the same figures at a fraction of the work. ``source`` may be a :class:`Model` already loaded.
+    ``weights=False`` leaves the checkpoint beside the config unread (``--no-weights``).
     """
     model = source if isinstance(source, Model) else load(source, revision)
     other = against if isinstance(against, Model) or against is None else load(against)
@@ -163,6 +167,12 @@ def analyze(
         refused if cost else None,
         model.fills.unplaced,
     )
+    checkpoint: Checkpoint | None = None
+    if weights and cost:
+        lookup = checkpoint_lookup(model.raw)
+        if lookup is not False:
+            checkpoint = reconcile(model.arch, cost_report.params if cost_report else None, lookup)
+            trust = with_checkpoint(trust, checkpoint)
     return Report(
         model=model.raw.name,
         source=source_info(model.raw),
@@ -174,4 +184,5 @@ def analyze(
         changes=changes,
         coverage=trust,
         shape=shape_of(model.arch, cost_report),
+        checkpoint=checkpoint,
     )

@@ -19,6 +19,7 @@ from ..cost.params import ParamCount
 from ..schema.arch import Architecture
 
 VERIFIED, UNVERIFIED = "verified", "unverified"
+BY_CHECKPOINT = "verified by the checkpoint"  # beats VERIFIED: measured on this model's own weights
 UNREAD_REASON = "keys slotdiff did not read, which may change the structure"
 UNPLACED_REASON = "keys slotdiff read that no slot facet shows"
 MAX_KEYS_NAMED = 8  # a reason names this many unread keys, then says how many more
@@ -28,13 +29,13 @@ MAX_KEYS_NAMED = 8  # a reason names this many unread keys, then says how many m
 class Coverage:
     """The trust level of one answer and why."""
 
-    status: str  # VERIFIED or UNVERIFIED
+    status: str  # BY_CHECKPOINT, VERIFIED or UNVERIFIED
     reasons: tuple[str, ...] = ()
     basis: str = ""  # what a verified answer rests on, for people reading it
 
     @property
     def verified(self) -> bool:
-        return self.status == VERIFIED
+        return self.status in (VERIFIED, BY_CHECKPOINT)
 
     def to_dict(self) -> dict[str, Any]:
         return {"status": self.status, "reasons": list(self.reasons)}
@@ -42,7 +43,8 @@ class Coverage:
     def line(self) -> str:
         """One line for a terminal: ``verified`` or ``unverified: reason; reason``."""
         if self.verified:
-            return f"{self.status}: {self.basis}" if self.basis else self.status
+            line = f"{self.status}: {self.basis}" if self.basis else self.status
+            return line + ("; still unchecked: " + "; ".join(self.reasons) if self.reasons else "")
         return f"{self.status}: " + "; ".join(self.reasons)
 
 
@@ -127,3 +129,16 @@ def coverage(
             "was read and is shown in its slot"
         ),
     )
+
+
+def with_checkpoint(trust: Coverage, checkpoint: Any) -> Coverage:
+    """The trust level once the checkpoint was compared: a match makes the count measured on
+    this model (``verified by the checkpoint``), keeping the reasons about keys that may change
+    KV or FLOPs, which weights do not show; a difference makes it unverified, saying where."""
+    if checkpoint.status == "match":
+        kept = tuple(r for r in trust.reasons if r.startswith((UNREAD_REASON, UNPLACED_REASON)))
+        basis = checkpoint.sentence()
+        return Coverage(BY_CHECKPOINT, kept, basis)
+    if checkpoint.status == "differs":
+        return Coverage(UNVERIFIED, (checkpoint.sentence(), *trust.reasons))
+    return trust

@@ -101,6 +101,7 @@ class Report:
     notes: tuple[str, ...] = field(default_factory=tuple)
     coverage: Coverage | None = None  # how sure the answer is (None: not judged)
     shape: Shape | None = None  # layers, longest context, KV there
+    checkpoint: Any = None  # reconcile.Checkpoint: the stored tensors against the count (None: not read)
 
     @property
     def model_type(self) -> str:
@@ -138,6 +139,8 @@ class Report:
             out["coverage"] = self.coverage.to_dict()
         if self.shape is not None:
             out["shape"] = self.shape.to_dict()
+        if self.checkpoint is not None:
+            out["checkpoint"] = self.checkpoint.to_dict()
         if self.classification is not None:
             out["class"] = self.classification.to_dict()
         if self.cost is not None:

@@ -72,7 +72,10 @@ def cost_lines(report: Any) -> Text:
         line += f", MTP modules {fmt.count(p.mtp)} (apart)"
     elif p.mtp is None:
         line += ", MTP modules not counted (the config does not describe their tensors)"
-    t.append(line + "\n")
+    ck = getattr(report, "checkpoint", None)
+    if ck is not None and ck.status == "differs":
+        line += f"; DIFFERS from the checkpoint: {ck.sentence()}"
+    t.append(line + "\n", style="bold red" if ck is not None and ck.status == "differs" else None)
     shape = fmt.shape_line(getattr(report, "shape", None), c.kv)
     if shape:
         t.append(shape + "\n")

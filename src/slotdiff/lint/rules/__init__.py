@@ -1,5 +1,6 @@
 """The config rules (SD1xx errors, SD2xx warnings), one module per kind of question: keys
-(parse, schema, spelling, stale keys), values (sizes that must agree) and family (model_type,
-custom code). Importing this package registers every rule with the registry."""
+(parse, schema, spelling, stale keys), values (sizes that must agree), family (model_type,
+custom code) and checkpoint (the weights beside the config). Importing this package registers
+every rule with the registry."""
 
-from . import family, keys, values  # noqa: F401  (importing registers the rules)
+from . import checkpoint, family, keys, values  # noqa: F401  (importing registers the rules)

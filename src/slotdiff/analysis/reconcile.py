@@ -1,0 +1,323 @@
+"""The config's parameter count reconciled with what the checkpoint stores, tensor by tensor.
+
+Each stored tensor name (numeric path components written ``N``) is placed in a slot by the
+family's naming data, ``schemas/checkpoint_names.json`` (generated from transformers' own
+``state_dict`` names); what the naming data does not hold is attributed by
+``schemas/checkpoint_formats.json`` (buffers, MTP modules) or reported as unplaced, never
+guessed. Per slot the stored parameters are compared with the cost pass's, and per layer
+which layers the checkpoint holds.
+"""
+
+from __future__ import annotations
+
+import re
+from collections import Counter, defaultdict
+from dataclasses import dataclass
+from functools import cache
+from typing import Any
+
+from ..core.resources import load_schema_file
+from ..cost.params import ParamCount
+from ..read.checkpoint import Lookup, StoredIndex, StoredTensor, Unavailable
+from ..schema.arch import Architecture
+from .quantized import Unpacked, unpack
+
+MATCH, DIFFERS, UNAVAILABLE = "match", "differs", "unavailable"
+NAMES_SHOWN = 6  # names listed per difference before "and N more"
+_INDEX = re.compile(r"(?<=\.)\d+(?=\.|$)|^\d+(?=\.)")
+_EXPERT = re.compile(r"(?:^|\.)experts\.(\d+)\.")
+
+
+@dataclass(frozen=True)
+class SlotDifference:
+    """Where one slot of the checkpoint disagrees with the config's count."""
+
+    slot: str
+    expected_params: int | None  # None: not known (names only)
+    stored_params: int | None
+    expected_shapes: tuple[str, ...] = ()  # tensor shapes only the config's count has
+    stored_shapes: tuple[str, ...] = ()  # tensor shapes only the checkpoint has
+    missing_layers: tuple[int, ...] = ()  # layers the config has and the checkpoint lacks here
+    extra_layers: tuple[int, ...] = ()  # layers the checkpoint has and the config does not
+    names: tuple[str, ...] = ()  # stored names the naming data does not place (slot "unplaced")
+
+    def to_dict(self) -> dict[str, Any]:
+        return {k: list(v) if isinstance(v, tuple) else v for k, v in self.__dict__.items()}
+
+
+@dataclass(frozen=True)
+class Checkpoint:
+    """The reconciliation's result: status, what is stored, and the differences."""
+
+    status: str  # MATCH | DIFFERS | UNAVAILABLE
+    why: str | None = None  # for UNAVAILABLE
+    source: str | None = None
+    where: str | None = None
+    shards: int = 0
+    shards_read: int = 0
+    params_by_dtype: tuple[tuple[str, int], ...] = ()
+    bytes_by_dtype: tuple[tuple[str, int], ...] = ()
+    stored_params: int | None = None  # model weights (unpacked), attributed tensors apart
+    expected_params: int | None = None
+    attributed: tuple[tuple[str, int, int], ...] = ()  # (what, tensors, elements)
+    differences: tuple[SlotDifference, ...] = ()
+    layers: int | None = None  # decoder layers the checkpoint holds
+    experts: int | None = None  # routed experts per MoE layer the checkpoint holds
+    cached: bool = False
+
+    def sentence(self) -> str:
+        """One sentence: which slot differs and by how much (or why nothing was compared)."""
+        if self.status == UNAVAILABLE:
+            return f"checkpoint not compared: {self.why}"
+        if self.status == MATCH and self.stored_params is None:
+            return "the checkpoint's tensor names (an index JSON: no shapes) match the slots and layers"
+        if self.status == MATCH:
+            return f"the checkpoint's {self.stored_params:,} stored parameters match, slot by slot"
+        d = self.differences[0]
+        more = f" (and {len(self.differences) - 1} more)" if len(self.differences) > 1 else ""
+        if d.missing_layers or d.extra_layers:
+            what = f"holds {self.layers} layers"
+        elif d.slot == "unplaced":
+            what = f"stores {len(d.names)} tensors no slot of this family names, e.g. {d.names[0]}"
+        elif d.expected_params is not None and d.stored_params is not None:
+            diff = d.stored_params - d.expected_params
+            what = f"stores {abs(diff):,} parameters {'more' if diff > 0 else 'fewer'} in {d.slot}"
+        else:
+            what = f"disagrees in {d.slot}"
+        return f"the checkpoint {what} than the config describes{more}".replace(
+            " than the config describes", "" if d.slot == "unplaced" else " than the config describes"
+        )
+
+    def to_dict(self) -> dict[str, Any]:
+        out: dict[str, Any] = {"status": self.status}
+        if self.status == UNAVAILABLE:
+            out["why"] = self.why
+            return out
+        out.update(
+            source=self.source,
+            where=self.where,
+            cached=self.cached,
+            shards=self.shards,
+            shards_read=self.shards_read,
+            stored_params=self.stored_params,
+            expected_params=self.expected_params,
+            params_by_dtype=dict(self.params_by_dtype),
+            bytes_by_dtype=dict(self.bytes_by_dtype),
+            attributed=[{"what": w, "tensors": n, "elements": e} for w, n, e in self.attributed],
+            layers=self.layers,
+            experts=self.experts,
+            differences=[d.to_dict() for d in self.differences],
+            sentence=self.sentence(),
+        )
+        return out
+
+
+@cache
+def _names() -> dict[str, Any]:
+    return load_schema_file("checkpoint_names.json")["model_types"]
+
+
+@cache
+def _formats() -> dict[str, Any]:
+    return load_schema_file("checkpoint_formats.json")
+
+
+@cache
+def _attributions() -> tuple[tuple[re.Pattern[str], str, str], ...]:
+    return tuple((re.compile(a["pattern"]), a["as"], a["what"]) for a in _formats()["attributions"])
+
+
+def normalise(name: str) -> str:
+    """Every numeric path component as ``N`` (layers, experts), as the naming data writes them."""
+    return _INDEX.sub("N", name)
+
+
+def naming(model_type: str) -> dict[str, Any] | None:
+    """The family's naming data (``prefix``, ``names``), or None when there is none."""
+    return _names().get(model_type)
+
+
+def _layer(name: str) -> int | None:
+    m = _INDEX.search(name)
+    return int(m.group()) if m else None
+
+
+class _Tally:
+    """Stored tensors sorted into slots, attributions and unplaced names."""
+
+    def __init__(self) -> None:
+        self.params: dict[str, int] = defaultdict(int)
+        self.shapes: dict[str, Counter[tuple[int, ...]]] = defaultdict(Counter)
+        self.layers: dict[str, set[int]] = defaultdict(set)
+        self.attributed: dict[str, list[int]] = defaultdict(lambda: [0, 0])
+        self.unplaced: list[str] = []
+        self.experts: set[int] = set()
+        self.fused_experts = 0
+
+
+def _place(arch: Architecture, table: dict[str, Any], t: StoredTensor) -> str | None:
+    """The slot of stored tensor ``t`` (or ``attr:<what>``), None when nothing places it."""
+    n_layers, mtp = arch.n_layers, arch.get("mtp_layers") or 0
+    layer = _layer(t.name)
+    if mtp and layer is not None and n_layers <= layer < n_layers + mtp and ".layers." in f".{t.name}":
+        return "attr:multi-token prediction modules"
+    names, prefix = table["names"], table.get("prefix") or ""
+    norm = normalise(t.name)
+    slot = names.get(norm) or (names.get(f"{prefix}.{norm}") if prefix else None)
+    if slot is None and prefix and norm.startswith(prefix + "."):
+        slot = names.get(norm[len(prefix) + 1 :])
+    if slot == "buffer":
+        return "attr:persistent buffers"
+    if slot is not None:
+        return slot
+    for rx, kind, what in _attributions():
+        if rx.search(t.name):
+            return f"attr:{what}" if kind != "mtp" else "attr:multi-token prediction modules"
+    return None
+
+
+def _tally(arch: Architecture, table: dict[str, Any], tensors: tuple[Unpacked, ...]) -> _Tally:
+    tally = _Tally()
+    layer_slots = set(_formats()["layer_slots"])
+    for u in tensors:
+        slot = f"attr:{u.attributed}" if u.attributed else _place(arch, table, u.tensor)
+        if slot is None:
+            tally.unplaced.append(u.tensor.name)
+            continue
+        if slot.startswith("attr:"):
+            tally.attributed[slot[5:]][0] += 1
+            tally.attributed[slot[5:]][1] += u.params or 0
+            continue
+        tally.params[slot] += u.params or 0
+        if u.shape is not None:
+            tally.shapes[slot][u.shape] += 1
+        layer = _layer(u.tensor.name)
+        if slot in layer_slots and layer is not None:
+            tally.layers[slot].add(layer)
+        if slot == "experts":
+            m = _EXPERT.search(u.tensor.name)
+            if m:
+                tally.experts.add(int(m.group(1)))
+            elif u.shape is not None and len(u.shape) == 3:
+                tally.fused_experts = max(tally.fused_experts, u.shape[0])
+    return tally
+
+
+def _shape_text(shape: tuple[int, ...]) -> str:
+    return "×".join(str(d) for d in shape) if shape else "scalar"
+
+
+def _expected_shapes(params: ParamCount, slot: str) -> Counter[tuple[int, ...]]:
+    out: Counter[tuple[int, ...]] = Counter()
+    for t in params.tensors:
+        if t.slot == slot:
+            out[(t.rows, t.cols) if t.cols > 1 else (t.rows,)] += t.count
+    return out
+
+
+def _shape_diff(
+    params: ParamCount, slot: str, stored: Counter[tuple[int, ...]]
+) -> tuple[tuple[str, ...], ...]:
+    """Shapes (by element count, so a transposed or fused layout is the same) only one side has."""
+    want: Counter[int] = Counter()
+    for shape, n in _expected_shapes(params, slot).items():
+        want[_numel(shape)] += n
+    have: Counter[int] = Counter()
+    for shape, n in stored.items():
+        have[_numel(shape)] += n
+    only_want = want - have
+    only_have = have - want
+    exp = tuple(
+        f"{_shape_text(s)} ×{n}" for s, n in _expected_shapes(params, slot).items() if _numel(s) in only_want
+    )
+    got = tuple(f"{_shape_text(s)} ×{n}" for s, n in stored.items() if _numel(s) in only_have)
+    return exp[:NAMES_SHOWN], got[:NAMES_SHOWN]
+
+
+def _numel(shape: tuple[int, ...]) -> int:
+    n = 1
+    for d in shape:
+        n *= d
+    return n
+
+
+def reconcile(arch: Architecture, params: ParamCount | None, lookup: Lookup | None) -> Checkpoint:
+    """Compare ``params`` (the cost pass's count of ``arch``) with the checkpoint ``lookup``."""
+    if lookup is None:
+        return Checkpoint(UNAVAILABLE, "no safetensors file or index JSON beside the config")
+    if isinstance(lookup, Unavailable):
+        return Checkpoint(UNAVAILABLE, lookup.why)
+    model_type = arch.config_model_type or arch.model_type
+    table = naming(model_type)
+    if table is None:
+        return Checkpoint(UNAVAILABLE, f"no naming data for model_type {model_type!r} (not in transformers)")
+    if params is None:
+        return Checkpoint(UNAVAILABLE, "the config's parameters could not be counted")
+    unpacked = unpack(lookup.tensors, arch)
+    tally = _tally(arch, table, unpacked)
+    return _verdict(arch, params, lookup, tally, unpacked)
+
+
+def _verdict(
+    arch: Architecture, params: ParamCount, lookup: StoredIndex, tally: _Tally, unpacked: tuple[Unpacked, ...]
+) -> Checkpoint:
+    shapes = lookup.shapes_known
+    expected = dict(params.by_part)
+    tied = bool(arch.get("tie_embeddings"))
+    if tied and not expected.get("head") and tally.params.get("head") is not None and "head" in tally.shapes:
+        # A tied head saved twice: the same tensor as the embedding, not a parameter of its own.
+        n = sum(tally.shapes.pop("head").values())
+        tally.attributed["a second copy of the tied embedding (lm_head)"] = [n, tally.params.pop("head")]
+    elif tied and not shapes and "head" in tally.layers:
+        tally.layers.pop("head")
+    excluded = {"vision"} if any("vision tower" in e for e in params.excluded) else set()
+    if any("audio tower" in e for e in params.excluded):
+        excluded.add("audio")
+    diffs: list[SlotDifference] = []
+    n_layers = arch.n_layers
+    want_layers = set(range(n_layers))
+    stored_slots = set(tally.params) | set(tally.shapes) | set(tally.layers)
+    for slot in [*expected, *sorted(stored_slots - set(expected))]:
+        if slot in excluded:
+            continue
+        want = expected.get(slot, 0)
+        have = tally.params.get(slot, 0) if shapes else None
+        layers = tally.layers.get(slot)
+        missing = tuple(sorted(want_layers - layers)) if layers and want else ()
+        extra = tuple(sorted(layers - want_layers)) if layers else ()
+        present = slot in stored_slots
+        if shapes and have == want and not missing and not extra:
+            continue
+        if not shapes and (bool(want) == present) and not missing and not extra:
+            continue
+        exp, got = _shape_diff(params, slot, tally.shapes.get(slot, Counter())) if shapes else ((), ())
+        diffs.append(SlotDifference(slot, want, have, exp, got, missing[:64], extra[:64]))
+    if tally.unplaced:
+        diffs.append(SlotDifference("unplaced", 0, None, names=tuple(tally.unplaced[:NAMES_SHOWN])))
+    mtp = tally.attributed.get("multi-token prediction modules")
+    if shapes and mtp and params.mtp is not None and params.mtp and mtp[1] != params.mtp:
+        diffs.append(SlotDifference("mtp", params.mtp, mtp[1]))
+    by_dtype: Counter[str] = Counter()
+    bytes_by: Counter[str] = Counter()
+    for u in unpacked:
+        by_dtype[u.tensor.dtype or "?"] += u.tensor.numel or 0
+        bytes_by[u.tensor.dtype or "?"] += u.tensor.nbytes or 0
+    all_layers = set().union(*tally.layers.values()) if tally.layers else set()
+    return Checkpoint(
+        DIFFERS if diffs else MATCH,
+        source=lookup.source,
+        where=lookup.where,
+        shards=lookup.shards,
+        shards_read=lookup.shards_read,
+        params_by_dtype=tuple(sorted(by_dtype.items())) if shapes else (),
+        bytes_by_dtype=tuple(sorted(bytes_by.items()))
+        if shapes
+        else ((("total_size", lookup.total_size),) if lookup.total_size else ()),
+        stored_params=sum(tally.params.values()) if shapes else None,
+        expected_params=params.total,
+        attributed=tuple((w, n, e) for w, (n, e) in sorted(tally.attributed.items())),
+        differences=tuple(diffs),
+        layers=(max(all_layers) + 1) if all_layers else None,
+        experts=len(tally.experts) or tally.fused_experts or None,
+        cached=lookup.cached,
+    )

@@ -1,0 +1,141 @@
+"""The checkpoint beside a config, reconciled with its count (issue 26): header-only safetensors
+files and index JSONs holding the tensors transformers' save_pretrained writes for the config
+(built on the meta device: the expected names, shapes and totals come from transformers)."""
+
+from __future__ import annotations
+
+import json
+import shutil
+import struct
+from pathlib import Path
+
+import jsonschema
+import pytest
+
+from slotdiff.cli import main
+
+from checkpoints import stored_layout, write_checkpoint
+from conftest import raw
+
+pytest.importorskip("transformers")
+
+LLAMA3 = "meta-llama/Meta-Llama-3-8B"
+LLAMA3_PARAMS = 8_030_261_248  # DESIGN.md's anchor (the published count)
+
+
+def _folder(tmp: Path, repo: str, edit: dict | None = None, **kw: object) -> Path:
+    config = json.loads(raw(repo).read_text())
+    layout = stored_layout(config)
+    folder = tmp / repo.replace("/", "__")
+    tensors = {name: ("BF16", shape) for name, shape in layout.items()}
+    write_checkpoint(folder, tensors, **kw)
+    (folder / "config.json").write_text(json.dumps({**config, **(edit or {})}))
+    return folder
+
+
+def _json(capsys: pytest.CaptureFixture[str], *argv: str) -> dict:
+    assert main([*argv, "--json"]) == 0
+    data = json.loads(capsys.readouterr().out)
+    schema = json.loads((Path(__file__).parents[1] / "schemas" / "report.schema.json").read_text())
+    jsonschema.validate(data, schema)
+    return data
+
+
+def test_llama3_headers_match_and_upgrade_trust(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    folder = _folder(tmp_path, LLAMA3, shards=4)
+    data = _json(capsys, str(folder))
+    ck = data["checkpoint"]
+    assert ck["status"] == "match", ck
+    assert ck["stored_params"] == LLAMA3_PARAMS
+    assert ck["params_by_dtype"] == {"BF16": LLAMA3_PARAMS}
+    assert ck["bytes_by_dtype"] == {"BF16": 2 * LLAMA3_PARAMS}
+    assert (ck["shards"], ck["shards_read"], ck["layers"]) == (4, 4, 32)
+    assert data["coverage"]["status"] == "verified by the checkpoint"
+
+
+def test_one_layer_edit_differs_on_the_params_line(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    folder = _folder(tmp_path, LLAMA3, edit={"num_hidden_layers": 30})
+    ck = _json(capsys, str(folder))["checkpoint"]
+    assert ck["status"] == "differs" and ck["layers"] == 32
+    slots = {d["slot"]: d for d in ck["differences"]}
+    assert slots["attention"]["extra_layers"] == [30, 31]
+    # two layers of Llama-3-8B attention: 2 × (2·4096² + 2·4096·1024) stored beyond the config's
+    assert slots["attention"]["stored_params"] - slots["attention"]["expected_params"] == 2 * (
+        2 * 4096 * 4096 + 2 * 4096 * 1024
+    )
+    assert data_status(capsys, folder) == "unverified"
+    assert main([str(folder), "--width", "200"]) == 0
+    params_line = next(line for line in capsys.readouterr().out.splitlines() if line.startswith("params "))
+    assert "DIFFERS from the checkpoint" in params_line and "32 layers" in params_line
+
+
+def data_status(capsys: pytest.CaptureFixture[str], folder: Path) -> str:
+    return _json(capsys, str(folder))["coverage"]["status"]
+
+
+def test_index_json_alone_reads_names(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    folder = _folder(tmp_path, LLAMA3, shards=2, headers=False)
+    ck = _json(capsys, str(folder))["checkpoint"]
+    assert (ck["status"], ck["source"], ck["shards_read"], ck["layers"]) == ("match", "index JSON", 0, 32)
+    assert ck["stored_params"] is None and ck["bytes_by_dtype"] == {"total_size": 2 * LLAMA3_PARAMS}
+    (folder / "config.json").write_text(
+        json.dumps({**json.loads((folder / "config.json").read_text()), "tie_word_embeddings": True})
+    )
+    ck = _json(capsys, str(folder))["checkpoint"]
+    assert ck["status"] == "differs" and [d["slot"] for d in ck["differences"]] == ["head"]
+
+
+def test_tied_head_saved_twice_is_attributed(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    config = json.loads(raw("meta-llama/Llama-3.2-1B").read_text())
+    assert config["tie_word_embeddings"] is True
+    layout = stored_layout(config)
+    assert "lm_head.weight" not in layout  # save_pretrained writes a tied tensor once
+    tensors = {n: ("BF16", s) for n, s in layout.items()}
+    tensors["lm_head.weight"] = tensors["model.embed_tokens.weight"]
+    write_checkpoint(tmp_path, tensors)
+    (tmp_path / "config.json").write_text(json.dumps(config))
+    ck = _json(capsys, str(tmp_path))["checkpoint"]
+    assert ck["status"] == "match", ck
+    assert ck["stored_params"] == 1_235_814_400  # Llama-3.2-1B's published count
+    assert [a["what"] for a in ck["attributed"]] == ["a second copy of the tied embedding (lm_head)"]
+
+
+def test_moe_per_expert_names(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    folder = _folder(tmp_path, "Qwen/Qwen3-30B-A3B")
+    ck = _json(capsys, str(folder))["checkpoint"]
+    assert ck["status"] == "match", ck
+    assert ck["experts"] == 128 and ck["layers"] == 48
+    folder = _folder(tmp_path / "b", "Qwen/Qwen3-30B-A3B", edit={"num_experts": 64})
+    ck = _json(capsys, str(folder))["checkpoint"]
+    assert ck["status"] == "differs" and ck["experts"] == 128
+    assert "experts" in {d["slot"] for d in ck["differences"]}
+
+
+@pytest.mark.parametrize(
+    ("content", "why"),
+    [
+        (b"\x01", "too small"),
+        (struct.pack("<Q", 10**12), "too big"),
+        (struct.pack("<Q", 5) + b"{nope", "not json"),
+        (struct.pack("<Q", 2000) + b"{}", "truncated"),
+    ],
+)
+def test_broken_header_is_unavailable(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], content: bytes, why: str
+) -> None:
+    shutil.copy(raw(LLAMA3), tmp_path / "config.json")
+    (tmp_path / "model.safetensors").write_bytes(content)
+    data = _json(capsys, str(tmp_path))
+    ck = data["checkpoint"]
+    assert ck["status"] == "unavailable" and ck["why"].startswith("model.safetensors: not a readable")
+    assert why in ck["why"].lower()
+    assert data["coverage"]["status"] == "verified"  # the harness's level stands
+
+
+def test_no_weights_and_lone_config(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    folder = _folder(tmp_path, LLAMA3)
+    assert "checkpoint" not in _json(capsys, str(folder), "--no-weights")
+    ck = _json(capsys, str(raw(LLAMA3)))["checkpoint"]
+    assert ck == {"status": "unavailable", "why": "no safetensors file or index JSON beside the config"}

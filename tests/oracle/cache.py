@@ -23,14 +23,14 @@ from typing import Any
 
 HERE = Path(__file__).resolve().parent
 STORE = HERE.parent / "fixtures" / "oracle"
-CODE = ("hf_oracle.py", "saved.py")  # the modules whose answers are kept
+CODE = ("hf_oracle.py", "saved.py")  # the oracle modules an answer depends on (by default)
 
 
 @cache
-def _environment() -> dict[str, str]:
+def _environment(modules: tuple[str, ...] = CODE) -> dict[str, str]:
     """What else an answer depends on: library versions and the oracle's source."""
     code = hashlib.sha256()
-    for name in CODE:
+    for name in modules:
         code.update((HERE / name).read_bytes())
     return {
         "transformers": metadata.version("transformers"),
@@ -39,9 +39,10 @@ def _environment() -> dict[str, str]:
     }
 
 
-def key(kind: str, inputs: Mapping[str, Any]) -> str:
+def key(kind: str, inputs: Mapping[str, Any], modules: tuple[str, ...] = CODE) -> str:
     """The file stem of one measurement: its kind and the digest of everything it depends on."""
-    text = json.dumps({"kind": kind, "inputs": inputs, **_environment()}, sort_keys=True, allow_nan=True)
+    env = _environment(modules)
+    text = json.dumps({"kind": kind, "inputs": inputs, **env}, sort_keys=True, allow_nan=True)
     return f"{kind}-{hashlib.sha256(text.encode()).hexdigest()[:24]}"
 
 
@@ -51,10 +52,12 @@ def cached(
     measure: Callable[[], Any],
     encode: Callable[[Any], Any] = lambda x: x,
     decode: Callable[[Any], Any] = lambda x: x,
+    modules: tuple[str, ...] = CODE,
 ) -> Any:
     """``measure()``, or its answer recorded for exactly these ``inputs`` (JSON-able) and this
-    environment. ``encode``/``decode`` turn the answer into JSON and back."""
-    path = STORE / f"{key(kind, inputs)}.json"
+    environment (``modules``: the oracle modules it runs). ``encode``/``decode`` turn the
+    answer into JSON and back."""
+    path = STORE / f"{key(kind, inputs, modules)}.json"
     if path.is_file() and os.environ.get("SLOTDIFF_ORACLE_FRESH", "") in ("", "0"):
         return decode(json.loads(path.read_text(encoding="utf-8")))
     answer = measure()

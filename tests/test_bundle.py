@@ -130,3 +130,19 @@ def test_an_analysis_reads_the_bundle_once_and_no_data_file() -> None:
     assert opened.count(str(BUNDLE)) == 1
     data = [p for p in opened if any(f"{os.sep}{name}{os.sep}" in p for name in SOURCES)]
     assert data == [], data
+
+
+def test_a_family_file_added_after_the_bundle_is_seen(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A scan's proposal written into the data set's folder counts at once, bundle or not."""
+    from slotdiff.slots import classify
+
+    folder = tmp_path / "fingerprints"
+    shutil.copytree(ROOTS["fingerprints"], folder)
+    monkeypatch.setattr(classify, "data_dir", lambda name: folder)
+    before = classify.families()
+    assert [f.slug for f in before] == [p.stem for p in sorted(folder.glob("*.json"))]
+    shutil.copy(folder / "gpt-2.json", folder / "zz-proposed.json")
+    after = classify.families()
+    assert len(after) == len(before) + 1 and after[-1].slug == "zz-proposed"

@@ -18,6 +18,7 @@ ROWS = (
     "`slotdiff CONFIG` (table)",
     "`slotdiff lint CONFIG`",
     "`slotdiff fit CONFIG`",
+    "`slotdiff Qwen/Qwen3-8B --json` offline",
     "`slotdiff fit` on a 16,384-layer config",
     "scan classification, ",
     "scan classification as a scan runs it",

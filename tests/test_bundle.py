@@ -100,3 +100,49 @@ def test_same_report_with_and_without_the_bundle(config: Path) -> None:
         assert out.returncode == 0, out.stderr
         reports.append(out.stdout)
     assert reports[0] == reports[1]
+
+
+AUDIT = """
+import runpy, sys
+opened = []
+sys.addaudithook(lambda ev, args: opened.append(str(args[0])) if ev == "open" else None)
+sys.argv = ["slotdiff", *sys.argv[1:]]
+try:
+    runpy.run_module("slotdiff", run_name="__main__")
+except SystemExit:
+    pass
+print("\\n".join(opened), file=sys.stderr)
+"""
+
+
+def test_an_analysis_reads_the_bundle_once_and_no_data_file() -> None:
+    env = {**os.environ, "HF_HUB_OFFLINE": "1", "PYTHONPATH": str(ROOT / "src")}
+    env.pop("SLOTDIFF_NO_BUNDLE", None)
+    out = subprocess.run(
+        [sys.executable, "-c", AUDIT, str(raw("Qwen/Qwen3-30B-A3B")), "--json"],
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=120,
+    )
+    assert json.loads(out.stdout)["model_type"] == "qwen3_moe", out.stderr[-2000:]
+    opened = out.stderr.splitlines()
+    assert opened.count(str(BUNDLE)) == 1
+    data = [p for p in opened if any(f"{os.sep}{name}{os.sep}" in p for name in SOURCES)]
+    assert data == [], data
+
+
+def test_a_family_file_added_after_the_bundle_is_seen(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A scan's proposal written into the data set's folder counts at once, bundle or not."""
+    from slotdiff.slots import classify
+
+    folder = tmp_path / "fingerprints"
+    shutil.copytree(ROOTS["fingerprints"], folder)
+    monkeypatch.setattr(classify, "data_dir", lambda name: folder)
+    before = classify.families()
+    assert [f.slug for f in before] == [p.stem for p in sorted(folder.glob("*.json"))]
+    shutil.copy(folder / "gpt-2.json", folder / "zz-proposed.json")
+    after = classify.families()
+    assert len(after) == len(before) + 1 and after[-1].slug == "zz-proposed"

@@ -49,9 +49,12 @@ def imported(*args: str, **extra: str) -> set[str]:
         ((CONFIG, "--markdown"), set()),
         ((CONFIG,), {"rich"}),
         (("Qwen/Qwen3-8B", "--json"), set()),  # a catalog id offline, no HF cache holding it
+        (("fit", CONFIG, "--json"), set()),  # GPU presets and the rest of the data: the bundle
+        (("train", CONFIG, "--json"), set()),
+        (("gpus", "--json"), set()),
         (("lint", "--no-config", CONFIG), {"jsonschema"}),
     ],
-    ids=["json", "markdown", "table", "catalog-offline", "lint"],
+    ids=["json", "markdown", "table", "catalog-offline", "fit", "train", "gpus", "lint"],
 )
 def test_local_runs_import_no_heavy_library_they_do_not_use(args: tuple[str, ...], allowed: set[str]) -> None:
     assert "slotdiff" in (names := imported(*args))

@@ -19,6 +19,7 @@ from slotdiff.cost.kv import kv_cost
 from slotdiff.cost.params import count
 
 from conftest import CORPUS
+from oracle import cache as oracle_cache
 from oracle import hf_oracle
 
 # (corpus file, config overrides, tokens): a small window makes the cap visible.
@@ -43,12 +44,20 @@ CASES = {
 SEQ = 32
 
 
+def kv_measured(path: str, seq: int, overrides: dict | None = None, dtype: str = "float32") -> dict:
+    """hf_oracle.kv_cache_bytes, kept by input digest (tests/oracle/cache.py)."""
+    cfg = hf_oracle.load_config(CORPUS / path)
+    return oracle_cache.cached(
+        "kv_cache_bytes",
+        {"config": cfg, "seq": seq, "overrides": overrides, "dtype": dtype},
+        lambda: hf_oracle.kv_cache_bytes(cfg, seq, overrides=overrides, dtype=dtype),
+    )
+
+
 @cache
 def measured_cache(case: str, dtype: str) -> dict:
     path, overrides = CASES[case]
-    return hf_oracle.kv_cache_bytes(
-        hf_oracle.load_config(CORPUS / path), SEQ, overrides=overrides, dtype=dtype
-    )
+    return kv_measured(path, SEQ, overrides, dtype)
 
 
 # Every case in float32; the recurrent ones in bf16 too, where states and windows differ.
@@ -77,7 +86,7 @@ def test_kv_cache_bytes(case: str, dtype: str) -> None:
 
 
 def test_uncapped_kv_per_token_matches_a_full_cache() -> None:
-    got = hf_oracle.kv_cache_bytes(hf_oracle.load_config(CORPUS / CASES["llama3 (GQA)"][0]), 1)
+    got = kv_measured(CASES["llama3 (GQA)"][0], 1)
     arch = load(got["tiny_config"]).arch
     assert kv_cost(arch, 1, "float32").bytes_per_token == got["kv_bytes"]
 
@@ -85,8 +94,11 @@ def test_uncapped_kv_per_token_matches_a_full_cache() -> None:
 @cache
 def measured_flops(case: str) -> dict:
     path, overrides = CASES[case]
-    return hf_oracle.forward_flops(
-        hf_oracle.load_config(CORPUS / path), 16, decode_context=SEQ, overrides=overrides
+    cfg = hf_oracle.load_config(CORPUS / path)
+    return oracle_cache.cached(
+        "forward_flops",
+        {"config": cfg, "seq": 16, "decode_context": SEQ, "overrides": overrides},
+        lambda: hf_oracle.forward_flops(cfg, 16, decode_context=SEQ, overrides=overrides),
     )
 
 

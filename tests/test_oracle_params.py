@@ -22,6 +22,7 @@ from slotdiff.scan.figures import figures_of
 from slotdiff.scan.text import figures
 
 from conftest import DEFAULTS, RAW, all_corpus
+from oracle import cache as oracle_cache
 from oracle import hf_oracle, registry
 
 # transformers 5.24 cannot build these defaults as they are (its own bugs); the same model
@@ -42,6 +43,18 @@ def unread_expert_rows(cfg: dict) -> int:
     return sum(g.unread for g in registry.expert_groups(model))
 
 
+def measured_params(cfg: dict) -> dict:
+    """transformers' total, parts and unread expert rows for ``cfg`` (meta device), kept by
+    input digest (tests/oracle/cache.py)."""
+
+    def measure() -> dict:
+        theirs = hf_oracle.param_count(cfg)
+        return {"total": theirs["total"], "parts": theirs["parts"], "unread": unread_expert_rows(cfg)}
+
+    modules = ("hf_oracle.py", "registry.py")
+    return oracle_cache.cached("param_count", {"config": cfg}, measure, modules=modules)
+
+
 # transformers has no model class for these: slotdiff must refuse rather than guess.
 NOT_BUILDABLE = {"moonshotai__Kimi-K3.json"}
 
@@ -60,8 +73,8 @@ def reference(path: Path) -> dict:
 def test_total_equals_transformers(path: Path) -> None:
     cfg = reference(path)
     ours = count(load(cfg).arch)
-    theirs = hf_oracle.param_count(cfg)
-    extra = unread_expert_rows(cfg)
+    theirs = measured_params(cfg)
+    extra = theirs["unread"]
     assert ours.total == theirs["total"] - extra
     # The parts transformers' names identify unambiguously must agree too.
     for part in ("embedding", "head"):

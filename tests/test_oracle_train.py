@@ -32,6 +32,7 @@ from slotdiff.train.dropout import dropout_of  # noqa: E402
 from slotdiff.train.setup import TrainSetup  # noqa: E402
 
 from conftest import raw  # noqa: E402
+from oracle import cache as oracle_cache  # noqa: E402
 from oracle import hf_oracle, saved  # noqa: E402
 
 # The brief asks for 10 %; the accounting lands within 0.2 % on every case, so a drift of a
@@ -124,20 +125,53 @@ def tiny(family: str) -> tuple:
     return hf_oracle.tiny_text_config(hf_oracle.load_config(raw(repo)), LAYERS, overrides)
 
 
+def _to_json(m: dict) -> dict:
+    s = m["saved"]
+    return {**m, "saved": {"total": s.total, "by_module": s.by_module, "tensors": s.tensors}}
+
+
+def _from_json(m: dict) -> dict:
+    s = m["saved"]
+    tensors = [(name, tuple(shape), dtype, size) for name, shape, dtype, size in s["tensors"]]
+    return {**m, "saved": saved.Saved(s["total"], s["by_module"], tensors)}
+
+
 @cache
 def measured(case: str) -> dict:
+    """saved.measure_training on the case's tiny copy, kept by input digest (tests/oracle/cache.py)."""
     family, attention, kernels, checkpointing, dtype, batch, lora = CASES[case]
-    return saved.measure_training(
-        {},
-        batch=batch,
-        seq=SEQ,
-        dtype=dtype,
-        attention=attention,
-        kernels=kernels,
-        checkpointing=checkpointing,
-        lora=lora[:2] if lora else None,
-        tiny=tiny(family),
-        backward=case == "deepseek lora all-linear",  # the saved tensors suffice (and LoRA trains)
+    repo, overrides = FAMILIES[family]
+    backward = case == "deepseek lora all-linear"  # the saved tensors suffice (and LoRA trains)
+    inputs = {
+        "config": hf_oracle.load_config(raw(repo)),
+        "overrides": overrides,
+        "layers": LAYERS,
+        "batch": batch,
+        "seq": SEQ,
+        "dtype": dtype,
+        "attention": attention,
+        "kernels": kernels,
+        "checkpointing": checkpointing,
+        "lora": [lora[0], sorted(lora[1])] if lora else None,
+        "backward": backward,
+    }
+    return oracle_cache.cached(
+        "measure_training",
+        inputs,
+        lambda: saved.measure_training(
+            {},
+            batch=batch,
+            seq=SEQ,
+            dtype=dtype,
+            attention=attention,
+            kernels=kernels,
+            checkpointing=checkpointing,
+            lora=lora[:2] if lora else None,
+            tiny=tiny(family),
+            backward=backward,
+        ),
+        _to_json,
+        _from_json,
     )
 
 

@@ -36,6 +36,7 @@ SCHEMA_OF = {
     "schemas/gpus.json": "gpus.schema.json",
     "schemas/rules.json": "rules.schema.json",
     "schemas/efficiency.json": "efficiency.schema.json",
+    "schemas/train_numerics.json": "train_numerics.schema.json",
 }
 
 

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import os
 import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
@@ -154,7 +155,11 @@ def read_family(path: Path, check: bool = True) -> dict[str, Any]:
 def families(folder: str | Path | None = None) -> tuple[Family, ...]:
     """Every known family in ``folder`` (default: the fingerprints/ data set), sorted by slug."""
     if folder is None and (names := listing("fingerprints")) is not None:
-        return _bundled_families(tuple(names))
+        # The bundle's families, unless files were added or removed since it was built (a
+        # scan's proposals written into the data set): then the folder itself, as below.
+        here = sorted(n for n in os.listdir(data_dir("fingerprints")) if n.endswith(".json"))
+        if here == names:
+            return _bundled_families(tuple(names))
     where = Path(folder) if folder is not None else data_dir("fingerprints")
     # Re-read when a file is added or changed (a scan may have just written proposals).
     files = []

@@ -148,6 +148,7 @@ CASES: dict[str, tuple[str, Callable[[], dict[str, Any]], Callable[[Any], int]]]
     "glm46v": ("Glm46VImageProcessorPil", lambda: {}, grid_tokens(2)),
     "glmga": ("GlmgaImageProcessorPil", lambda: {}, grid_tokens(2)),
     "glm_ocr": ("Glm4vImageProcessorPil", lambda: {}, grid_tokens(2)),
+    "glm5_next": ("Glm5NextImageProcessorPil", lambda: {}, grid_tokens(2)),
     "cosmos3_edge": ("Cosmos3EdgeImageProcessorPil", lambda: {}, grid_tokens(2)),
     "ernie4_5_vl_moe": ("Ernie4_5_VLMoeImageProcessorPil", lambda: {}, grid_tokens(2)),
     "paddleocr_vl": ("PaddleOCRVLImageProcessorPil", lambda: {}, grid_tokens(2)),
@@ -334,3 +335,12 @@ def test_nemotron_h_omni_by_hand() -> None:
     # 25 wide, ceil(41.53) = 42 high; 25 is odd and 42 · 26 ≤ 13312 → 26 → 1092 → 273.
     img = image_tokens(arch, 300, 500)
     assert (img.resize, img.total) == ((26 * 16, 42 * 16), 1092 // 4 + 2)
+
+
+@pytest.mark.parametrize("size", [(5000, 4000), (900, 6000)], ids=lambda s: f"{s[0]}x{s[1]}")
+def test_glm5_next_binary_search_against_its_processor(size: tuple[int, int]) -> None:
+    # Over max_image_tokens (8000 · 2 · 28² pixels) Glm5NextImageProcessor binary-searches
+    # the height; the SIZES above all fit the budget.
+    name, settings, count = CASES["glm5_next"]
+    expected = count(run_processor(name, *size, **settings()))
+    assert image_tokens(arch_from(harness_config("glm5_next")), *size).total == expected

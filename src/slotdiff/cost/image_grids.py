@@ -240,3 +240,44 @@ def _nemotron_patch_grid(s: Mapping[str, Any], width: int, height: int) -> dict[
         encoder_len=patches + s["class_tokens"],
         resize=(gw * p, gh * p),
     )
+
+
+def glm5_next_resize(
+    frames: int, height: int, width: int, temporal: int, factor: int, min_tokens: int, max_tokens: int
+) -> tuple[int, int]:
+    """smart_resize (image_processing_glm5_next.py), returning (height, width): sides rounded
+    up to ``factor``; an image under the budget of min_tokens is scaled up, one over
+    max_tokens shrunk by a binary search over its height. A token is temporal · factor²
+    pixels."""
+    per_token = temporal * factor**2
+    low, high = min_tokens * per_token, max_tokens * per_token
+
+    def align(value: float) -> int:
+        return math.ceil(value / factor) * factor
+
+    t = max(temporal, round(frames / temporal) * temporal)
+    if high < t * factor**2:
+        raise ValueError(f"max_pixels={high} is under one aligned patch ({t * factor**2})")
+    h, w = align(height), align(width)
+    if t * h * w < low:
+        scale = math.sqrt(low / (frames * height * width))
+        h, w = align(max(1, math.ceil(height * scale))), align(max(1, math.ceil(width * scale)))
+    if t * h * w > high:
+        lo, hi, h, w = 1, height, factor, factor
+        while lo <= hi:
+            mid = (lo + hi) // 2
+            ch, cw = align(mid), align(max(1, math.floor(width * mid / height)))
+            if t * ch * cw <= high:
+                h, w, lo = ch, cw, mid + 1
+            else:
+                hi = mid - 1
+    return h, w
+
+
+@rule("glm5_next_resize")
+def _glm5_next_resize(s: Mapping[str, Any], width: int, height: int) -> dict[str, Any]:
+    """GLM-5.3-Flash: the still image counts temporal_patch_size frames in the budget."""
+    p, merge, t = s["patch_size"], s["merge_size"], s["temporal_patch_size"]
+    h, w = glm5_next_resize(t, height, width, t, p * merge, s["min_image_tokens"], s["max_image_tokens"])
+    patches = (h // p) * (w // p)
+    return dict(tokens=patches // (merge * merge), patches=patches, encoder_len=patches, resize=(w, h))

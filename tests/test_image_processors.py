@@ -10,7 +10,10 @@ its tower. slotdiff must give the same count from the config alone.
 
 from __future__ import annotations
 
+import ast
+import itertools
 import json
+import math
 import warnings
 from collections.abc import Callable
 from functools import cache
@@ -344,3 +347,28 @@ def test_glm5_next_binary_search_against_its_processor(size: tuple[int, int]) ->
     name, settings, count = CASES["glm5_next"]
     expected = count(run_processor(name, *size, **settings()))
     assert image_tokens(arch_from(harness_config("glm5_next")), *size).total == expected
+
+
+def transformers_function(module: str, name: str) -> Callable[..., Any]:
+    """A module-level function of a transformers file whose module needs torchvision (not in
+    the test extra): its source is compiled alone, with math and itertools in scope."""
+    path = Path(transformers.__file__).parent / "models" / module.replace(".", "/")
+    tree = ast.parse(path.with_suffix(".py").read_text())
+    node = next(n for n in tree.body if isinstance(n, ast.FunctionDef) and n.name == name)
+    node.returns = None
+    for arg in [*node.args.args, *node.args.kwonlyargs]:
+        arg.annotation = None
+    scope: dict[str, Any] = {"math": math, "itertools": itertools}
+    exec(compile(ast.Module(body=[node], type_ignores=[]), str(path), "exec"), scope)
+    return scope[name]
+
+
+@pytest.mark.parametrize("size", [*SIZES, (4000, 3000), (300, 4000)], ids=lambda s: f"{s[0]}x{s[1]}")
+@pytest.mark.parametrize("model_type", ["muse_glimmer", "muse_spark"])
+def test_muse_glimmer_against_its_smart_resize(model_type: str, size: tuple[int, int]) -> None:
+    # MuseGlimmerImageProcessor.resize: smart_resize(h, w, patch_size=14 · 2, max_tokens=4096);
+    # tokens (h / 14) · (w / 14) // 2², between <|image_start|> and <|image_end|>.
+    resize = transformers_function("muse_glimmer.image_processing_muse_glimmer", "smart_resize")
+    h, w = resize(height=size[1], width=size[0], patch_size=28, max_tokens=4096)
+    img = image_tokens(arch_from(harness_config(model_type)), *size)
+    assert (img.resize, img.total) == ((w, h), (h // 14) * (w // 14) // 4 + 2)

@@ -3,6 +3,7 @@ LLaVA-NeXT's any-resolution crops), transcribed from transformers 5.24 like ``im
 
 from __future__ import annotations
 
+import itertools
 import math
 from collections.abc import Mapping, Sequence
 from typing import Any
@@ -279,5 +280,34 @@ def _glm5_next_resize(s: Mapping[str, Any], width: int, height: int) -> dict[str
     """GLM-5.3-Flash: the still image counts temporal_patch_size frames in the budget."""
     p, merge, t = s["patch_size"], s["merge_size"], s["temporal_patch_size"]
     h, w = glm5_next_resize(t, height, width, t, p * merge, s["min_image_tokens"], s["max_image_tokens"])
+    patches = (h // p) * (w // p)
+    return dict(tokens=patches // (merge * merge), patches=patches, encoder_len=patches, resize=(w, h))
+
+
+def muse_glimmer_resize(height: int, width: int, step: int, max_tokens: int) -> tuple[int, int]:
+    """smart_resize (image_processing_muse_glimmer.py), returning (height, width): the grid of
+    step-pixel cells nearest the image's aspect ratio, at most max_tokens cells. Ties go as
+    transformers' own set of candidates iterates (the same expression, so the same order)."""
+    ideal_h, ideal_w = height / step, width / step
+    ratio = ideal_w / ideal_h if ideal_h > 0 else 1.0
+    if ideal_h * ideal_w > max_tokens:
+        ideal_h = (max_tokens / ratio) ** 0.5
+        ideal_w = ideal_h * ratio
+    candidates = list(
+        set(itertools.product([math.floor(ideal_h), math.ceil(ideal_h)], [math.floor(ideal_w), math.ceil(ideal_w)]))
+    )
+    candidates = [(a, b) for a, b in candidates if a >= 1 and b >= 1 and a * b <= max_tokens]
+    if not candidates:
+        candidates = [(max(1, round(ideal_h)), max(1, round(ideal_w)))]
+    rows, cols = min(candidates, key=lambda g: abs(g[0] / g[1] - height / width))
+    return rows * step, cols * step
+
+
+@rule("muse_glimmer_resize")
+def _muse_glimmer_resize(s: Mapping[str, Any], width: int, height: int) -> dict[str, Any]:
+    """Muse Glimmer / Muse Spark: at most max_image_tokens merged cells of patch · merge
+    pixels, one token each (processing_muse_glimmer.py replace_image_token)."""
+    p, merge = s["patch_size"], s["merge_size"]
+    h, w = muse_glimmer_resize(height, width, p * merge, s["max_image_tokens"])
     patches = (h // p) * (w // p)
     return dict(tokens=patches // (merge * merge), patches=patches, encoder_len=patches, resize=(w, h))

@@ -372,3 +372,14 @@ def test_muse_glimmer_against_its_smart_resize(model_type: str, size: tuple[int,
     h, w = resize(height=size[1], width=size[0], patch_size=28, max_tokens=4096)
     img = image_tokens(arch_from(harness_config(model_type)), *size)
     assert (img.resize, img.total) == ((w, h), (h // 14) * (w // 14) // 4 + 2)
+
+
+@pytest.mark.parametrize("size", [*SIZES, (8000, 6000), (100, 9000)], ids=lambda s: f"{s[0]}x{s[1]}")
+def test_kimi_k25_against_its_navit_resize(size: tuple[int, int]) -> None:
+    # Kimi_K25ImageProcessor (torchvision only): navit_resize(patch 14, merge 2,
+    # max_patches 16384, max_size_per_side = size['max_height'] = 512) gives the padded size;
+    # tokens (pad_h / 14) · (pad_w / 14) // 2².
+    resize = transformers_function("kimi_k25.image_processing_kimi_k25", "navit_resize")
+    _, (h, w) = resize(size[1], size[0], 14, 2, 16384, 512)
+    img = image_tokens(arch_from(harness_config("kimi_k25")), *size)
+    assert (img.resize, img.total) == ((w, h), (h // 14) * (w // 14) // 4)

@@ -294,7 +294,11 @@ def muse_glimmer_resize(height: int, width: int, step: int, max_tokens: int) -> 
         ideal_h = (max_tokens / ratio) ** 0.5
         ideal_w = ideal_h * ratio
     candidates = list(
-        set(itertools.product([math.floor(ideal_h), math.ceil(ideal_h)], [math.floor(ideal_w), math.ceil(ideal_w)]))
+        set(
+            itertools.product(
+                [math.floor(ideal_h), math.ceil(ideal_h)], [math.floor(ideal_w), math.ceil(ideal_w)]
+            )
+        )
     )
     candidates = [(a, b) for a, b in candidates if a >= 1 and b >= 1 and a * b <= max_tokens]
     if not candidates:
@@ -309,5 +313,21 @@ def _muse_glimmer_resize(s: Mapping[str, Any], width: int, height: int) -> dict[
     pixels, one token each (processing_muse_glimmer.py replace_image_token)."""
     p, merge = s["patch_size"], s["merge_size"]
     h, w = muse_glimmer_resize(height, width, p * merge, s["max_image_tokens"])
+    patches = (h // p) * (w // p)
+    return dict(tokens=patches // (merge * merge), patches=patches, encoder_len=patches, resize=(w, h))
+
+
+@rule("kimi_navit_resize")
+def _kimi_navit_resize(s: Mapping[str, Any], width: int, height: int) -> dict[str, Any]:
+    """Kimi-K2.5's navit_resize (image_processing_kimi_k25.py): scale down (never up) to at
+    most max_patches patches and max_side patches a side, then pad each side to a multiple
+    of merge · patch; one token per merge² patches (replace_image_token)."""
+    p, merge, side = s["patch_size"], s["merge_size"], s["max_side_patches"]
+    count = max(1.0, height // p) * max(1.0, width // p)
+    scale = min(1.0, math.sqrt(s["max_patches"] / count), side * p / height, side * p / width)
+    h = min(max(1, int(height * scale)), side * p)
+    w = min(max(1, int(width * scale)), side * p)
+    step = merge * p
+    h, w = h + (step - h % step) % step, w + (step - w % step) % step
     patches = (h // p) * (w // p)
     return dict(tokens=patches // (merge * merge), patches=patches, encoder_len=patches, resize=(w, h))

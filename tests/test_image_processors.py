@@ -383,3 +383,16 @@ def test_kimi_k25_against_its_navit_resize(size: tuple[int, int]) -> None:
     _, (h, w) = resize(size[1], size[0], 14, 2, 16384, 512)
     img = image_tokens(arch_from(harness_config("kimi_k25")), *size)
     assert (img.resize, img.total) == ((w, h), (h // 14) * (w // 14) // 4)
+
+
+@pytest.mark.parametrize("size", SIZES, ids=lambda s: f"{s[0]}x{s[1]}")
+@pytest.mark.parametrize("model_type", ["inkling2", "inkling2_loop"])
+def test_inkling2_by_hand(model_type: str, size: tuple[int, int]) -> None:
+    # Inkling2ImageProcessor (torchvision only): rows = ceil(h / 40), columns = ceil(w / 40),
+    # one token a cell; 1024² → 26 · 26 = 676, 1280 × 720 → 18 · 32 = 576, 300 × 500 → 13 · 8,
+    # 2000 × 1500 → 38 · 50 = 1900.
+    width, height = size
+    expected = {(1024, 1024): 26 * 26, (1280, 720): 18 * 32, (300, 500): 13 * 8, (2000, 1500): 38 * 50}[size]
+    assert math.ceil(height / 40) * math.ceil(width / 40) == expected
+    img = image_tokens(arch_from(harness_config(model_type)), width, height)
+    assert (img.total, img.patches) == (expected, expected * 4)

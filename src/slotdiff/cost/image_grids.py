@@ -331,3 +331,19 @@ def _kimi_navit_resize(s: Mapping[str, Any], width: int, height: int) -> dict[st
     h, w = h + (step - h % step) % step, w + (step - w % step) % step
     patches = (h // p) * (w // p)
     return dict(tokens=patches // (merge * merge), patches=patches, encoder_len=patches, resize=(w, h))
+
+
+@rule("inkling2_cells")
+def _inkling2_cells(s: Mapping[str, Any], width: int, height: int) -> dict[str, Any]:
+    """Inkling2ImageProcessor: no resize; the image padded to whole cells of the processor's
+    size, one token per cell (replace_image_token: image_grid_thw.prod()); the tower cuts
+    each cell into merge² patches and adds its class tokens per image."""
+    cell, p = s["cell_size"], s["patch_size"]
+    rows, cols = math.ceil(height / cell), math.ceil(width / cell)
+    patches = rows * cols * (cell // p) ** 2
+    return dict(
+        tokens=rows * cols,
+        patches=patches,
+        encoder_len=patches + s["class_tokens"],
+        resize=(cols * cell, rows * cell),
+    )

@@ -22,6 +22,7 @@ from typing import Any
 
 import numpy as np
 import pytest
+import torch
 import transformers
 
 from slotdiff.cost.images import image_tokens
@@ -396,3 +397,12 @@ def test_inkling2_by_hand(model_type: str, size: tuple[int, int]) -> None:
     assert math.ceil(height / 40) * math.ceil(width / 40) == expected
     img = image_tokens(arch_from(harness_config(model_type)), width, height)
     assert (img.total, img.patches) == (expected, expected * 4)
+
+
+@pytest.mark.parametrize("size", SIZES, ids=lambda s: f"{s[0]}x{s[1]}")
+def test_inkling_against_its_divide_to_patches(size: tuple[int, int]) -> None:
+    # InklingImageProcessor (torchvision only) cuts the unresized image with divide_to_patches
+    # (40-pixel cells); its soft tokens are the cells it returns.
+    divide = transformers_function("inkling.image_processing_inkling", "divide_to_patches")
+    expected = len(divide(torch.zeros(3, size[1], size[0]), 40))
+    assert image_tokens(arch_from(harness_config("inkling_mm_model")), *size).total == expected

@@ -347,3 +347,15 @@ def _inkling2_cells(s: Mapping[str, Any], width: int, height: int) -> dict[str, 
         encoder_len=patches + s["class_tokens"],
         resize=(cols * cell, rows * cell),
     )
+
+
+@rule("inkling_patches")
+def _inkling_patches(s: Mapping[str, Any], width: int, height: int) -> dict[str, Any]:
+    """InklingImageProcessor (rescale_image_frac None by default: no resize): divide_to_patches
+    takes ceil(h / size) rows and w // size + 1 columns (one more column even when the width
+    divides), each cell padded; one soft token a cell (replace_image_token: num_patches)."""
+    cell = s["cell_size"]
+    rows, cols = math.ceil(height / cell), width // cell + 1
+    return dict(
+        tokens=rows * cols, patches=rows * cols, encoder_len=rows * cols, resize=(cols * cell, rows * cell)
+    )

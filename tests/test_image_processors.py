@@ -243,6 +243,14 @@ FIXED: dict[str, tuple[str, dict[str, Any], int, int]] = {
     "kosmos-2": ("CLIPImageProcessorPil", {}, 64 + 2, 224),
     # Ovis2 (default config: 224 / 14 = 16 patches a side, hidden_stride 1 → 256 tokens),
     # crop_to_patches off: <IMG_START> 256 × <IMG_ATOM> <IMG_GRID> <IMG_END>.
+    # DeepSeek-VL hybrid (default config): the SigLIP view 224 / 16 = 14² = 196 tokens
+    # (DeepseekVLHybridProcessor num_image_tokens, 576 for the checkpoints' 384 / 16).
+    "deepseek_vl_hybrid": (
+        "DeepseekVLHybridImageProcessorPil",
+        {"size": {"height": 224, "width": 224}},
+        196,
+        224,
+    ),
     "ovis2": ("Ovis2ImageProcessorPil", {"size": {"height": 224, "width": 224}}, 256 + 3, 224),
 }
 

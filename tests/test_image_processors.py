@@ -414,3 +414,13 @@ def test_inkling_against_its_divide_to_patches(size: tuple[int, int]) -> None:
     divide = transformers_function("inkling.image_processing_inkling", "divide_to_patches")
     expected = len(divide(torch.zeros(3, size[1], size[0]), 40))
     assert image_tokens(arch_from(harness_config("inkling_mm_model")), *size).total == expected
+
+
+@pytest.mark.parametrize("size", SIZES, ids=lambda s: f"{s[0]}x{s[1]}")
+def test_kosmos_2_5_against_its_processor(size: tuple[int, int]) -> None:
+    # Kosmos2_5ImageProcessor returns the rows and columns of patches it kept (of at most
+    # 4096, padded to 4096); the decoder sees latent_query_num = 2048 tokens + <image>, </image>.
+    out = run_processor("Kosmos2_5ImageProcessorPil", *size)
+    rows, cols = int(out["rows"][0]), int(out["cols"][0])
+    img = image_tokens(arch_from(harness_config("kosmos-2.5")), *size)
+    assert (img.patches, img.encoder_len, img.total) == (rows * cols, 4096, 2048 + 2)

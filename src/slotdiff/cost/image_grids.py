@@ -359,3 +359,20 @@ def _inkling_patches(s: Mapping[str, Any], width: int, height: int) -> dict[str,
     return dict(
         tokens=rows * cols, patches=rows * cols, encoder_len=rows * cols, resize=(cols * cell, rows * cell)
     )
+
+
+@rule("pix2struct_patches")
+def _pix2struct_patches(s: Mapping[str, Any], width: int, height: int) -> dict[str, Any]:
+    """Kosmos-2.5 (extract_flattened_patches, Pix2Struct's): rescale so that the rows ×
+    columns of patches fill max_patches, padded to max_patches flattened patches (the
+    encoder's sequence); the resampler's latent queries are the image's tokens."""
+    p, most = s["patch_size"], s["max_patches"]
+    scale = math.sqrt(most * (p / height) * (p / width))
+    rows = max(min(math.floor(scale * height / p), most), 1)
+    cols = max(min(math.floor(scale * width / p), most), 1)
+    return dict(
+        tokens=s["tokens_per_image"],
+        patches=rows * cols,
+        encoder_len=most,
+        resize=(cols * p, rows * p),
+    )

@@ -424,3 +424,18 @@ def test_kosmos_2_5_against_its_processor(size: tuple[int, int]) -> None:
     rows, cols = int(out["rows"][0]), int(out["cols"][0])
     img = image_tokens(arch_from(harness_config("kosmos-2.5")), *size)
     assert (img.patches, img.encoder_len, img.total) == (rows * cols, 4096, 2048 + 2)
+
+
+def test_phi4_multimodal_by_hand() -> None:
+    # Phi4MultimodalImageProcessor (torchvision only), crops of 448, patch 14 (32 a side):
+    # num_img_tokens = 256 + 1 + valid merged crop states + valid merged rows + 16.
+    arch = arch_from(harness_config("phi4_multimodal"))
+    # 1024²: ceil(1024 / 448) = 3 a side → 1344², no padding; 96 / 2 = 48 merged a side
+    # → 256 + 1 + 48 · 48 + 48 + 16 = 2625; 9 crops + the global view.
+    img = image_tokens(arch, 1024, 1024)
+    assert (img.tiles, img.total) == (10, 256 + 1 + 48 * 48 + 48 + 16)
+    # 1280 × 720: 3 × 2 crops → 1344 × 896; width ratio 1.05 < height ratio 1.244, so the
+    # image is 1344 × int(720 · 1.05) = 756 high, padded by 140 px = 10 patch rows:
+    # 64 − 10 = 54 valid rows → 27 merged, 96 columns → 48 merged.
+    img = image_tokens(arch, 1280, 720)
+    assert (img.tiles, img.resize, img.total) == (7, (1344, 896), 256 + 1 + 27 * 48 + 27 + 16)

@@ -33,6 +33,7 @@ from typing import Any
 from ..schema.arch import Architecture
 from ..schema.tower_spec import ExprError, as_int, evaluate, multimodal_types
 from .flops import flops_cost
+from .image_budgets import RULES as BUDGET_RULES
 from .image_grids import RULES as GRID_RULES
 from .image_rules import RULES as BASE_RULES
 from .inventory.tensor import Unsupported
@@ -66,7 +67,7 @@ class ImageTokens:
 
 # ------------------------------------------------------------------------------ rules
 
-RULES = {**BASE_RULES, **GRID_RULES}
+RULES = {**BASE_RULES, **GRID_RULES, **BUDGET_RULES}
 
 
 # ------------------------------------------------------------------------------- API

@@ -439,3 +439,17 @@ def test_phi4_multimodal_by_hand() -> None:
     # 64 − 10 = 54 valid rows → 27 merged, 96 columns → 48 merged.
     img = image_tokens(arch, 1280, 720)
     assert (img.tiles, img.resize, img.total) == (7, (1344, 896), 256 + 1 + 27 * 48 + 27 + 16)
+
+
+@pytest.mark.parametrize("size", [*SIZES, (600, 5000)], ids=lambda s: f"{s[0]}x{s[1]}")
+def test_granite_docling_against_its_tile_grid(size: tuple[int, int]) -> None:
+    # GraniteDoclingImageProcessor.get_tile_grid gives (rows, columns); replace_image_token
+    # writes, a tile of image_seq_len = (512 / 16)² / 4² = 64 tokens each,
+    # (2 + 64) per tile + 1 per row, and when split "\\n" + 2 + 64 + 1 around the global tile
+    # (the two newlines counted as one token).
+    ip = transformers.GraniteDoclingImageProcessorPil()
+    rows, cols = ip.get_tile_grid(size[1], size[0])
+    split = rows * cols > 1
+    expected = rows * (cols * (2 + 64) + 1) + ((3 + 64) if split else 0)
+    img = image_tokens(arch_from(harness_config("granite_docling")), *size)
+    assert (img.tiles, img.total) == (rows * cols + split, expected)

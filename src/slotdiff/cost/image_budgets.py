@@ -185,7 +185,7 @@ def _pix2struct_patches(s: Mapping[str, Any], width: int, height: int) -> dict[s
     )
 
 
-def _closest_ratio(
+def closest_ratio(
     aspect: float, ratios: Sequence[tuple[int, int]], width: int, height: int, tile: int
 ) -> tuple[int, int]:
     """find_closest_aspect_ratio (Phi-4-multimodal's, InternVL's): the (columns, rows) ratio
@@ -220,7 +220,7 @@ def _phi4_dynamic_hd(s: Mapping[str, Any], width: int, height: int) -> dict[str,
             },
             key=lambda r: r[0] * r[1],
         )
-        cols, rows = _closest_ratio(width / height, ratios, width, height, tile)
+        cols, rows = closest_ratio(width / height, ratios, width, height, tile)
     tw, th = tile * cols, tile * rows
     if tw / width < th / height:
         pad_w, pad_h = 0, th - int(height * tw / width)

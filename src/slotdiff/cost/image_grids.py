@@ -8,6 +8,7 @@ import math
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+from .image_budgets import closest_ratio
 from .image_rules import Rule, registrar
 
 RULES: dict[str, Rule] = {}
@@ -202,6 +203,42 @@ def _cohere2_vision_tiles(s: Mapping[str, Any], width: int, height: int) -> dict
         patches=tiles * (tile // p) ** 2,
         encoder_seqs=tiles,
         encoder_len=(tile // p) ** 2,
+        resize=(cols * tile, rows * tile),
+        tiles=tiles,
+    )
+
+
+@rule("granite_docling_tiles")
+def _granite_docling_tiles(s: Mapping[str, Any], width: int, height: int) -> dict[str, Any]:
+    """Granite-Docling (get_page_tile_grid with the dense budget off): InternVL's closest
+    aspect-ratio grid within [min_patches, max_patches] tiles, at most 16 a side, and a global
+    tile when split; the coarse path's image_seq_len tokens a tile (fine_route off by
+    default). Markers (replace_image_token): <fake_token_around_image><row_r_col_c> before
+    each tile, a newline after each row, <fake_token_around_image><global-img> ...
+    <fake_token_around_image> around the global tile."""
+    tile, p, scale, most = s["image_size"], s["patch_size"], s["scale_factor"], s["max_patches"]
+    side = tile // p
+    if side % scale:
+        raise ValueError(f"{side}×{side} patches cannot be pixel-shuffled by {scale}")
+    seq = side * side // (scale * scale)
+    ratios = sorted(
+        (
+            (c, r)
+            for c in range(1, min(most, 16) + 1)
+            for r in range(1, min(most, 16) + 1)
+            if s["min_patches"] <= c * r <= most
+        ),
+        key=lambda g: g[0] * g[1],
+    )
+    cols, rows = closest_ratio(width / height, ratios, width, height, tile) if most > 1 else (1, 1)
+    split = rows * cols > 1
+    tiles = rows * cols + (1 if split else 0)
+    return dict(
+        tokens=tiles * seq,
+        special=2 * rows * cols + rows + (3 if split else 0),
+        patches=tiles * side * side,
+        encoder_seqs=tiles,
+        encoder_len=side * side,
         resize=(cols * tile, rows * tile),
         tiles=tiles,
     )

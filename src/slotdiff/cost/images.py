@@ -8,20 +8,12 @@ limits) are the processor class's defaults in transformers 5.24, named in the re
 callers may override them (``image_tokens(arch, w, h, max_pixels=...)``), as a checkpoint's
 ``preprocessor_config.json`` would.
 
-The rules themselves are small named functions that transcribe transformers' processors:
-
-- ``smart_resize``      Qwen2-VL family: resize to multiples of patch × merge within
-                        [min_pixels, max_pixels], one token per merge² patches;
-- ``fixed_square``      LLaVA-1.5: shortest edge to the tower's image_size, centre crop;
-- ``fixed_pool``        Gemma 3: resize to the tower's square input, pool to a fixed count;
-- ``soft_token_budget`` Gemma 4: aspect-preserving resize within max_soft_tokens·k² patches;
-- ``tiled_canvas``      Llama-3.2-Vision: best canvas of up to max_num_tiles tiles, read by
-                        the decoder's cross-attention, not as tokens;
-- ``tiled_best_fit``    Llama 4: best canvas of up to max_patches tiles plus a global tile,
-                        pixel shuffle, tile separators;
-- ``fixed_queries``     BLIP-2: resize to the tower's square input, a Q-Former's queries as tokens;
-- ``tiled_aspect``      InternVL: grid of closest aspect ratio within [min, max] tiles plus
-                        a thumbnail, pixel shuffle.
+The rules themselves are small named functions that transcribe transformers' processors,
+named after them: ``image_rules`` (the resize budgets of Qwen2-VL and GLM-4V, the fixed
+squares, Gemma's, Llama's and InternVL's), ``image_grids`` (tiles and grids: Pixtral,
+LLaVA-NeXT, Idefics, Fuyu, Command A Vision, Granite-Docling) and ``image_budgets`` (patch or
+token budgets and fixed cells: GLM-5.3-Flash, Muse, Kimi-K2.5, Nemotron Omni, Inkling,
+Kosmos-2.5, Phi-4). docs/TOWERS.md lists each rule with the model_types that use it.
 """
 
 from __future__ import annotations

@@ -453,3 +453,21 @@ def test_granite_docling_against_its_tile_grid(size: tuple[int, int]) -> None:
     expected = rows * (cols * (2 + 64) + 1) + ((3 + 64) if split else 0)
     img = image_tokens(arch_from(harness_config("granite_docling")), *size)
     assert (img.tiles, img.total) == (rows * cols + split, expected)
+
+
+@pytest.mark.parametrize("size", SIZES, ids=lambda s: f"{s[0]}x{s[1]}")
+def test_aria_against_its_processor(size: tuple[int, int]) -> None:
+    # AriaImageProcessor pads each image to 980²; its pixel_mask marks the resized image.
+    # AriaProcessor: size_conversion[980] = 256 tokens, the projector's queries for
+    # (980 / 14)² = 4900 patches (Aria's tower; the default config's patch 32 gives 900,
+    # which patch_to_query_dict does not map, and is refused).
+    config = harness_config("aria")
+    config = {**config, "vision_config": {**config["vision_config"], "patch_size": 14, "image_size": 980}}
+    out = run_processor("AriaImageProcessorPil", *size)
+    mask = out["pixel_mask"][0]
+    h, w = int(mask.any(axis=1).sum()), int(mask.any(axis=0).sum())
+    img = image_tokens(arch_from(config), *size)
+    assert out["pixel_values"].shape[-2:] == (980, 980)
+    assert (img.resize, img.patches, img.total) == ((w, h), 4900, 256)
+    with pytest.raises(Unsupported, match="patch_to_query_dict"):
+        image_tokens(arch_from(harness_config("aria")), *size)

@@ -242,3 +242,21 @@ def _granite_docling_tiles(s: Mapping[str, Any], width: int, height: int) -> dic
         resize=(cols * tile, rows * tile),
         tiles=tiles,
     )
+
+
+@rule("aria_crop")
+def _aria_crop(s: Mapping[str, Any], width: int, height: int) -> dict[str, Any]:
+    """AriaImageProcessor (split_image off by default): the longer side to max_image_size, the
+    shorter at least min_image_size, padded to a max_image_size square; the projector's
+    learned queries for that many patches (projector_patch_to_query_dict) are the tokens."""
+    side, low, p = s["max_image_size"], s["min_image_size"], s["patch_size"]
+    scale = side / max(height, width)
+    if width >= height:
+        h, w = max(int(height * scale), low), side
+    else:
+        h, w = side, max(int(width * scale), low)
+    patches = (side // p) ** 2
+    table = {int(k): v for k, v in dict(s["patch_to_query"]).items()}
+    if patches not in table:
+        raise ValueError(f"{patches} patches are not a key of projector_patch_to_query_dict {sorted(table)}")
+    return dict(tokens=int(table[patches]), patches=patches, encoder_len=patches, resize=(w, h))

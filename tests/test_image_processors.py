@@ -18,6 +18,7 @@ import warnings
 from collections.abc import Callable
 from functools import cache
 from pathlib import Path
+from types import SimpleNamespace
 from typing import Any
 
 import numpy as np
@@ -359,11 +360,16 @@ def test_glm5_next_binary_search_against_its_processor(size: tuple[int, int]) ->
 
 
 def transformers_function(module: str, name: str) -> Callable[..., Any]:
-    """A module-level function of a transformers file whose module needs torchvision (not in
-    the test extra): its source is compiled alone, with math and itertools in scope."""
+    """A function (or ``Class.method``) of a transformers file whose module needs torchvision
+    (not in the test extra): its source is compiled alone, with math and itertools in scope."""
     path = Path(transformers.__file__).parent / "models" / module.replace(".", "/")
     tree = ast.parse(path.with_suffix(".py").read_text())
-    node = next(n for n in tree.body if isinstance(n, ast.FunctionDef) and n.name == name)
+    body = tree.body
+    if "." in name:  # a method: Class.method
+        cls, name = name.split(".")
+        body = next(n for n in tree.body if isinstance(n, ast.ClassDef) and n.name == cls).body
+    node = next(n for n in body if isinstance(n, ast.FunctionDef) and n.name == name)
+    node.decorator_list = []
     node.returns = None
     for arg in [*node.args.args, *node.args.kwonlyargs]:
         arg.annotation = None
@@ -471,3 +477,20 @@ def test_aria_against_its_processor(size: tuple[int, int]) -> None:
     assert (img.resize, img.patches, img.total) == ((w, h), 4900, 256)
     with pytest.raises(Unsupported, match="patch_to_query_dict"):
         image_tokens(arch_from(harness_config("aria")), *size)
+
+
+@pytest.mark.parametrize("size", [*SIZES, (700, 700), (4000, 800), (20, 400)], ids=lambda s: f"{s[0]}x{s[1]}")
+def test_step3p7_against_its_plan(size: tuple[int, int]) -> None:
+    # Step3p7ImageProcessor._plan_patches (torchvision only) with its defaults (size 728,
+    # local crops 504, max_image_size 3024) gives the crop grid; Step3p7Processor writes
+    # per crop <patch_start> (504 // 56)² = 81 <patch_end>, <patch_newline> after each row
+    # but the last, then <im_start> (728 // 56)² = 169 <im_end>.
+    module = "step3p7.image_processing_step3p7"
+    plan = transformers_function(module, "Step3p7ImageProcessor._plan_patches")
+    extreme = transformers_function(module, "Step3p7ImageProcessor._is_extreme_aspect")
+    this = SimpleNamespace(max_image_size=3024, _is_extreme_aspect=extreme)
+    cols, rows = plan(this, size[0], size[1], 728, 504)[3:5]
+    crops = cols * rows
+    expected = crops * (2 + 81) + max(rows - 1, 0) + 2 + 169
+    img = image_tokens(arch_from(harness_config("step3p7")), *size)
+    assert (img.tiles, img.total) == (1 + crops, expected)

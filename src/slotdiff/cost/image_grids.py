@@ -260,3 +260,49 @@ def _aria_crop(s: Mapping[str, Any], width: int, height: int) -> dict[str, Any]:
     if patches not in table:
         raise ValueError(f"{patches} patches are not a key of projector_patch_to_query_dict {sorted(table)}")
     return dict(tokens=int(table[patches]), patches=patches, encoder_len=patches, resize=(w, h))
+
+
+def step3p7_plan(width: int, height: int, image_size: int, crop: int, max_size: int) -> tuple[int, int, int]:
+    """Step3p7ImageProcessor._plan_patches: the window side and the (columns, rows) of local
+    crops (0 when the global view alone suffices)."""
+    if min(width, height) < 32 and max(width / height, height / width) > 4:
+        width = height = max(width, height)  # square-padded first
+    if max(height, width) > max_size:
+        scale = max_size / max(height, width)
+        width, height = int(width * scale), int(height * scale)
+    short, long = min(height, width), max(height, width)
+    if long <= image_size:
+        window = short if long / short > 1.5 else 0
+    elif long / short > 4:
+        window = min(short, crop)
+    else:
+        window = crop
+    if window == 0:
+        return 0, 0, 0
+    snapped = [
+        window * (d // window + (d % window > 0.2 * window)) if d >= window else d for d in (width, height)
+    ]
+    return window, max(1, snapped[0] // window), max(1, snapped[1] // window)
+
+
+@rule("step3p7_crops")
+def _step3p7_crops(s: Mapping[str, Any], width: int, height: int) -> dict[str, Any]:
+    """Step-3.7: a global view resized to image_size and sliding-window local crops resized to
+    the processor's patch_size; each view's features after the tower's stride-4 downsampling.
+    Tokens (Step3p7Processor.replace_image_token): per crop <patch_start> features
+    <patch_end>, <patch_newline> after each row but the last, then <im_start> the global
+    view's features <im_end>."""
+    size, crop, p, stride = s["image_size"], s["crop_size"], s["patch_size"], s["downsample"]
+    _, cols, rows = step3p7_plan(width, height, size, crop, s["max_image_size"])
+    crops = cols * rows
+    per_global, per_crop = (size // (p * stride)) ** 2, (crop // (p * stride)) ** 2
+    return dict(
+        tokens=per_global + crops * per_crop,
+        special=2 + 2 * crops + max(rows - 1, 0),
+        patches=(size // p) ** 2 + crops * (crop // p) ** 2,
+        encoder_seqs=1 + crops,
+        encoder_len=(size // p) ** 2,
+        sequences=((1, (size // p) ** 2), (crops, (crop // p) ** 2)),
+        resize=(size, size),
+        tiles=1 + crops,
+    )

@@ -50,6 +50,19 @@ class ImageTokens:
     source: str  # transformers file(s) the rule transcribes
     settings: tuple[tuple[str, Any, str], ...] = ()  # (name, value, where it came from)
     notes: tuple[str, ...] = field(default_factory=tuple)
+    # (count, length) of every group of encoder sequences, when they differ in length
+    # (Step-3.7's global view and its local crops); empty: encoder_seqs of encoder_len
+    sequences: tuple[tuple[int, int], ...] = ()
+
+    @property
+    def encoder_groups(self) -> tuple[tuple[int, int], ...]:
+        """(count, length) of the encoder's sequences."""
+        return self.sequences or ((self.encoder_seqs, self.encoder_len),)
+
+    @property
+    def encoder_positions(self) -> int:
+        """Every position the encoder runs over, all sequences together."""
+        return sum(n * length for n, length in self.encoder_groups)
 
     @property
     def total(self) -> int:
@@ -138,6 +151,7 @@ def image_tokens(arch: Architecture, width: int, height: int, **overrides: Any) 
         source=spec["source"],
         settings=tuple(shown),
         notes=notes,
+        sequences=tuple(tuple(g) for g in got.get("sequences", ())),  # type: ignore[misc]
     )
 
 
@@ -177,7 +191,7 @@ def vision_flops(
     img = image_tokens(arch, width, height, **overrides)
     model = vision_model(arch)
     assert model is not None
-    positions = img.encoder_seqs * img.encoder_len
+    positions = img.encoder_positions
     runs = {"patch": positions, "seq": img.encoder_seqs, "token": img.connector_tokens}
     tower = conn = 0
     for vt in model.tensors:
@@ -189,7 +203,9 @@ def vision_flops(
             conn += f
         else:
             tower += f
-    attn = sum(4 * st.layers * img.encoder_len**2 * st.width * img.encoder_seqs for st in model.attention)
+    attn = sum(
+        4 * st.layers * length**2 * st.width * n for st in model.attention for n, length in img.encoder_groups
+    )
     notes: list[str] = []
     kv = cross = None
     if kv_bytes_per_token is not None:
@@ -281,7 +297,7 @@ def injection(arch: Architecture, cost: VisionCost, unit: InjectionUnit, params:
     img = cost.image
     model = vision_model(arch)
     act = unit.decoder_input_bytes_per_state // max(1, int(arch.get("d_model") or 1))
-    tower_out = img.encoder_seqs * img.encoder_len * int((model.env.get("hidden") if model else 0) or 0) * act
+    tower_out = img.encoder_positions * int((model.env.get("hidden") if model else 0) or 0) * act
     if unit.method == "cross-attention":
         return Injection(
             unit.method,

@@ -359,9 +359,10 @@ def test_glm5_next_binary_search_against_its_processor(size: tuple[int, int]) ->
     assert image_tokens(arch_from(harness_config("glm5_next")), *size).total == expected
 
 
-def transformers_function(module: str, name: str) -> Callable[..., Any]:
+def transformers_function(module: str, name: str, **names: Any) -> Callable[..., Any]:
     """A function (or ``Class.method``) of a transformers file whose module needs torchvision
-    (not in the test extra): its source is compiled alone, with math and itertools in scope."""
+    (not in the test extra): its source is compiled alone, with math, itertools and ``names``
+    in scope."""
     path = Path(transformers.__file__).parent / "models" / module.replace(".", "/")
     tree = ast.parse(path.with_suffix(".py").read_text())
     body = tree.body
@@ -373,7 +374,7 @@ def transformers_function(module: str, name: str) -> Callable[..., Any]:
     node.returns = None
     for arg in [*node.args.args, *node.args.kwonlyargs]:
         arg.annotation = None
-    scope: dict[str, Any] = {"math": math, "itertools": itertools}
+    scope: dict[str, Any] = {"math": math, "itertools": itertools, **names}
     exec(compile(ast.Module(body=[node], type_ignores=[]), str(path), "exec"), scope)
     return scope[name]
 
@@ -494,3 +495,47 @@ def test_step3p7_against_its_plan(size: tuple[int, int]) -> None:
     expected = crops * (2 + 81) + max(rows - 1, 0) + 2 + 169
     img = image_tokens(arch_from(harness_config("step3p7")), *size)
     assert (img.tiles, img.total) == (1 + crops, expected)
+
+
+@pytest.mark.parametrize("size", [*SIZES, (700, 700), (3000, 600)], ids=lambda s: f"{s[0]}x{s[1]}")
+def test_lfm2_vl_against_its_methods(size: tuple[int, int]) -> None:
+    # Lfm2VlImageProcessor.resize_and_split's decisions and Lfm2VlProcessor's token string,
+    # run from transformers' own methods (the classes need torchvision) on its defaults:
+    # patch 16, downsample 2, tiles of 512 (2 to 10), 64 to 256 tokens, tolerance 2.0.
+    ip_module, proc_module = "lfm2_vl.image_processing_lfm2_vl", "lfm2_vl.processing_lfm2_vl"
+    closest = transformers_function(ip_module, "find_closest_aspect_ratio")
+    ip = SimpleNamespace(
+        _target_ratios=lambda lo, hi: transformers_function(ip_module, "Lfm2VlImageProcessor._target_ratios")(
+            None, lo, hi
+        )
+    )
+    width, height = size
+    large = transformers_function(
+        ip_module, "Lfm2VlImageProcessor._is_image_too_large", round_by_factor=lambda n, f: round(n / f) * f
+    )(ip, height, width, 256, 16, 2, 2.0)
+    new_w, new_h = transformers_function(
+        ip_module, "Lfm2VlImageProcessor.smart_resize", round_by_factor=lambda n, f: round(n / f) * f
+    )(ip, height, width, 2, 64, 256, 16)
+    cols = rows = 1
+    if large:
+        layout = transformers_function(
+            ip_module, "Lfm2VlImageProcessor._get_grid_layout", find_closest_aspect_ratio=closest
+        )
+        cols, rows = layout(ip, height, width, 2, 10, 512)[:2]
+    proc = SimpleNamespace(
+        image_start_token="S", image_end_token="E", image_thumbnail_token="T", image_token="I"
+    )
+    per_tile = transformers_function(proc_module, "Lfm2VlProcessor._compute_tokens_per_tile")(
+        proc, 512, 16, 2
+    )
+    whole = transformers_function(proc_module, "Lfm2VlProcessor._compute_tokens_for_image")(
+        proc, [new_h, new_w], 16, 2
+    )
+    text = transformers_function(proc_module, "Lfm2VlProcessor._build_image_tokens")(
+        proc, rows, cols, per_tile, whole, True, True
+    )
+    expected = (
+        text.count("I") + text.count("S") + text.count("E") + text.count("T") + text.count("<|img_row_")
+    )
+    img = image_tokens(arch_from(harness_config("lfm2_vl")), width, height)
+    assert (img.tokens, img.total) == (text.count("I"), expected)

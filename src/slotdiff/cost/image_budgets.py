@@ -244,3 +244,57 @@ def _phi4_dynamic_hd(s: Mapping[str, Any], width: int, height: int) -> dict[str,
         resize=(tw, th),
         tiles=crops,
     )
+
+
+@rule("lfm2_vl_tiles")
+def _lfm2_vl_tiles(s: Mapping[str, Any], width: int, height: int) -> dict[str, Any]:
+    """Lfm2VlImageProcessor.resize_and_split: an image over max_image_tokens ·
+    max_pixels_tolerance is cut into tile_size tiles (the closest aspect ratio of min_tiles to
+    max_tiles) plus a thumbnail at its smart_resize size; a smaller one is smart-resized
+    whole. Each view's patches are padded to max_num_patches for the encoder. Tokens
+    (processing_lfm2_vl.py): ceil(patches a side / downsample)² a view; markers
+    <|image_start|>, <|img_row_r_col_c|> before each tile, the thumbnail token,
+    <|image_end|>."""
+    p, ds, tile = s["patch_size"], s["downsample_factor"], s["tile_size"]
+    low, high = s["min_image_tokens"], s["max_image_tokens"]
+    step = p * ds
+    h_bar, w_bar = max(p, round(height / step) * step), max(p, round(width / step) * step)
+    large = h_bar * w_bar > high * step * step * s["max_pixels_tolerance"]
+    h_bar, w_bar = max(step, round(height / step) * step), max(step, round(width / step) * step)
+    if h_bar * w_bar > high * step * step:
+        beta = math.sqrt(height * width / (high * step * step))
+        h_bar = max(step, math.floor(height / beta / step) * step)
+        w_bar = max(step, math.floor(width / beta / step) * step)
+    elif h_bar * w_bar < low * step * step:
+        beta = math.sqrt(low * step * step / (height * width))
+        h_bar, w_bar = math.ceil(height * beta / step) * step, math.ceil(width * beta / step) * step
+    whole = math.ceil((h_bar // p) / ds) * math.ceil((w_bar // p) / ds)
+    cols = rows = 1
+    if large and not s["min_tiles"] == s["max_tiles"] == 1:
+        ratios = sorted(
+            {
+                (w, h)
+                for n in range(s["min_tiles"], s["max_tiles"] + 1)
+                for w in range(1, n + 1)
+                for h in range(1, n + 1)
+                if s["min_tiles"] <= w * h <= s["max_tiles"]
+            },
+            key=lambda r: r[0] * r[1],
+        )
+        cols, rows = closest_ratio(width / height, ratios, width, height, tile)
+    per_tile = math.ceil((tile // p) / ds) ** 2
+    if rows > 1 or cols > 1:
+        tokens, special, views = rows * cols * per_tile + whole, 2 + rows * cols + 1, rows * cols + 1
+        patches = rows * cols * (tile // p) ** 2 + (h_bar // p) * (w_bar // p)
+    else:
+        tokens, special, views = whole, 2, 1
+        patches = (h_bar // p) * (w_bar // p)
+    return dict(
+        tokens=tokens,
+        special=special,
+        patches=patches,
+        encoder_seqs=views,
+        encoder_len=max(high * ds * ds, (tile // p) ** 2),
+        resize=(cols * tile, rows * tile) if views > 1 else (w_bar, h_bar),
+        tiles=views,
+    )

@@ -539,3 +539,27 @@ def test_lfm2_vl_against_its_methods(size: tuple[int, int]) -> None:
     )
     img = image_tokens(arch_from(harness_config("lfm2_vl")), width, height)
     assert (img.tokens, img.total) == (text.count("I"), expected)
+
+
+@pytest.mark.parametrize("size", [*SIZES, (3000, 600)], ids=lambda s: f"{s[0]}x{s[1]}")
+@pytest.mark.parametrize("model_type", ["minicpmv4_6", "minicpmv4_7", "minicpm_ocr"])
+def test_minicpmv_against_its_processor(model_type: str, size: tuple[int, int]) -> None:
+    # MiniCPMV4_6ImageProcessor (MiniCPM-OCR's has the same slicing with its default
+    # small_image_upsize 'always'; it needs torchvision, so the V4.6 one runs with '4x'):
+    # target_sizes hold each view's patch grid; replace_image_token writes prod // (16 or 4)
+    # tokens a view, <image></image> and <slice></slice> around them, "\\n" between slice rows.
+    config = harness_config(model_type)
+    mode = config["downsample_mode"]
+    out = run_processor(
+        "MiniCPMV4_6ImageProcessorPil",
+        *size,
+        patch_size=vision(model_type, "patch_size"),
+        downsample_mode=mode,
+    )
+    div = 4 if mode == "4x" else 16
+    rows, cols = out["grids"][0]
+    expected = (
+        sum(int(h) * int(w) // div for h, w in out["target_sizes"]) + 2 + 2 * rows * cols + max(rows - 1, 0)
+    )
+    img = image_tokens(arch_from(config), *size)
+    assert (img.tiles, img.total) == (len(out["target_sizes"]), expected)

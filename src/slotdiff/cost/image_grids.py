@@ -306,3 +306,61 @@ def _step3p7_crops(s: Mapping[str, Any], width: int, height: int) -> dict[str, A
         resize=(size, size),
         tiles=1 + crops,
     )
+
+
+def _minicpm_best_resize(height: float, width: float, res: int, step: int, upscale: bool) -> tuple[int, int]:
+    """find_best_resize (image_processing_minicpmv4_6.py): area scale_resolution² at the same
+    aspect ratio when larger (or when upscaling is allowed), sides rounded to ``step``."""
+    if height * width > res * res or upscale:
+        aspect = width / height
+        height = int(res / math.sqrt(aspect))
+        width = int(height * aspect)
+    return max(round(height / step) * step, step), max(round(width / step) * step, step)
+
+
+def minicpm_grid(height: int, width: int, most: int, res: int) -> tuple[int, int] | None:
+    """get_sliced_grid: (rows, columns) of slices nearest the image's log aspect ratio."""
+    log_ratio = math.log(width / height)
+    multiple = min(math.ceil(width * height / (res * res)), most)
+    if multiple <= 1:
+        return None
+    best, least = (1, 1), math.inf
+    for n in (multiple - 1, multiple, multiple + 1):
+        if n == 1 or n > most:
+            continue
+        for rows in range(1, n + 1):
+            if n % rows == 0:
+                error = abs(log_ratio - math.log((n // rows) / rows))
+                if error < least or (error == least and rows > best[0]):
+                    best, least = (rows, n // rows), error
+    return best
+
+
+@rule("minicpmv_slices")
+def _minicpmv_slices(s: Mapping[str, Any], width: int, height: int) -> dict[str, Any]:
+    """MiniCPM-V 4.6 / 4.7 / MiniCPM-OCR: an overview resized to about scale_resolution² and,
+    for a larger image, a grid of slices (get_sliced_grid, get_refine_size); each view's
+    patches // (4 or 16, downsample_mode) tokens between <image>/</image> or <slice>/</slice>,
+    a newline between rows of slices (replace_image_token)."""
+    p, res = s["patch_size"], s["scale_resolution"]
+    div = 4 if s["downsample_mode"] == "4x" else 16
+    step = p * (2 if s["downsample_mode"] == "4x" else 4)
+    grid = minicpm_grid(height, width, s["max_slice_nums"], res) if s["slice_mode"] else None
+    sh, sw = _minicpm_best_resize(height, width, res, step, grid is None)
+    views = [(sh // p) * (sw // p)]
+    rows = cols = 0
+    if grid is not None:
+        rows, cols = grid
+        rw, rh = max(round(width / cols) * cols, cols), max(round(height / rows) * rows, rows)
+        bh, bw = _minicpm_best_resize(rh / rows, rw / cols, res, step, True)
+        views += [bh // p * (bw // p)] * (rows * cols)
+    return dict(
+        tokens=sum(v // div for v in views),
+        special=2 + 2 * rows * cols + max(rows - 1, 0),
+        patches=sum(views),
+        encoder_seqs=len(views),
+        encoder_len=views[0],
+        sequences=((1, views[0]), (rows * cols, views[-1] if rows else 0)),
+        resize=(sw, sh),
+        tiles=len(views),
+    )

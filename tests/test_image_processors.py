@@ -563,3 +563,31 @@ def test_minicpmv_against_its_processor(model_type: str, size: tuple[int, int]) 
     )
     img = image_tokens(arch_from(config), *size)
     assert (img.tiles, img.total) == (len(out["target_sizes"]), expected)
+
+
+@pytest.mark.parametrize("size", [*SIZES, (4000, 700)], ids=lambda s: f"{s[0]}x{s[1]}")
+def test_molmo2_against_its_methods(size: tuple[int, int]) -> None:
+    # Molmo2ImageProcessor.get_image_grid_and_crops and Molmo2Processor.replace_image_token
+    # (torchvision only) run from their source on the class defaults; every "<...>" in the
+    # returned string is one token.
+    ip_module = "molmo2.image_processing_molmo2"
+    select = transformers_function(ip_module, "select_tiling", torch=torch)
+    geometry = transformers_function(ip_module, "compute_crop_geometry", select_tiling=select)
+    grid = transformers_function(
+        ip_module, "Molmo2ImageProcessor.get_image_grid_and_crops", compute_crop_geometry=geometry
+    )
+    ip = SimpleNamespace(
+        max_crops=8,
+        overlap_margins=[4, 4],
+        patch_size=14,
+        pooling_size=[2, 2],
+        size={"height": 378, "width": 378},
+    )
+    image_grid, crops = grid(ip, size[1], size[0])
+    replace = transformers_function("molmo2.processing_molmo2", "Molmo2Processor.replace_image_token")
+    proc = SimpleNamespace(
+        image_use_col_tokens=True, use_single_crop_col_tokens=None, use_single_crop_start_token=True
+    )
+    text = replace(proc, {"image_grids": [image_grid]}, 0)
+    img = image_tokens(arch_from(harness_config("molmo2")), *size)
+    assert (img.tiles, img.tokens, img.total) == (crops, text.count("<im_patch>"), text.count("<"))

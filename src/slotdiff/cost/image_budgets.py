@@ -298,3 +298,42 @@ def _lfm2_vl_tiles(s: Mapping[str, Any], width: int, height: int) -> dict[str, A
         resize=(cols * tile, rows * tile) if views > 1 else (w_bar, h_bar),
         tiles=views,
     )
+
+
+def molmo2_tiling(height: float, width: float, window: int, most: int) -> tuple[int, int]:
+    """select_tiling (image_processing_molmo2.py), returning (rows, columns): the least
+    upscaling, else the least downscaling, tilings ordered by area then rows."""
+    tilings = sorted(
+        ((h, w) for h, w in itertools.product(range(1, most + 1), repeat=2) if h * w <= most),
+        key=lambda t: (t[0] * t[1], t[0]),
+    )
+    scales = [min(h * window / height, w * window / width) for h, w in tilings]
+    if all(x < 1 for x in scales):
+        return tilings[scales.index(max(scales))]
+    ups = [x if x >= 1 else math.inf for x in scales]
+    return tilings[ups.index(min(ups))]
+
+
+@rule("molmo2_crops")
+def _molmo2_crops(s: Mapping[str, Any], width: int, height: int) -> dict[str, Any]:
+    """Molmo2ImageProcessor: a low-resolution view at crop_size and overlapping crops whose
+    windows tile a canvas (compute_crop_geometry); each view's patches pooled pool × pool
+    (get_image_grid_and_crops). Tokens (processing_molmo2.py replace_image_token): the
+    low-resolution grid then the high-resolution grid, each between a start and <im_end>,
+    with an <im_col> after every row."""
+    crop, p, pool, margin = s["crop_size"], s["patch_size"], s["pooling"], s["margin_patches"]
+    window = (crop // p - margin) * p
+    rows, cols = molmo2_tiling(height - margin * p, width - margin * p, window, s["max_crops"])
+    canvas_h, canvas_w = rows * window + margin * p, cols * window + margin * p
+    high_h, high_w = math.ceil((canvas_h // p) / pool), math.ceil((canvas_w // p) / pool)
+    low = math.ceil((crop // p) / pool)
+    crops = rows * cols + 1
+    return dict(
+        tokens=low * low + high_h * high_w,
+        special=4 + low + high_h,
+        patches=crops * (crop // p) ** 2,
+        encoder_seqs=crops,
+        encoder_len=(crop // p) ** 2,
+        resize=(canvas_w, canvas_h),
+        tiles=crops,
+    )

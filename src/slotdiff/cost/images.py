@@ -13,7 +13,7 @@ named after them: ``image_rules`` (the resize budgets of Qwen2-VL and GLM-4V, th
 squares, Gemma's, Llama's and InternVL's), ``image_grids`` (tiles and grids: Pixtral,
 LLaVA-NeXT, Idefics, Fuyu, Command A Vision, Granite-Docling, Aria, Step-3.7, MiniCPM-V) and
 ``image_budgets`` (patch or token budgets and fixed cells: GLM-5.3-Flash, Muse, Kimi-K2.5,
-Nemotron Omni, Inkling, Kosmos-2.5, Phi-4, LFM2-VL). docs/TOWERS.md lists each rule with the
+Nemotron Omni, Inkling, Kosmos-2.5, Phi-4, LFM2-VL, Molmo2). docs/TOWERS.md lists each rule with the
 model_types that use it.
 """
 

@@ -191,7 +191,9 @@ def test_every_multimodal_family_of_the_harness_has_its_image_path_priced() -> N
 
 def test_slotdiff_image_prints_the_injection_for_a_family_without_an_image_rule(tmp_path: Path) -> None:
     conformance = _conformance()
-    config = conformance.read_json(conformance.REFERENCE)["types"]["aria"]["rows"]["default"]["config"]
+    config = conformance.read_json(conformance.REFERENCE)["types"]["unlimited_ocr"]["rows"]["default"][
+        "config"
+    ]
     path = tmp_path / "config.json"
     path.write_text(json.dumps(config))
     out = subprocess.run(

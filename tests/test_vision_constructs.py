@@ -14,10 +14,7 @@ from __future__ import annotations
 import copy
 from typing import Any
 
-import pytest
-
 from slotdiff.cost.images import image_tokens, vision_flops
-from slotdiff.cost.inventory.tensor import Unsupported
 from slotdiff.cost.inventory.towers import vision_model, vision_tensors
 from slotdiff.schema.arch import Architecture
 
@@ -166,8 +163,10 @@ def test_a_second_tower_from_its_own_config_node() -> None:
         + (D * D + D)  # aligner.proj
     )
     assert total(arch, "connector/") == connector
-    with pytest.raises(Unsupported, match="not described"):
-        image_tokens(arch, 640, 480)  # two encoders at two resolutions: no image rule
+    # the image's tokens are the SigLIP view's (4 / 2)² = 4 patches; the SAM view (the second
+    # tower) joins the same tokens and its FLOPs are not priced
+    img = image_tokens(arch, 640, 480)
+    assert (img.rule, img.tokens, img.resize) == ("fixed_square", 4, (4, 4))
 
 
 def test_sam_tower_without_windows_gives_every_layer_the_global_table() -> None:

@@ -156,7 +156,7 @@ def test_field_provenance_names_defaults() -> None:
 
 
 def test_data_files_are_consistent() -> None:
-    from slotdiff.cost.image_rules import RULES
+    from slotdiff.cost.images import RULES
     from slotdiff.schema.tower_spec import multimodal_types, vision_types
 
     towers = vision_types()  # loading checks every item's keys

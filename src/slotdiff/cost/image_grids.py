@@ -1,5 +1,6 @@
-"""Image processors that cut or pad an image into a grid of their own (Pixtral's row breaks,
-LLaVA-NeXT's any-resolution crops), transcribed from transformers 5.24 like ``image_rules``."""
+"""Image processors that cut or pad an image into tiles or a grid of their own (Pixtral's row
+breaks, LLaVA-NeXT's any-resolution crops, Idefics3's tiles), transcribed from transformers
+5.24 like ``image_rules``."""
 
 from __future__ import annotations
 
@@ -7,6 +8,7 @@ import math
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+from .image_budgets import closest_ratio
 from .image_rules import Rule, registrar
 
 RULES: dict[str, Rule] = {}
@@ -206,37 +208,159 @@ def _cohere2_vision_tiles(s: Mapping[str, Any], width: int, height: int) -> dict
     )
 
 
-def nemotron_patch_grid(height: int, width: int, p: int, merge: int, low: int, high: int) -> tuple[int, int]:
-    """get_patch_grid_size (image_processing_nemotron_h_omni.py): the image's own patch grid
-    scaled into [low, high] patches, each side rounded to a multiple of ``merge``."""
-    gh = round(height / p + 0.5)  # transformers' own expression, banker's rounding included
-    gw = round(width / p + 0.5)
-    factor = min(math.sqrt(high / (gh * gw)), 1.0)
-    gh, gw = math.floor(factor * gh), math.floor(factor * gw)
-    if high > low and gh * gw < low:
-        factor = math.sqrt(low / (gh * gw))
-        gh, gw = math.ceil(factor * gh), math.ceil(factor * gw)
-    if rem := gh % merge:
-        gh = gh + merge - rem if (gh + merge - rem) * gw <= high else max(merge, gh - rem)
-    if rem := gw % merge:
-        gw = gw + merge - rem if gh * (gw + merge - rem) <= high else max(merge, gw - rem)
-    return gh, gw
-
-
-@rule("nemotron_patch_grid")
-def _nemotron_patch_grid(s: Mapping[str, Any], width: int, height: int) -> dict[str, Any]:
-    """Nemotron-3 Nano Omni: one native-resolution view, resized to the patch grid of
-    get_patch_grid_size within a budget of min(max_num_patches, (max_model_len − 4) ·
-    merge²) patches; a token per merge × merge patches (pixel shuffle) between <img> and
-    </img> (processing_nemotron_h_omni.py replace_image_token)."""
-    p, merge = s["patch_size"], s["merge_size"]
-    budget = max((s["max_model_len"] - 4) * merge * merge, s["min_num_patches"])
-    budget = max(min(budget, s["max_num_patches"]), s["min_num_patches"])
-    gh, gw = nemotron_patch_grid(height, width, p, merge, s["min_num_patches"], budget)
-    patches = gh * gw
+@rule("granite_docling_tiles")
+def _granite_docling_tiles(s: Mapping[str, Any], width: int, height: int) -> dict[str, Any]:
+    """Granite-Docling (get_page_tile_grid with the dense budget off): InternVL's closest
+    aspect-ratio grid within [min_patches, max_patches] tiles, at most 16 a side, and a global
+    tile when split; the coarse path's image_seq_len tokens a tile (fine_route off by
+    default). Markers (replace_image_token): <fake_token_around_image><row_r_col_c> before
+    each tile, a newline after each row, <fake_token_around_image><global-img> ...
+    <fake_token_around_image> around the global tile."""
+    tile, p, scale, most = s["image_size"], s["patch_size"], s["scale_factor"], s["max_patches"]
+    side = tile // p
+    if side % scale:
+        raise ValueError(f"{side}×{side} patches cannot be pixel-shuffled by {scale}")
+    seq = side * side // (scale * scale)
+    ratios = sorted(
+        (
+            (c, r)
+            for c in range(1, min(most, 16) + 1)
+            for r in range(1, min(most, 16) + 1)
+            if s["min_patches"] <= c * r <= most
+        ),
+        key=lambda g: g[0] * g[1],
+    )
+    cols, rows = closest_ratio(width / height, ratios, width, height, tile) if most > 1 else (1, 1)
+    split = rows * cols > 1
+    tiles = rows * cols + (1 if split else 0)
     return dict(
-        tokens=patches // (merge * merge),
-        patches=patches,
-        encoder_len=patches + s["class_tokens"],
-        resize=(gw * p, gh * p),
+        tokens=tiles * seq,
+        special=2 * rows * cols + rows + (3 if split else 0),
+        patches=tiles * side * side,
+        encoder_seqs=tiles,
+        encoder_len=side * side,
+        resize=(cols * tile, rows * tile),
+        tiles=tiles,
+    )
+
+
+@rule("aria_crop")
+def _aria_crop(s: Mapping[str, Any], width: int, height: int) -> dict[str, Any]:
+    """AriaImageProcessor (split_image off by default): the longer side to max_image_size, the
+    shorter at least min_image_size, padded to a max_image_size square; the projector's
+    learned queries for that many patches (projector_patch_to_query_dict) are the tokens."""
+    side, low, p = s["max_image_size"], s["min_image_size"], s["patch_size"]
+    scale = side / max(height, width)
+    if width >= height:
+        h, w = max(int(height * scale), low), side
+    else:
+        h, w = side, max(int(width * scale), low)
+    patches = (side // p) ** 2
+    table = {int(k): v for k, v in dict(s["patch_to_query"]).items()}
+    if patches not in table:
+        raise ValueError(f"{patches} patches are not a key of projector_patch_to_query_dict {sorted(table)}")
+    return dict(tokens=int(table[patches]), patches=patches, encoder_len=patches, resize=(w, h))
+
+
+def step3p7_plan(width: int, height: int, image_size: int, crop: int, max_size: int) -> tuple[int, int, int]:
+    """Step3p7ImageProcessor._plan_patches: the window side and the (columns, rows) of local
+    crops (0 when the global view alone suffices)."""
+    if min(width, height) < 32 and max(width / height, height / width) > 4:
+        width = height = max(width, height)  # square-padded first
+    if max(height, width) > max_size:
+        scale = max_size / max(height, width)
+        width, height = int(width * scale), int(height * scale)
+    short, long = min(height, width), max(height, width)
+    if long <= image_size:
+        window = short if long / short > 1.5 else 0
+    elif long / short > 4:
+        window = min(short, crop)
+    else:
+        window = crop
+    if window == 0:
+        return 0, 0, 0
+    snapped = [
+        window * (d // window + (d % window > 0.2 * window)) if d >= window else d for d in (width, height)
+    ]
+    return window, max(1, snapped[0] // window), max(1, snapped[1] // window)
+
+
+@rule("step3p7_crops")
+def _step3p7_crops(s: Mapping[str, Any], width: int, height: int) -> dict[str, Any]:
+    """Step-3.7: a global view resized to image_size and sliding-window local crops resized to
+    the processor's patch_size; each view's features after the tower's stride-4 downsampling.
+    Tokens (Step3p7Processor.replace_image_token): per crop <patch_start> features
+    <patch_end>, <patch_newline> after each row but the last, then <im_start> the global
+    view's features <im_end>."""
+    size, crop, p, stride = s["image_size"], s["crop_size"], s["patch_size"], s["downsample"]
+    _, cols, rows = step3p7_plan(width, height, size, crop, s["max_image_size"])
+    crops = cols * rows
+    per_global, per_crop = (size // (p * stride)) ** 2, (crop // (p * stride)) ** 2
+    return dict(
+        tokens=per_global + crops * per_crop,
+        special=2 + 2 * crops + max(rows - 1, 0),
+        patches=(size // p) ** 2 + crops * (crop // p) ** 2,
+        encoder_seqs=1 + crops,
+        encoder_len=(size // p) ** 2,
+        sequences=((1, (size // p) ** 2), (crops, (crop // p) ** 2)),
+        resize=(size, size),
+        tiles=1 + crops,
+    )
+
+
+def _minicpm_best_resize(height: float, width: float, res: int, step: int, upscale: bool) -> tuple[int, int]:
+    """find_best_resize (image_processing_minicpmv4_6.py): area scale_resolution² at the same
+    aspect ratio when larger (or when upscaling is allowed), sides rounded to ``step``."""
+    if height * width > res * res or upscale:
+        aspect = width / height
+        height = int(res / math.sqrt(aspect))
+        width = int(height * aspect)
+    return max(round(height / step) * step, step), max(round(width / step) * step, step)
+
+
+def minicpm_grid(height: int, width: int, most: int, res: int) -> tuple[int, int] | None:
+    """get_sliced_grid: (rows, columns) of slices nearest the image's log aspect ratio."""
+    log_ratio = math.log(width / height)
+    multiple = min(math.ceil(width * height / (res * res)), most)
+    if multiple <= 1:
+        return None
+    best, least = (1, 1), math.inf
+    for n in (multiple - 1, multiple, multiple + 1):
+        if n == 1 or n > most:
+            continue
+        for rows in range(1, n + 1):
+            if n % rows == 0:
+                error = abs(log_ratio - math.log((n // rows) / rows))
+                if error < least or (error == least and rows > best[0]):
+                    best, least = (rows, n // rows), error
+    return best
+
+
+@rule("minicpmv_slices")
+def _minicpmv_slices(s: Mapping[str, Any], width: int, height: int) -> dict[str, Any]:
+    """MiniCPM-V 4.6 / 4.7 / MiniCPM-OCR: an overview resized to about scale_resolution² and,
+    for a larger image, a grid of slices (get_sliced_grid, get_refine_size); each view's
+    patches // (4 or 16, downsample_mode) tokens between <image>/</image> or <slice>/</slice>,
+    a newline between rows of slices (replace_image_token)."""
+    p, res = s["patch_size"], s["scale_resolution"]
+    div = 4 if s["downsample_mode"] == "4x" else 16
+    step = p * (2 if s["downsample_mode"] == "4x" else 4)
+    grid = minicpm_grid(height, width, s["max_slice_nums"], res) if s["slice_mode"] else None
+    sh, sw = _minicpm_best_resize(height, width, res, step, grid is None)
+    views = [(sh // p) * (sw // p)]
+    rows = cols = 0
+    if grid is not None:
+        rows, cols = grid
+        rw, rh = max(round(width / cols) * cols, cols), max(round(height / rows) * rows, rows)
+        bh, bw = _minicpm_best_resize(rh / rows, rw / cols, res, step, True)
+        views += [bh // p * (bw // p)] * (rows * cols)
+    return dict(
+        tokens=sum(v // div for v in views),
+        special=2 + 2 * rows * cols + max(rows - 1, 0),
+        patches=sum(views),
+        encoder_seqs=len(views),
+        encoder_len=views[0],
+        sequences=((1, views[0]), (rows * cols, views[-1] if rows else 0)),
+        resize=(sw, sh),
+        tiles=len(views),
     )

@@ -8,20 +8,13 @@ limits) are the processor class's defaults in transformers 5.24, named in the re
 callers may override them (``image_tokens(arch, w, h, max_pixels=...)``), as a checkpoint's
 ``preprocessor_config.json`` would.
 
-The rules themselves are small named functions that transcribe transformers' processors:
-
-- ``smart_resize``      Qwen2-VL family: resize to multiples of patch × merge within
-                        [min_pixels, max_pixels], one token per merge² patches;
-- ``fixed_square``      LLaVA-1.5: shortest edge to the tower's image_size, centre crop;
-- ``fixed_pool``        Gemma 3: resize to the tower's square input, pool to a fixed count;
-- ``soft_token_budget`` Gemma 4: aspect-preserving resize within max_soft_tokens·k² patches;
-- ``tiled_canvas``      Llama-3.2-Vision: best canvas of up to max_num_tiles tiles, read by
-                        the decoder's cross-attention, not as tokens;
-- ``tiled_best_fit``    Llama 4: best canvas of up to max_patches tiles plus a global tile,
-                        pixel shuffle, tile separators;
-- ``fixed_queries``     BLIP-2: resize to the tower's square input, a Q-Former's queries as tokens;
-- ``tiled_aspect``      InternVL: grid of closest aspect ratio within [min, max] tiles plus
-                        a thumbnail, pixel shuffle.
+The rules themselves are small named functions that transcribe transformers' processors,
+named after them: ``image_rules`` (the resize budgets of Qwen2-VL and GLM-4V, the fixed
+squares, Gemma's, Llama's and InternVL's), ``image_grids`` (tiles and grids: Pixtral,
+LLaVA-NeXT, Idefics, Fuyu, Command A Vision, Granite-Docling, Aria, Step-3.7, MiniCPM-V) and
+``image_budgets`` (patch or token budgets and fixed cells: GLM-5.3-Flash, Muse, Kimi-K2.5,
+Nemotron Omni, Inkling, Kosmos-2.5, Phi-4, LFM2-VL, Molmo2). docs/TOWERS.md lists each rule with the
+model_types that use it.
 """
 
 from __future__ import annotations
@@ -33,6 +26,7 @@ from typing import Any
 from ..schema.arch import Architecture
 from ..schema.tower_spec import ExprError, as_int, evaluate, multimodal_types
 from .flops import flops_cost
+from .image_budgets import RULES as BUDGET_RULES
 from .image_grids import RULES as GRID_RULES
 from .image_rules import RULES as BASE_RULES
 from .inventory.tensor import Unsupported
@@ -57,6 +51,19 @@ class ImageTokens:
     source: str  # transformers file(s) the rule transcribes
     settings: tuple[tuple[str, Any, str], ...] = ()  # (name, value, where it came from)
     notes: tuple[str, ...] = field(default_factory=tuple)
+    # (count, length) of every group of encoder sequences, when they differ in length
+    # (Step-3.7's global view and its local crops); empty: encoder_seqs of encoder_len
+    sequences: tuple[tuple[int, int], ...] = ()
+
+    @property
+    def encoder_groups(self) -> tuple[tuple[int, int], ...]:
+        """(count, length) of the encoder's sequences."""
+        return self.sequences or ((self.encoder_seqs, self.encoder_len),)
+
+    @property
+    def encoder_positions(self) -> int:
+        """Every position the encoder runs over, all sequences together."""
+        return sum(n * length for n, length in self.encoder_groups)
 
     @property
     def total(self) -> int:
@@ -66,7 +73,7 @@ class ImageTokens:
 
 # ------------------------------------------------------------------------------ rules
 
-RULES = {**BASE_RULES, **GRID_RULES}
+RULES = {**BASE_RULES, **GRID_RULES, **BUDGET_RULES}
 
 
 # ------------------------------------------------------------------------------- API
@@ -145,6 +152,7 @@ def image_tokens(arch: Architecture, width: int, height: int, **overrides: Any) 
         source=spec["source"],
         settings=tuple(shown),
         notes=notes,
+        sequences=tuple(tuple(g) for g in got.get("sequences", ())),  # type: ignore[misc]
     )
 
 
@@ -184,7 +192,7 @@ def vision_flops(
     img = image_tokens(arch, width, height, **overrides)
     model = vision_model(arch)
     assert model is not None
-    positions = img.encoder_seqs * img.encoder_len
+    positions = img.encoder_positions
     runs = {"patch": positions, "seq": img.encoder_seqs, "token": img.connector_tokens}
     tower = conn = 0
     for vt in model.tensors:
@@ -196,7 +204,9 @@ def vision_flops(
             conn += f
         else:
             tower += f
-    attn = sum(4 * st.layers * img.encoder_len**2 * st.width * img.encoder_seqs for st in model.attention)
+    attn = sum(
+        4 * st.layers * length**2 * st.width * n for st in model.attention for n, length in img.encoder_groups
+    )
     notes: list[str] = []
     kv = cross = None
     if kv_bytes_per_token is not None:
@@ -288,7 +298,7 @@ def injection(arch: Architecture, cost: VisionCost, unit: InjectionUnit, params:
     img = cost.image
     model = vision_model(arch)
     act = unit.decoder_input_bytes_per_state // max(1, int(arch.get("d_model") or 1))
-    tower_out = img.encoder_seqs * img.encoder_len * int((model.env.get("hidden") if model else 0) or 0) * act
+    tower_out = img.encoder_positions * int((model.env.get("hidden") if model else 0) or 0) * act
     if unit.method == "cross-attention":
         return Injection(
             unit.method,

@@ -24,7 +24,7 @@ from ..scan.pipelines import expand_pipeline_tags
 from ..scan.propose import write_proposals
 from ..scan.report import PIECES, RENDERERS, new_fingerprints, render_terminal, spool, to_dict
 from ..scan.verdict import NEW
-from .options import COUNT, NONNEGATIVE, SECONDS, add_width_argument
+from .options import COUNT, NONNEGATIVE, SECONDS, WHOLE, add_width_argument
 
 EPILOG = """\
 examples:
@@ -64,7 +64,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     what.add_argument("--limit", type=COUNT, default=1000, help="at most this many models (default 1000)")
 
     how = parser.add_argument_group("fetching")
-    how.add_argument("--workers", type=COUNT, default=8, help="concurrent config fetches (default 8)")
+    how.add_argument("--workers", type=WHOLE, default=8, help="concurrent config fetches (default 8)")
     how.add_argument("--timeout", type=SECONDS, default=10.0, help="seconds per request (default 10)")
     how.add_argument(
         "--deadline",

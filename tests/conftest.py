@@ -71,6 +71,14 @@ def _no_network(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("HF_HUB_OFFLINE", "1")
 
 
+@pytest.fixture(autouse=True)
+def _no_terminal_geometry(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Output widths come from --width or the piped default, never from the shell that ran
+    pytest: COLUMNS and LINES set there would change every text layout a test checks."""
+    monkeypatch.delenv("COLUMNS", raising=False)
+    monkeypatch.delenv("LINES", raising=False)
+
+
 @pytest.fixture(scope="session")
 def _hf_home_root(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return tmp_path_factory.mktemp("hf-home")

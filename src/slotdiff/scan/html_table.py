@@ -41,7 +41,8 @@ TABLE_CSS = """
 #entries td.c{min-width:12em;font-size:12px}#entries td.f{text-align:right}
 .nw,#entries td.d{white-space:nowrap}
 .sub{font-size:11.5px;color:#5a6372}details summary{cursor:pointer;font-size:11.5px;color:#5a6372}
-details ul{margin:2px 0 0 16px;padding:0}@media (max-width:1100px){body{margin:12px}}
+details ul{margin:2px 0 0 16px;padding:0}.card,code{overflow-wrap:anywhere}
+@media (max-width:1100px){body{margin:12px}}
 """
 
 
@@ -109,7 +110,7 @@ def _row(m: Mapping[str, Any], derivs: Sequence[Mapping[str, Any]], hub: str | N
         _model_cell(m, derivs, hub),
         f'<td data-sort="{VERDICTS.index(verdict)}" class="v-{e(verdict)}">{_breakable(shown_verdict)}</td>',
         _cell(_breakable(text.shown_type(m)), kind="t"),
-        _cell(e(what), kind="c"),
+        _cell(f'<span class="lbl">{e(what)}</span>' if m.get("label") else e(what), kind="c"),
         _cell(params, f.get("params"), "n"),
         figure("weight_bytes", si_bytes(f["weight_bytes"]) if f.get("weight_bytes") is not None else ""),
         figure(

@@ -129,6 +129,8 @@ def test_no_numeric_flag_bypasses_the_shared_parser() -> None:
         options.RESERVE,
         options.SECONDS,
         options.COLUMNS,
+        options.WHOLE,
+        options.WHOLE0,
     }
     seen = 0
     for command, parser in _parsers().items():

@@ -58,13 +58,42 @@ def test_qwen2_vl_640x480() -> None:
     assert (img.patches, img.tokens) == (1564, 391)
 
 
-def test_qwen3_vl_uses_its_own_patch_size() -> None:
-    # Qwen3-VL: patch 16, merge 2 → factor 32. round(1024 / 32) · 32 = 1024, and
-    # 1024² = 1,048,576 > 1,003,520 → floor(1024 / 1.02220 / 32) · 32 = 31 · 32 = 992
-    # → 62² = 3844 patches → 961 tokens.
+def test_qwen3_vl_uses_its_own_patch_size_and_pixel_bounds() -> None:
+    # Qwen3-VL's preprocessor_config.json: patch 16, merge 2 → factor 32; size
+    # shortest_edge 65,536 (256²), longest_edge 16,777,216 (4096²), not Qwen2-VL's class
+    # defaults (3136, 1,003,520). round(1024 / 32) · 32 = 1024, and 1024² = 1,048,576 lies in
+    # [65,536, 16,777,216] → 64² = 4096 patches → 1024 tokens (Qwen2-VL's max_pixels would
+    # have shrunk it to 992² → 961).
     img = image_tokens(arch_of("Qwen__Qwen3-VL-30B-A3B-Instruct.json"), 1024, 1024)
-    assert img.resize == (992, 992)
-    assert (img.patches, img.tokens) == (3844, 961)
+    assert img.resize == (1024, 1024)
+    assert (img.patches, img.tokens) == (4096, 1024)
+    settings = {name: value for name, value, _ in img.settings}
+    assert (settings["min_pixels"], settings["max_pixels"]) == (256 * 256, 4096 * 4096)
+
+
+def test_qwen3_vl_small_image_is_raised_to_its_minimum() -> None:
+    # 100² rounds to 96² = 9216 < 65,536: beta = sqrt(65,536 / 10,000) = 2.56, each side
+    # ceil(100 · 2.56 / 32) · 32 = ceil(8) · 32 = 256 → 16² = 256 patches → 64 tokens.
+    img = image_tokens(arch_of("Qwen__Qwen3-VL-30B-A3B-Instruct.json"), 100, 100)
+    assert img.resize == (256, 256)
+    assert (img.patches, img.tokens) == (256, 64)
+
+
+@pytest.mark.parametrize("size", [(1920, 1080), (1024, 1024), (100, 100), (6000, 8000), (333, 4000)])
+def test_qwen3_vl_matches_transformers_processor_with_its_published_fields(size: tuple[int, int]) -> None:
+    """transformers' own processor, built with the fields Qwen3-VL's preprocessor_config.json
+    publishes (patch 16, merge 2, temporal 2, size 65,536 … 16,777,216)."""
+    from transformers import Qwen2VLImageProcessorPil
+
+    proc = Qwen2VLImageProcessorPil(
+        patch_size=16,
+        merge_size=2,
+        temporal_patch_size=2,
+        size={"shortest_edge": 65536, "longest_edge": 16777216},
+    )
+    w, h = size
+    want = proc.get_number_of_image_patches(h, w, {}) // 2**2
+    assert image_tokens(arch_of("Qwen__Qwen3-VL-30B-A3B-Instruct.json"), w, h).tokens == want
 
 
 # --- LLaVA-1.5: CLIPImageProcessor resize shortest edge to 336 + centre crop 336²;

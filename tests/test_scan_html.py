@@ -77,6 +77,16 @@ def test_page_is_self_contained_and_escaped(page) -> None:
     assert "&lt;script&gt;window.__pwned=1&lt;/script&gt;" in html
 
 
+def _shown_rows(models: list[dict[str, Any]]) -> list[str]:
+    """The entries table's rows: per verdict, the models groups.fold leaves on top."""
+    from slotdiff.scan.groups import fold
+
+    sections: dict[str, list[dict[str, Any]]] = {}
+    for m in models:
+        sections.setdefault(m["verdict"], []).append(m)
+    return [lead["repo_id"] for sec in sections.values() for lead, _ in fold(sec)]
+
+
 def test_page_in_a_headless_browser(page, chromium, tmp_path: Path) -> None:
     data = page["data"]
     with Chromium(*chromium) as browser:
@@ -91,9 +101,17 @@ def test_page_in_a_headless_browser(page, chromium, tmp_path: Path) -> None:
         # The new model_types are on top, before the table.
         assert browser.run("return document.querySelector('h2').textContent").startswith("New model_type")
 
-        rows = "return [...document.querySelectorAll('#entries tbody tr')].map(r => r.cells[0].textContent)"
-        assert len(browser.run(rows)) == len(data["models"])
-        params = {m["repo_id"]: (m.get("figures") or {}).get("params") for m in data["models"]}
+        rows = (
+            "return [...document.querySelectorAll('#entries tbody tr')]"
+            ".map(r => r.cells[0].getAttribute('data-sort'))"
+        )
+        shown = _shown_rows(data["models"])
+        assert sorted(browser.run(rows)) == sorted(shown)  # derivatives folded under their base
+        params = {
+            m["repo_id"]: (m.get("figures") or {}).get("params")
+            for m in data["models"]
+            if m["repo_id"] in shown
+        }
         priced = sorted((p, r) for r, p in params.items() if p is not None)
         unpriced = [r for r, p in params.items() if p is None]
 

@@ -23,7 +23,15 @@ from ..read.source import catalog, catalog_entries, from_catalog
 from ..render.choose import render_choose, render_choose_markdown
 from ..render.json_report import render as render_json
 from ..schema.precision import canonical_dtype
-from .options import COUNT, POSITIVE, RESERVE, add_width_argument, add_workload_arguments, workload_from
+from .options import (
+    COUNT,
+    POSITIVE,
+    RESERVE,
+    WHOLE,
+    add_width_argument,
+    add_workload_arguments,
+    workload_from,
+)
 
 EPILOG = """\
 examples:
@@ -52,7 +60,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         "--modality", choices=("image",), help="image: only models whose config has a vision tower"
     )
     t = parser.add_argument_group("target")
-    t.add_argument("--gpus", type=COUNT, default=1, help="GPUs of the --gpu kind (default 1)")
+    t.add_argument("--gpus", type=WHOLE, default=1, help="GPUs of the --gpu kind (default 1)")
     t.add_argument(
         "--concurrency", dest="batch", type=COUNT, default=argparse.SUPPRESS, help="the same as --batch"
     )

@@ -24,6 +24,7 @@ from .options import (
     RESERVE,
     SHARE,
     TOKENS,
+    WHOLE,
     add_layout_arguments,
     add_style_arguments,
     add_workload_arguments,
@@ -67,7 +68,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     )
     eng.add_argument("--max-num-seqs", type=COUNT, help="default: the engine's for the release and GPU")
     eng.add_argument("--max-num-batched-tokens", type=TOKENS, help="SGLang: --chunked-prefill-size")
-    eng.add_argument("--block-size", type=COUNT, help="tokens per KV block (SGLang: --page-size)")
+    eng.add_argument("--block-size", type=WHOLE, help="tokens per KV block (SGLang: --page-size)")
     eng.add_argument("--kv-cache-dtype", default="auto", help="auto, fp8, fp8_e4m3, fp8_e5m2")
     eng.add_argument("--enforce-eager", action="store_true", help="no CUDA graphs")
     eng.add_argument(

@@ -16,7 +16,7 @@ from ..deploy.serving import deployment
 from ..render.deploy import render_moe
 from ..schema.precision import canonical_dtype
 from .options import (
-    COUNT,
+    WHOLE,
     add_layout_arguments,
     add_style_arguments,
     add_workload_arguments,
@@ -35,7 +35,7 @@ examples:
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("model", help="config.json, a folder holding one, or a Hub repo id")
-    parser.add_argument("--ep", type=COUNT, default=8, help="expert-parallel degree (default 8)")
+    parser.add_argument("--ep", type=WHOLE, default=8, help="expert-parallel degree (default 8)")
     parser.add_argument(
         "--dispatch-dtype", default="bf16", help="dtype tokens are dispatched in (default bf16)"
     )

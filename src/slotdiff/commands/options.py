@@ -7,7 +7,7 @@ import sys
 from collections.abc import Callable
 
 from ..core.errors import UsageError
-from ..core.quantity import parse_count, parse_gib, parse_real
+from ..core.quantity import parse_count, parse_gib, parse_real, parse_whole
 from ..cost.gpus import resolve_gpu
 from ..cost.layout import Layout
 from ..cost.workload import Workload
@@ -47,6 +47,10 @@ NONNEGATIVE = _argtype(parse_real, "number")
 SHARE = _argtype(lambda t: parse_real(t, exclusive_minimum=True, maximum=1.0), "share")
 FRACTION = _argtype(lambda t: parse_real(t, maximum=1.0), "share")
 RESERVE = _argtype(lambda t: parse_real(t, maximum=1.0, exclusive_maximum=True), "share")
+# Small whole numbers (GPU counts, parallel degrees, draft tokens, ZeRO stages, ranks) are typed
+# plainly: no suffix is taken, and none is offered under --help, where it would read as a size.
+WHOLE = _argtype(lambda t: parse_whole(t, minimum=1), "count")
+WHOLE0 = _argtype(lambda t: parse_whole(t, minimum=0), "count")
 COLUMNS = _argtype(lambda t: parse_count(t, minimum=40, maximum=10_000), "columns")
 SECONDS = _argtype(lambda t: parse_real(t, exclusive_minimum=True), "seconds")
 
@@ -108,11 +112,11 @@ def add_layout_arguments(parser: argparse.ArgumentParser) -> None:
     """The parallel layout, named as vLLM names it; every command that prices a model takes it."""
     lay = parser.add_argument_group("layout (named as vLLM names them)")
     lay.add_argument(
-        "--gpus", type=COUNT, default=None, help="GPUs of the --gpu kind (default: the layout's, 1)"
+        "--gpus", type=WHOLE, default=None, help="GPUs of the --gpu kind (default: the layout's, 1)"
     )
-    lay.add_argument("--tensor-parallel-size", "-tp", type=COUNT, help="TP degree (default: --gpus)")
-    lay.add_argument("--pipeline-parallel-size", "-pp", type=COUNT, default=1, help="PP degree (default 1)")
-    lay.add_argument("--data-parallel-size", "-dp", type=COUNT, default=1, help="DP degree (default 1)")
+    lay.add_argument("--tensor-parallel-size", "-tp", type=WHOLE, help="TP degree (default: --gpus)")
+    lay.add_argument("--pipeline-parallel-size", "-pp", type=WHOLE, default=1, help="PP degree (default 1)")
+    lay.add_argument("--data-parallel-size", "-dp", type=WHOLE, default=1, help="DP degree (default 1)")
     lay.add_argument(
         "--enable-expert-parallel", action="store_true", help="spread routed experts over TP × DP"
     )

@@ -26,7 +26,7 @@ from ..scan.propose import write_proposals
 from ..scan.report import PIECES, RENDERERS, new_fingerprints, render_terminal, spool, to_dict
 from ..scan.verdict import NEW
 from ..slots.classify import families
-from .options import COUNT, NONNEGATIVE, SECONDS, add_width_argument
+from .options import COUNT, NONNEGATIVE, SECONDS, WHOLE, add_width_argument
 
 EPILOG = """\
 examples:
@@ -66,7 +66,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     what.add_argument("--limit", type=COUNT, default=1000, help="at most this many models (default 1000)")
 
     how = parser.add_argument_group("fetching")
-    how.add_argument("--workers", type=COUNT, default=8, help="concurrent config fetches (default 8)")
+    how.add_argument("--workers", type=WHOLE, default=8, help="concurrent config fetches (default 8)")
     how.add_argument("--timeout", type=SECONDS, default=10.0, help="seconds per request (default 10)")
     how.add_argument(
         "--deadline",

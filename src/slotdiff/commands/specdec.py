@@ -14,9 +14,9 @@ from ..deploy.serving import deployment
 from ..deploy.specdec import DEFAULT_BATCHES, MTP_ACCEPTANCE, specdec_report
 from ..render.deploy import render_specdec
 from .options import (
-    COUNT,
     FRACTION,
     NONNEGATIVE,
+    WHOLE,
     add_layout_arguments,
     add_style_arguments,
     add_workload_arguments,
@@ -36,7 +36,7 @@ examples:
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("model", help="config.json, a folder holding one, or a Hub repo id")
     parser.add_argument("--alpha", type=FRACTION, default=0.8, help="per-token acceptance rate (default 0.8)")
-    parser.add_argument("--gamma", type=COUNT, default=4, help="draft tokens per step (default 4)")
+    parser.add_argument("--gamma", type=WHOLE, default=4, help="draft tokens per step (default 4)")
     parser.add_argument(
         "--draft-cost", type=NONNEGATIVE, default=0.1, help="one draft token ÷ one target step (default 0.1)"
     )

@@ -24,7 +24,7 @@ from ..train.setup import (
     TrainSetup,
     lora_targets,
 )
-from .options import COUNT, COUNT0, RESERVE, TOKENS, add_style_arguments, write_json
+from .options import COUNT, RESERVE, TOKENS, WHOLE, WHOLE0, add_style_arguments, write_json
 
 EPILOG = """\
 examples:
@@ -48,12 +48,12 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         "--gpus",
         "--data-parallel-size",
         "-dp",
-        type=COUNT,
+        type=WHOLE,
         default=1,
         help="data-parallel GPUs (ZeRO shards over them)",
     )
-    g.add_argument("--tensor-parallel-size", "-tp", type=COUNT, default=1, help="TP degree (default 1)")
-    g.add_argument("--pipeline-parallel-size", "-pp", type=COUNT, default=1, help="PP stages (default 1)")
+    g.add_argument("--tensor-parallel-size", "-tp", type=WHOLE, default=1, help="TP degree (default 1)")
+    g.add_argument("--pipeline-parallel-size", "-pp", type=WHOLE, default=1, help="PP stages (default 1)")
     g.add_argument("--batch", type=COUNT, default=1, help="sequences per GPU (micro-batch, default 1)")
     g.add_argument("--context", type=TOKENS, default=8192, help="tokens per sequence (default 8192)")
     g.add_argument("--dtype", choices=list(DTYPES), default="bf16", help="training precision (default bf16)")
@@ -78,14 +78,14 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         help="fused norm/activation/softmax kernels (default), or transformers' PyTorch modules as written",
     )
     t.add_argument(
-        "--lora-rank", type=COUNT, default=None, help="train LoRA adapters of this rank, base frozen"
+        "--lora-rank", type=WHOLE, default=None, help="train LoRA adapters of this rank, base frozen"
     )
     t.add_argument(
         "--lora-targets",
         default=DEFAULT_LORA_TARGETS,
         help=f"projections LoRA wraps (default {DEFAULT_LORA_TARGETS})",
     )
-    t.add_argument("--zero", type=COUNT0, default=0, help="ZeRO stage 0-3 over --gpus")
+    t.add_argument("--zero", type=WHOLE0, default=0, help="ZeRO stage 0-3 over --gpus")
     t.add_argument(
         "--reserve",
         type=RESERVE,

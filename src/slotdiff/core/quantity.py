@@ -100,3 +100,12 @@ def parse_gib(text: str, *, allow_zero: bool = False) -> float:
     if gib < 0 or (gib == 0 and not allow_zero):
         raise UsageError(f"{_shown(text)} must be {'at least 0' if allow_zero else 'above 0'}")
     return gib
+
+
+def parse_whole(text: str, *, minimum: int = 0, maximum: int | None = None) -> int:
+    """A small whole number typed plainly (GPUs, parallel degrees, draft tokens, a ZeRO stage):
+    no suffix, since ``--gamma 4K`` is a typo, not a size."""
+    _, suffix = _split(text)
+    if suffix:
+        raise UsageError(f"{_shown(text)}: expected a plain whole number, not one with {suffix!r}")
+    return parse_count(text, minimum=minimum, maximum=maximum)

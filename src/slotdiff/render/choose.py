@@ -15,7 +15,7 @@ from typing import Any
 
 from . import fmt
 from .deploy import display_name
-from .page import output_width
+from .page import output_width, print_table
 
 VERDICT_WORDS = {
     "fits": "fits",
@@ -26,6 +26,7 @@ VERDICT_WORDS = {
 }
 HEADERS = ("#", "model", "verdict", "precision, layout", "decode", "tokens/s", "KV/seq.", "verified")
 RIGHT = ("#", "decode", "tokens/s", "KV/seq.")
+WRAPPING = ("model", "precision, layout")
 
 
 def headers(d: dict[str, Any]) -> tuple[str, ...]:
@@ -152,24 +153,13 @@ def render_choose(d: dict[str, Any], width: int | None = None) -> str:
     console.print(d["ranked_by"])
     rows = [_cells(c) for c in d["candidates"]]
     shown = headers(d)
-    widths = [max(len(h), *(len(r[i]) for r in rows)) if rows else len(h) for i, h in enumerate(shown)]
-    wrap = HEADERS.index("precision, layout")
-    widths[wrap] = min(widths[wrap], 22)
-    name = HEADERS.index("model")
-    # the model's name takes what the others leave (one space between columns)
-    widths[name] = max(20, WIDTH - (sum(widths) - widths[name]) - (len(widths) - 1))
     table = Table(box=None, header_style="bold", pad_edge=False, collapse_padding=True, expand=False)
-    for h, head, width in zip(HEADERS, shown, widths, strict=True):
-        table.add_column(
-            head,
-            justify="right" if h in RIGHT else "left",
-            no_wrap=h not in ("model", "precision, layout"),
-            overflow="fold",
-            width=width,
-        )
+    for h, head in zip(HEADERS, shown, strict=True):
+        # figures never wrap; names and layouts wrap at spaces, never inside a word
+        table.add_column(head, justify="right" if h in RIGHT else "left", no_wrap=h not in WRAPPING)
     for row in rows:
         table.add_row(*row)
-    console.print(table)
+    print_table(console, table)
     lines: list[str] = []
     for heading, items in _sections(d):
         if not items:

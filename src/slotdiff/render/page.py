@@ -11,9 +11,9 @@ from __future__ import annotations
 
 import itertools
 import os
+import re
 import shutil
 import sys
-import textwrap
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any, TextIO
@@ -93,22 +93,35 @@ def _prose(text: str) -> str:
     return text.replace("\\", "\\\\").replace("*", "\\*").replace("_", "\\_").replace("|", "\\|")
 
 
+# A number and its unit are one word to the line breaker: "549 MiB" never ends a line at "549".
+_NUMBER = re.compile(r"^[-+−≥≤≈~(]*[0-9][0-9,.]*[×%]?\Z")
+_UNIT = re.compile(
+    r"^(?:[kKMGTP]?i?B|[kMGTP]?FLOPs?|ms|µs|ns|s|tokens?|tokens/s|FLOP/byte|GB/s|TB/s|TFLOP/s|"
+    r"[kKMGT]i?B/token|experts?|GPUs?|layers?)[,;:.)]*\Z"
+)
+
+
+def _glued(before: str, word: str) -> bool:
+    """Whether ``word`` is the unit of the number ``before`` (no line break between them)."""
+    return bool(_NUMBER.match(before)) and bool(_UNIT.match(word))
+
+
 def word_breaks(line: str, width: int) -> list[int]:
-    """Offsets at which to break ``line`` to fit ``width``: only where a word starts, so a
-    word longer than the width (a path, a URL) runs past it whole (rich folds it)."""
+    """Offsets at which to break ``line`` to fit ``width``: only where a word starts (a number
+    and its unit count as one word), so a word longer than the width (a path, a URL) runs past
+    it whole (rich folds it)."""
+    words = [(m.start(), m.end()) for m in re.finditer(r"[^ ]+", line)]
     breaks: list[int] = []
-    start, i, n = 0, 0, len(line)
-    while i < n:
-        j = line.find(" ", i)
-        end = n if j < 0 else j  # the word is line[i:end]
+    start = 0
+    for k, (i, end) in enumerate(words):
+        at = i
+        if k and _glued(line[words[k - 1][0] : words[k - 1][1]], line[i:end]):
+            at = words[k - 1][0]  # break before the number, never between it and its unit
         # a word too long for any line stays beside a short lead-in ("from <path>")
         lone = end - i > width and i - start <= 16
-        if end - start > width and i > start and not lone:
-            breaks.append(i)
-            start = i
-        i = end + 1
-        while i < n and line[i] == " ":
-            i += 1
+        if end - start > width and at > start and not lone:
+            breaks.append(at)
+            start = at
     return breaks
 
 
@@ -146,6 +159,12 @@ def print_table(console: Any, table: Any) -> None:
         console.width = width
 
 
+def _pieces(text: str, width: int) -> list[str]:
+    """``text`` in lines of at most ``width`` where it can be (word_breaks), spaces trimmed."""
+    cuts = [0, *word_breaks(text, width), len(text)]
+    return [p for a, b in itertools.pairwise(cuts) if (p := text[a:b].strip())] or [""]
+
+
 def wrap(line: str, width: int) -> list[str]:
     """A prose line at ``width``, continuation lines indented two more; words are never split,
     so a path or a repo id longer than the width stands whole on its own line."""
@@ -170,14 +189,7 @@ def to_text(
     if notes:
         out.append(notes_title)
         for n in notes:
-            out += textwrap.wrap(
-                n,
-                w,
-                initial_indent="  - ",
-                subsequent_indent="    ",
-                break_long_words=False,
-                break_on_hyphens=False,
-            )
+            out += [("  - " if k == 0 else "    ") + p for k, p in enumerate(_pieces(n, w - 4))]
     return "\n".join(out) + "\n"
 
 

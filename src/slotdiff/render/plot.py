@@ -3,7 +3,9 @@
 Over batch: a roofline (attainable FLOP/s per GPU against FLOP/byte, each batch a point, with
 and without KV) beside the decode step's two sides against batch, the compute-bound batch
 marked. Over context: per model, FLOPs per decode token stacked weights + attention with the
-crossover marked, and KV per sequence for every model. Figures are built on the Agg canvas
+crossover marked, and KV per sequence for every model. A point whose weights and KV do not fit
+the GPUs is drawn as a cross and the range it starts is shaded and labelled "does not fit", as
+the table marks it with ``*``. Figures are built on the Agg canvas
 without pyplot, so nothing global changes; the suffix picks PNG or SVG.
 """
 
@@ -57,6 +59,26 @@ def _tokens(x: float, _pos: Any = None) -> str:
 def _shown(b: int) -> bool:
     """Batches labelled on the roofline: 1, 16, 256, 4096, ..."""
     return b & (b - 1) == 0 and (b.bit_length() - 1) % 4 == 0
+
+
+NO_FIT = "#7f7f7f"
+
+
+def _mark_no_fit(ax: Any, s: Any, xs: Sequence[float], ys: Sequence[float]) -> None:
+    """Crosses on the points that do not fit, the range they start shaded, and a legend entry
+    with the limit (the largest batch that fits, or the first context that does not)."""
+    bad = [(x, y) for x, y, r in zip(xs, ys, s.rows, strict=True) if not r.fits]
+    if not bad:
+        return
+    i = next(i for i, r in enumerate(s.rows) if not r.fits)
+    if s.over == "batch":
+        what = f"above B={s.max_batch:,}" if s.max_batch else f"from B={xs[i]:,}"
+    else:
+        what = f"from {xs[i]:,} tokens"
+    label = f"{display_name(s.model)}: does not fit {what}"
+    ax.plot(*zip(*bad, strict=True), "x", color=NO_FIT, ms=9, mew=2, zorder=4, label=label)
+    start = (xs[i - 1] * xs[i]) ** 0.5 if i else xs[i]  # halfway on the log axis
+    ax.axvspan(start, xs[-1], color=NO_FIT, alpha=0.12, lw=0)
 
 
 def plot_batch(sweeps: Sequence[Any], path: Path) -> None:
@@ -120,6 +142,18 @@ def plot_batch(sweeps: Sequence[Any], path: Path) -> None:
             for r in s.rows
         ]
         thr.plot(batches, weights_tps, "s--", color=color, ms=4, mfc="none", label=f"{name}: weights only")
+        _mark_no_fit(thr, s, batches, [r.step.tokens_per_s for r in s.rows])
+        unfit = [(x, y) for x, y, r in zip(with_kv, y_kv, s.rows, strict=True) if not r.fits]
+        if unfit:
+            roof.plot(
+                *zip(*unfit, strict=True),
+                "x",
+                color=NO_FIT,
+                ms=9,
+                mew=2,
+                zorder=4,
+                label=f"{name}: does not fit",
+            )
         marks = [
             (cb, ":", "compute-bound, weights only"),
             (s.compute_bound_batch, "-.", "compute-bound with KV"),
@@ -194,9 +228,9 @@ def plot_context(sweeps: Sequence[Any], path: Path) -> None:
         ax.set_title(name, fontsize=10)
         ax.grid(True, which="both", alpha=0.25)
         ax.legend(fontsize=8, loc="upper left")
-        kv_ax.plot(
-            ctx, [r.kv_bytes_per_sequence / 2**30 for r in s.rows], "o-", color=color, ms=4, label=name
-        )
+        kv = [r.kv_bytes_per_sequence / 2**30 for r in s.rows]
+        kv_ax.plot(ctx, kv, "o-", color=color, ms=4, label=name)
+        _mark_no_fit(kv_ax, s, ctx, kv)
     kv_ax.set_xscale("log", base=2)
     kv_ax.set_yscale("log")
     kv_ax.xaxis.set_major_formatter(FuncFormatter(_tokens))

@@ -156,12 +156,13 @@ def _without_table(report: Any) -> str:
 
 
 def titled_table(title: str, first: str, *numbers: str) -> Table:
-    """A borderless table under a left-aligned title: a name column, then number columns."""
+    """A borderless table under a left-aligned title: a name column, then number columns, which
+    never wrap (a figure and its unit stay one line; page.print_table widens the line instead)."""
     table = Table(title=title, title_justify="left", expand=False, box=None, header_style="bold")
     table.pad_edge = False
     table.add_column(first, min_width=17, no_wrap=True)
     for name in numbers:
-        table.add_column(name, justify="right")
+        table.add_column(name, justify="right", no_wrap=True)
     return table
 
 

@@ -4,7 +4,8 @@ No network: the CSS and the sorting script are inline, there are no fonts, image
 external scripts, and a Content-Security-Policy forbids loading anything (the one script is
 allowed by its sha256, so nothing injected could run). On top: the week's new model_types
 and new designs, each design with its slot diff against the nearest family; then new
-mechanisms and new sizes; then one sortable table of every entry with its figures. Every
+mechanisms and new sizes; the derivatives by base model; then one sortable table of every entry
+with its figures (html_table). Every
 string from the Hub (repo ids, config keys, error text) goes through ``html.escape``.
 """
 
@@ -12,17 +13,15 @@ from __future__ import annotations
 
 import base64
 import hashlib
-from collections.abc import Iterable, Iterator, Mapping, Sequence
-from html import escape
+from collections.abc import Iterator, Mapping, Sequence
 from typing import Any
 from urllib.parse import urlsplit
 
-from ..read.hub_errors import looks_like_repo_id
-from ..render.fmt import bin_bytes, count, si_bytes
 from . import text
-from .groups import base_of, derivatives_line, fold, relation_of
+from .groups import base_of, derivatives_line, fold, relation_of, slim
+from .html_table import TABLE_CSS, derivatives_section, e, entries_table, link
 from .markdown import headline
-from .verdict import SKIP_REASONS, TITLES, VERDICTS
+from .verdict import TITLES
 
 CSS = """
 body{font:14px/1.45 system-ui,-apple-system,"Segoe UI",sans-serif;margin:24px;color:#1d2330;background:#fff}
@@ -74,27 +73,6 @@ SCRIPT = """(function () {
 })();
 """
 
-# (header, numeric?) of the entries table, in column order.
-COLUMNS = (
-    ("model", False),
-    ("verdict", True),
-    ("model_type", False),
-    ("class", False),
-    ("params", True),
-    ("active", True),
-    ("weights", True),
-    ("KV/token", True),
-    ("fit", True),
-    ("trust", False),
-    ("lineage", False),
-    ("date", False),
-    ("downloads", True),
-)
-
-
-def e(value: Any) -> str:
-    return escape("" if value is None else str(value), quote=True)
-
 
 def _csp() -> str:
     digest = base64.b64encode(hashlib.sha256(SCRIPT.encode()).digest()).decode()
@@ -104,12 +82,6 @@ def _csp() -> str:
 def _hub(endpoint: str) -> str | None:
     parts = urlsplit(endpoint)
     return endpoint.rstrip("/") if parts.scheme in ("http", "https") and parts.netloc else None
-
-
-def _link(repo: str, hub: str | None) -> str:
-    if hub is None or not looks_like_repo_id(repo):
-        return f"<code>{e(repo)}</code>"
-    return f'<a href="{e(hub + "/" + repo)}" rel="noopener noreferrer">{e(repo)}</a>'
 
 
 def render_html(data: Mapping[str, Any]) -> str:
@@ -124,9 +96,13 @@ def iter_html(data: Mapping[str, Any]) -> Iterator[str]:
     scan = data["scan"]
     hub = _hub(scan["endpoint"])
     by_verdict: dict[str, list[Mapping[str, Any]]] = {}
+    sections: dict[str, list[Mapping[str, Any]]] = {}  # every verdict's lineage, for folding
     for m in data["models"]:
         if m["verdict"] not in ("known", "skipped"):
             by_verdict.setdefault(m["verdict"], []).append(m)
+        sections.setdefault(m["verdict"], []).append(slim(m) | {"verdict": m["verdict"]})
+    folded = {lead["repo_id"]: d for sec in sections.values() for lead, d in fold(sec) if d}
+    hidden = {d["repo_id"] for ds in folded.values() for d in ds}
     tags = scan["filters"].get("pipeline_tags") or []
     out = [
         "<!doctype html>",
@@ -134,7 +110,7 @@ def iter_html(data: Mapping[str, Any]) -> Iterator[str]:
         f'<meta http-equiv="Content-Security-Policy" content="{e(_csp())}">',
         '<meta name="viewport" content="width=device-width, initial-scale=1">',
         f"<title>slotdiff scan {e(scan['id'])}</title>",
-        f"<style>{CSS}</style></head><body>",
+        f"<style>{CSS}{TABLE_CSS}</style></head><body>",
         f"<h1>slotdiff scan: {e(headline(data))}</h1>",
         f'<p class="meta">{data["counts"]["models"]} models since {e(text.day(scan["since"]))} · scan '
         f"<code>{e(scan['id'])}</code>" + (f" · pipeline tags {e(', '.join(tags))}" if tags else "") + "</p>",
@@ -146,8 +122,10 @@ def iter_html(data: Mapping[str, Any]) -> Iterator[str]:
     out += _new_designs(by_verdict.get("new_fingerprint", []), data["new_fingerprints"], hub)
     out += _simple("new_keys", by_verdict.get("new_keys", []), hub)
     out += _simple("new_sizes", by_verdict.get("new_sizes", []), hub)
+    out += derivatives_section(data, hub)
     yield from (line + "\n" for line in out)
-    yield from (line + "\n" for line in _table(data["models"], len(data["models"]), hub))
+    n = len(data["models"])
+    yield from (line + "\n" for line in entries_table(data["models"], folded, hidden, n, hub))
     yield f"<script>{SCRIPT}</script>\n</body></html>\n"
 
 
@@ -163,16 +141,16 @@ def _lineage_items(m: Mapping[str, Any], derivs: Sequence[Mapping[str, Any]], hu
     items = []
     parent = base_of(m)
     if parent:
-        items.append(f"{e(relation_of(m) or 'derivative')} of {_link(parent, hub)}")
+        items.append(f"{e(relation_of(m) or 'derivative')} of {link(parent, hub)}")
     if derivs:
-        names = ", ".join(_link(d["repo_id"], hub) for d in derivs[:12])
+        names = ", ".join(link(d["repo_id"], hub) for d in derivs[:12])
         more = f" and {len(derivs) - 12} more" if len(derivs) > 12 else ""
         items.append(f"{e(derivatives_line(derivs))}: {names}{more}")
     return items
 
 
 def _head(m: Mapping[str, Any]) -> str:
-    bits = [f"<code>{e(m['model_type'])}</code>" if m.get("model_type") else ""]
+    bits = [f"<code>{e(text.shown_type(m))}</code>" if text.shown_type(m) else ""]
     if m.get("label"):
         bits.append(e(m["label"]))
     figs = text.figures(m.get("figures"))
@@ -198,7 +176,7 @@ def _new_types(models: Sequence[Mapping[str, Any]], hub: str | None) -> list[str
             items.append("new config keys: " + _codes(m["new_keys"]))
         items += _lineage_items(m, derivs, hub)
         out.append(
-            f'<div class="card"><strong>{_link(m["repo_id"], hub)}</strong> {_head(m)}{_bullets(items)}</div>'
+            f'<div class="card"><strong>{link(m["repo_id"], hub)}</strong> {_head(m)}{_bullets(items)}</div>'
         )
     return out
 
@@ -237,7 +215,7 @@ def _new_designs(
         if members[0].get("nearest"):
             out.append(_diff_table(members[0]["nearest"]))
         items = [
-            f"{_link(m['repo_id'], hub)} {_head(m)}" + _bullets(_lineage_items(m, derivs, hub))
+            f"{link(m['repo_id'], hub)} {_head(m)}" + _bullets(_lineage_items(m, derivs, hub))
             for m, derivs in fold(members)
         ]
         out.append(_bullets(items) + "</div>")
@@ -258,70 +236,6 @@ def _simple(verdict: str, models: Sequence[Mapping[str, Any]], hub: str | None) 
             items.append("sizes: " + e(text.size_changes(m["size_changes"], limit=12)))
         items += _lineage_items(m, derivs, hub)
         out.append(
-            f'<div class="card"><strong>{_link(m["repo_id"], hub)}</strong> {_head(m)}{_bullets(items)}</div>'
+            f'<div class="card"><strong>{link(m["repo_id"], hub)}</strong> {_head(m)}{_bullets(items)}</div>'
         )
     return out
-
-
-def _cell(shown: str, sort: Any = None, numeric: bool = False) -> str:
-    attr = "" if sort is None else f' data-sort="{e(sort)}"'
-    return f"<td{attr}{' class=n' if numeric else ''}>{shown}</td>"
-
-
-def _row(m: Mapping[str, Any], hub: str | None) -> str:
-    f = m.get("figures") or {}
-    listed = m.get("listed") or {}
-    verdict = m["verdict"]
-    shown_verdict = verdict if verdict != "skipped" else f"skipped: {m.get('reason')}"
-    fit = text.fit_words(f)
-    fit_rank = None if f.get("fits") is None else (1 if f["fits"] else (f.get("min_gpus") or 10_000))
-    what = m.get("label") or (
-        SKIP_REASONS.get(m.get("reason") or "", "") + ": " + (m.get("detail") or "")
-    ).strip(": ")
-    parent = base_of(m)
-    lineage = f"{relation_of(m) or 'derivative'} of {parent}" if parent else ""
-    cells = [
-        _cell(_link(m["repo_id"], hub), m["repo_id"]),
-        f'<td data-sort="{VERDICTS.index(verdict)}" class="v-{e(verdict)}">{e(shown_verdict)}</td>',
-        _cell(e(m.get("model_type"))),
-        _cell(e(what)),
-        _cell(e(count(f["params"])) if f.get("params") is not None else "", f.get("params"), True),
-        _cell(
-            e(("≤ " if f.get("active_is") == "maximum" else "") + count(f["active_params"]))
-            if f.get("active_params") is not None
-            else "",
-            f.get("active_params"),
-            True,
-        ),
-        _cell(
-            e(si_bytes(f["weight_bytes"])) if f.get("weight_bytes") is not None else "",
-            f.get("weight_bytes"),
-            True,
-        ),
-        _cell(
-            e(bin_bytes(f["kv_bytes_per_token"])) if f.get("kv_bytes_per_token") is not None else "",
-            f.get("kv_bytes_per_token"),
-            True,
-        ),
-        _cell(e(fit), fit_rank, True),
-        _cell(e(f.get("trust"))),
-        _cell(e(lineage)),
-        _cell(e(text.day(max(listed.get("created") or "", listed.get("modified") or "")))),
-        _cell(e(text.short_count(listed.get("downloads"))), listed.get("downloads"), True),
-    ]
-    return "<tr>" + "".join(cells) + "</tr>"
-
-
-def _table(models: Iterable[Mapping[str, Any]], n: int, hub: str | None) -> Iterator[str]:
-    """Every entry (the report's order: by verdict, newest first), a row as it is read."""
-    heads = "".join(
-        f'<th tabindex="0" data-type="{"num" if num else "text"}">{e(name)}</th>' for name, num in COLUMNS
-    )
-    yield f"<h2>All entries ({n})</h2>"
-    yield (
-        '<p class="meta">Click a header to sort. Figures: the default workload (H100 SXM, batch 1, '
-        "context 8192, the checkpoint's weight format, bf16 KV).</p>"
-    )
-    yield f'<table id="entries"><thead><tr>{heads}</tr></thead><tbody>'
-    yield from (_row(m, hub) for m in models)
-    yield "</tbody></table>"

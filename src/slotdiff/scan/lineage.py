@@ -6,8 +6,9 @@ YAML is parsed safely; a malformed header is no lineage, never an error). The ca
 fetched by the scan's own bounded, retried GET (``read.hub.fetch_file``), pinned to the
 commit the config came from. Where the card names bases but no relation, the relation is
 inferred as the Hub does: several bases are a ``merge``; a ``base_model:<relation>:<base>``
-listing tag names it; a config with a ``quantization_config`` is ``quantized``; otherwise
-``finetune``.
+listing tag names it; a repo with ``adapter_config.json`` (PEFT's file; the listing's
+``peft`` library or tag says so without a request) is an ``adapter``; a config with a
+``quantization_config`` is ``quantized``; otherwise ``finetune``.
 """
 
 from __future__ import annotations
@@ -35,7 +36,7 @@ class Lineage:
 
     bases: tuple[str, ...] = ()
     relation: str | None = None  # one of RELATIONS, when there are bases
-    relation_from: str | None = None  # card | tags | config | inferred
+    relation_from: str | None = None  # card | tags | files | config | inferred
     note: str | None = None  # why the card could not be read, if it could not
 
     @property
@@ -67,10 +68,16 @@ def _from_tags(tags: Sequence[str], bases: Sequence[str]) -> str | None:
 
 
 Config = Callable[[], Mapping[str, Any] | None]  # the model's config, parsed only when needed
+Probe = Callable[[], bool]  # whether the repo holds adapter_config.json, asked only when needed
+ADAPTER_FILE = "adapter_config.json"
+ADAPTER_CAP = 256 * 1024
 
 
-def parse_card(text: str, tags: Sequence[str] = (), config: Config | None = None) -> Lineage:
-    """The lineage a model card's metadata gives (``tags``, ``config`` help infer the relation)."""
+def parse_card(
+    text: str, tags: Sequence[str] = (), config: Config | None = None, adapter: Probe | None = None
+) -> Lineage:
+    """The lineage a model card's metadata gives (``tags``, ``config``, ``adapter`` help infer
+    the relation)."""
     from huggingface_hub import ModelCard
 
     try:
@@ -87,6 +94,8 @@ def parse_card(text: str, tags: Sequence[str] = (), config: Config | None = None
         return Lineage(bases, "merge", "inferred")
     if (tagged := _from_tags(tags, bases)) is not None:
         return Lineage(bases, tagged, "tags")
+    if adapter is not None and adapter():
+        return Lineage(bases, "adapter", "files")
     cfg = config() if config is not None else None
     if cfg is not None and isinstance(cfg.get("quantization_config"), Mapping):
         return Lineage(bases, "quantized", "config")
@@ -109,24 +118,40 @@ def read_lineage(
     endpoint: str | None,
     token: str | bool | None,
     retrier: Retrier,
+    library: str | None = None,
 ) -> Lineage:
     """Fetch and read one model's card; a missing or unreachable card is a note, never a failure."""
-    try:
-        data = fetch_file(
+
+    def get(name: str, cap: int) -> bytes:
+        return fetch_file(
             repo_id,
-            CARD,
+            name,
             revision=revision,
             timeout=timeout,
             endpoint=endpoint,
             token=token,
             retrier=retrier,
-            cap=CARD_CAP,
+            cap=cap,
         )
+
+    def adapter() -> bool:
+        if library == "peft" or "peft" in tags:
+            return True
+        if config is not None:  # a repo with its own config.json holds a model, not an adapter
+            return False
+        try:
+            get(ADAPTER_FILE, ADAPTER_CAP)
+        except HubFailure as fail:
+            return fail.kind == "too_large"  # it is there (404 is no_config; anything else: unknown)
+        return True
+
+    try:
+        data = get(CARD, CARD_CAP)
     except HubFailure as fail:
         if fail.kind == "no_config":
             return Lineage(note="no model card")
         return Lineage(note=f"model card not read: {fail.kind} ({' '.join(fail.reason.split())[:160]})")
-    return parse_card(data.decode("utf-8", errors="replace"), tags, config)
+    return parse_card(data.decode("utf-8", errors="replace"), tags, config, adapter)
 
 
 def with_lineage(rec: Any, config: bytes | None, opts: Any, retrier: Retrier) -> Any:
@@ -138,6 +163,7 @@ def with_lineage(rec: Any, config: bytes | None, opts: Any, retrier: Retrier) ->
         revision=rec.commit if rec.commit and _SHA.fullmatch(rec.commit) else listed.sha,
         tags=listed.tags,
         config=(lambda: parse_object(config)) if config else None,
+        library=listed.library,
         timeout=opts.timeout,
         endpoint=opts.endpoint,
         token=opts.token,

@@ -178,8 +178,8 @@ def _item(
 ) -> str:
     listed = m["listed"]
     head = f"- **{link(m['repo_id'], base)}**"
-    if m.get("model_type"):
-        head += f" {code(m['model_type'])}"
+    if text.shown_type(m):
+        head += f" {code(text.shown_type(m))}"
     meta = " · ".join(x for x in (text.when(listed), text.popularity(listed)) if x)
     if meta:
         head += f" — {meta}"

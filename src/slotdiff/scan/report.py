@@ -16,7 +16,7 @@ from typing import IO, Any
 from ..core.jsonout import Stream, iterdumps
 from ..render.console import safe_console
 from ..render.json_report import dumps
-from ..render.page import output_width
+from ..render.page import output_width, print_table
 from . import text
 from .groups import base_of, lineage_groups
 from .html import iter_html
@@ -224,13 +224,14 @@ def render_terminal(data: Mapping[str, Any], width: int | None = None) -> str:
         models = by_verdict.get(verdict, [])
         if not models:
             continue
-        table = Table(title=None, box=None, pad_edge=False, expand=True, show_header=False)
-        table.add_column("model", ratio=3, overflow="fold")
-        table.add_column("what", ratio=5, overflow="fold")
+        # a repo id whole on its line, the description wrapped at spaces: no word is ever cut
+        table = Table(title=None, box=None, pad_edge=False, expand=False, show_header=False)
+        table.add_column("model", no_wrap=True)
+        table.add_column("what")
         for m in models:
             table.add_row(m["repo_id"], _terminal_what(m))
         console.print(Text(f"\n{TITLES[verdict]} ({len(models)})", style="bold"))
-        console.print(table)
+        print_table(console, table)
     return buf.getvalue()
 
 

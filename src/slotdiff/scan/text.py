@@ -128,3 +128,9 @@ def unreadable_lines(
     if keys:
         lines.append("keys it could not read: " + ", ".join(code(k) for k in keys[:max_keys]))
     return lines
+
+
+def shown_type(m: Mapping[str, Any]) -> str | None:
+    """The model_type a report shows: the repo's own (``qwen3_vl_moe``), not the text model it
+    wraps (``qwen3_vl_moe_text``)."""
+    return m.get("repo_model_type") or m.get("model_type")

@@ -100,7 +100,8 @@ class Record:
     commit: str | None = None
     etag: str | None = None
     config_sha256: str | None = None
-    model_type: str | None = None
+    model_type: str | None = None  # the text model's (what novelty and the families are about)
+    repo_model_type: str | None = None  # config.json's own, where it wraps the text model (a VL repo)
     fingerprint: str | None = None
     label: str | None = None
     family: str | None = None  # the matched family's name (known designs)
@@ -165,6 +166,7 @@ class Analysis:
     unknown_keys: tuple[str, ...]  # bare key names the key map does not know
     figures: Figures | None = None  # the analysis pipeline's numbers
     details: Mapping[str, str] = field(default_factory=dict)  # fingerprint facet → fill in words
+    repo_model_type: str | None = None  # config.json's top-level model_type, when not the text model's
 
 
 class NotALanguageModel(Exception):
@@ -192,6 +194,7 @@ def analyze_config(data: bytes, name: str) -> Analysis:
     except Exception as err:  # the design is still news when the cost pass fails on it
         figs = Figures(note=f"not priced: {type(err).__name__}: {' '.join(str(err).split())[:200]}")
     details = {f.id: f.detail for f in fills if in_fingerprint(f.id)}
+    top = model.arch.config_model_type
     return Analysis(
         model.arch.model_type,
         fp,
@@ -200,6 +203,7 @@ def analyze_config(data: bytes, name: str) -> Analysis:
         keys,
         figs,
         details,
+        top if top and top != model.arch.model_type else None,
     )
 
 
@@ -274,6 +278,7 @@ def judge(listed: Listed, a: Analysis, know: Knowledge, **facts: Any) -> Record:
         listed,
         verdict,
         model_type=a.model_type,
+        repo_model_type=a.repo_model_type,
         fingerprint=fp_id,
         label=a.label,
         family=None if fam is None else fam.name,

@@ -256,6 +256,11 @@ def run_scan(
         state.close()
         pool.close()
         raise
+    except OSError:  # the journal or the state could not be written (a full disk): stop, keep both
+        cancel.set()
+        state.close()
+        pool.close()
+        raise
     pool.close()
     result.retries, result.waited_s, result.abandoned = retrier.retries, retrier.waited, pool.abandoned
     listed_now = [store.offset(r) for r in order if r in store]

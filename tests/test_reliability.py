@@ -457,6 +457,14 @@ IMPOSSIBLE = [
     ("merge-kernel-one-item", KIMI_VL, "vision_config.merge_kernel_size", [2]),
     ("merge-kernel-zero", KIMI_VL, "vision_config.merge_kernel_size", [0, 0]),
     ("vision-width-huge", QWEN_VL, "vision_config.hidden_size", 2**41),
+    # issue 30.7: 32 query heads over 7 KV heads (transformers builds it, its first forward fails)
+    ("kv-heads-7-of-32", LLAMA, "num_key_value_heads", 7),
+    ("kv-heads-3-of-32-mixtral", MIXTRAL, "num_key_value_heads", 3),
+    # float sizes: transformers' config classes refuse them (StrictDataclassFieldValidationError)
+    ("hidden-float", LLAMA, "hidden_size", 2048.0),
+    ("heads-float", LLAMA, "num_attention_heads", 32.0),
+    ("layers-float", MIXTRAL, "num_hidden_layers", 32.0),
+    ("experts-float", MIXTRAL, "num_local_experts", 8.0),
 ]
 
 
@@ -465,8 +473,10 @@ def test_impossible_sizes_are_refused_in_analysis_and_lint(
     tmp_path: Path, capsys: pytest.CaptureFixture[str], name: str, base: dict[str, Any], key: str, value: Any
 ) -> None:
     f = write(tmp_path / "config.json", _with(base, key, value))
-    for argv in ([str(f)], [str(f), "--json"], ["image", str(f), "--image", "1024x1024"], ["moe", str(f)]):
-        code, _, err = run(capsys, *argv)
+    every = ([str(f)], [str(f), "--json"], ["image", str(f), "--image", "1024x1024"], ["moe", str(f)])
+    for argv in (*every, ["fit", str(f)], ["fit", str(f), "--json"], ["sweep", str(f), "--over", "batch"]):
+        code, out, err = run(capsys, *argv)
+        assert "FITS" not in out
         if argv[0] == "image" and "vision" not in key:
             continue
         if argv[0] == "moe" and "expert" not in key:

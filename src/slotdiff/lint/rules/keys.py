@@ -65,7 +65,7 @@ def schema(cx: Any) -> Iterator[Hit]:
 def unreadable(cx: Any) -> Iterator[Hit]:
     """What the schema layer (Resolver, layer layout) refuses, where SD102 has not said it."""
     err = cx.doc.build_error
-    if err is not None:
+    if err is not None and not getattr(err, "code", None):  # a relation's own rule reports it
         where = key_path(err.key) if err.key else ()
         yield Hit(where, f"{err.key}: {err.reason}" if err.key else err.reason)
 

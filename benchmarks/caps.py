@@ -16,6 +16,8 @@ import contextlib
 import io
 import json
 import os
+import shutil
+import subprocess
 import sys
 import tempfile
 import time
@@ -59,11 +61,30 @@ def _many_keys(base: dict[str, Any]) -> dict[str, Any]:
     return {**base, "unread_table": extra}
 
 
+def _near_misses(base: dict[str, Any]) -> dict[str, Any]:
+    """99,000 top-level keys, each one or two edits from a key slotdiff reads: lint's spelling
+    check (SD105) and unknown-key list (SD201) at their worst."""
+    stems = ["hidden_sise", "num_atention_heads", "vocab_sizes", "intermediate_sizes", "rope_thetas"]
+    out = dict(base)
+    i = 0
+    while len(out) < 99_000:
+        out[f"{stems[i % len(stems)]}{i}"] = i
+        i += 1
+    return out
+
+
 # cap name → (what is at the cap, the config, the base config, extra flags per command)
 CASES: list[tuple[str, str, dict[str, Any], dict[str, Any]]] = [
     ("config size 4 MiB", "an unread 4 MiB string", _padded(LLAMA), LLAMA),
     ("nesting depth 64", "an unread key nested 62 deep", {**LLAMA, "deep": _nested(62)}, LLAMA),
     ("100,000 keys", "99,990 keys in an unread table", _many_keys(LLAMA), LLAMA),
+    ("100,000 keys", "99,000 top-level near misses of read keys", _near_misses(LLAMA), LLAMA),
+    (
+        "arrays (no cap of their own)",
+        "a 64,000-item array, changed at its end",
+        {**LLAMA, "x": [0] * 63_999 + [1]},
+        {**LLAMA, "x": [0] * 64_000},
+    ),
     ("layers 16,384", "num_hidden_layers = 16,384", {**LLAMA, "num_hidden_layers": LAYERS}, LLAMA),
     (
         "layer list 16,384",
@@ -73,7 +94,11 @@ CASES: list[tuple[str, str, dict[str, Any], dict[str, Any]]] = [
             "num_hidden_layers": LAYERS,
             "layer_types": ["sliding_attention", "full_attention"] * (LAYERS // 2),
         },
-        GEMMA2,
+        {
+            **GEMMA2,
+            "num_hidden_layers": LAYERS,
+            "layer_types": ["full_attention", "sliding_attention"] * (LAYERS // 2),
+        },
     ),
     (
         "size fields 2^40",
@@ -94,9 +119,15 @@ CASES: list[tuple[str, str, dict[str, Any], dict[str, Any]]] = [
         QWEN_VL,
     ),
 ]
+# "{F}" the config at the cap, "{B}" the config it was made from; "lint --diff-base" runs in a
+# git repository whose HEAD holds {B} as config.json and whose work tree holds {F}.
 COMMANDS: dict[str, list[str]] = {
     "analyze --json": ["{F}", "--json"],
-    "lint": ["lint", "--no-config", "--format", "json", "{F}"],
+    "lint": ["lint", "--no-config", "{F}"],
+    "lint --format json": ["lint", "--no-config", "--format", "json", "{F}"],
+    "lint --format sarif": ["lint", "--no-config", "--format", "sarif", "{F}"],
+    "lint --diff-base": ["lint", "--no-config", "--diff-base", "HEAD", "config.json"],
+    "diff --json": ["diff", "{B}", "{F}", "--json"],
     "fit --json": ["fit", "{F}", "--json"],
     "train --json": ["train", "{F}", "--json"],
 }
@@ -108,19 +139,36 @@ FLAG_CAPS: list[tuple[str, list[str]]] = [
 ]
 
 
-def _time(argv: list[str], runs: int) -> tuple[float, int]:
+def _time(argv: list[str], runs: int, cwd: Path | None = None) -> tuple[float, int]:
     """Best CPU seconds of ``runs`` (CPU, not wall: a shared machine's load inflates wall
-    time, not the work done) and the exit status."""
+    time, not the work done; git's own CPU, in a child, is not counted) and the exit status."""
     from slotdiff.cli import main
 
     times, code = [], 0
+    here = Path.cwd()
     for _ in range(runs):
         out, err = io.StringIO(), io.StringIO()
+        os.chdir(cwd or here)
         started = time.process_time()
-        with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
-            code = main(argv)
+        try:
+            with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
+                code = main(argv)
+        finally:
+            os.chdir(here)
         times.append(time.process_time() - started)
     return min(times), code
+
+
+def _git_repo(folder: Path, base: Path, new: Path) -> Path:
+    """A repository whose HEAD holds ``base`` as config.json and whose work tree holds ``new``."""
+    folder.mkdir()
+    for args in (["init", "-q"], ["config", "user.name", "caps"], ["config", "user.email", "caps@invalid"]):
+        subprocess.run(["git", *args], cwd=folder, check=True)
+    shutil.copyfile(base, folder / "config.json")
+    subprocess.run(["git", "add", "-A"], cwd=folder, check=True)
+    subprocess.run(["git", "-c", "commit.gpgsign=false", "commit", "-qm", "base"], cwd=folder, check=True)
+    shutil.copyfile(new, folder / "config.json")
+    return folder
 
 
 def _row(cells: list[str]) -> str:
@@ -137,9 +185,13 @@ def run(runs: int, tmp: Path, echo: Callable[[str], None] = print) -> float:
         f.write_text(json.dumps(at_cap), encoding="utf-8")
         b.write_text(json.dumps(base), encoding="utf-8")
         assert f.stat().st_size <= MAX_BYTES, (cap, f.stat().st_size)
+        repos = (_git_repo(tmp / f"repo{i}", b, f), _git_repo(tmp / f"same{i}", b, b))
         for name, argv in COMMANDS.items():
-            t_cap, code = _time([a.replace("{F}", str(f)) for a in argv], runs)
-            t_base, _ = _time([a.replace("{F}", str(b)) for a in argv], runs)
+            at = {"F": str(f), "B": str(b)}
+            same = {"F": str(b), "B": str(b)}  # the base row: the command on the base alone
+            cwd = repos if "--diff-base" in argv else (None, None)
+            t_cap, code = _time([a.format(**at) if "{" in a else a for a in argv], runs, cwd[0])
+            t_base, _ = _time([a.format(**same) if "{" in a else a for a in argv], runs, cwd[1])
             worst = max(worst, t_cap)
             echo(
                 _row(

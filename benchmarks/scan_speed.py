@@ -63,7 +63,7 @@ def families_folder(folder: Path) -> Path:
     ):
         m = load(str(CORPUS / "raw" / f"{name}.json"))
         rid = name.replace("__", "/")
-        rec = family_record(rid.split("/")[1], m.arch.model_type, m.fills, [rid])
+        rec = family_record(rid.split("/")[1], [m.arch.model_type], m.fills, [rid])
         (folder / f"{slugify(rid)}.json").write_text(json.dumps(rec), encoding="utf-8")
     return folder
 

@@ -9,6 +9,8 @@ exit 3, traceback, invalid JSON, raw control character or hang that they reach.
 from __future__ import annotations
 
 import importlib.util
+import os
+import stat
 import sys
 from pathlib import Path
 
@@ -55,4 +57,43 @@ def test_the_same_seed_builds_the_same_case(tmp_path: Path) -> None:
     argv_a = [x.replace(str(a), "@") for x in fuzz_cli.build_case(1234, a)]
     argv_b = [x.replace(str(b), "@") for x in fuzz_cli.build_case(1234, b)]
     assert argv_a == argv_b
-    assert sorted(p.read_bytes() for p in a.iterdir()) == sorted(p.read_bytes() for p in b.iterdir())
+    assert _contents(a) == _contents(b)
+
+
+def _contents(folder: Path) -> list[tuple[str, bytes]]:
+    """Each file's name and bytes; a FIFO, a link or a folder by its kind (a FIFO would block)."""
+    out = []
+    for p in folder.iterdir():
+        if p.is_symlink():
+            out.append((p.name, b"-> " + os.fsencode(os.readlink(p))))
+        elif stat.S_ISREG(p.lstat().st_mode):
+            out.append((p.name, p.read_bytes()))
+        else:
+            out.append((p.name, stat.filemode(p.lstat().st_mode).encode()))
+    return sorted(out)
+
+
+def test_the_slice_holds_every_hostile_class_of_issue_30(tmp_path: Path) -> None:
+    """The seeds the slice runs build each class at least once: a config that is a FIFO, a
+    device or a folder; a file named like an option after ``--``; a value too small or too
+    large to price; and subprocess cases on a full stdout."""
+    fuzz_cli = _fuzz_cli()
+    seen: set[str] = set()
+    for seed in range(300):
+        folder = tmp_path / str(seed)
+        folder.mkdir()
+        argv = fuzz_cli.build_case(seed, folder)
+        for p in folder.iterdir():
+            mode = p.lstat().st_mode
+            if stat.S_ISFIFO(mode):
+                seen.add("fifo")
+            elif p.is_symlink():
+                seen.add(os.readlink(p))
+            elif stat.S_ISDIR(mode):
+                seen.add("folder")
+        if "--" in argv and argv[argv.index("--") + 1] in fuzz_cli.OPTION_NAMES:
+            seen.add("option-named")
+        if any(v in argv for v in ("1e-300", "2e-308", "5e-324", "1e300")):
+            seen.add("unpriceable")
+    assert {"fifo", "/dev/zero", "/dev/null", "folder", "option-named", "unpriceable"} <= seen, seen
+    assert any(fuzz_cli.full_stdout(s) for s in range(300, 306))

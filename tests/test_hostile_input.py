@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -194,6 +195,65 @@ def test_absurd_workloads_are_usage_errors(tmp_path: Path, capsys: pytest.Captur
         code = main([str(path), flag, value])
         err = capsys.readouterr().err
         assert code == 2 and flag in err and err.count("\n") == 1 and len(err) < 200, err
+
+
+# Every float flag a pricing command takes, with a command that prices with it.
+FLOAT_FLAGS = [
+    (["{cfg}"], "--bandwidth"),
+    (["{cfg}"], "--tflops"),
+    (["{cfg}"], "--mbu"),
+    (["{cfg}"], "--mfu"),
+    (["{cfg}"], "--gpu-mem"),
+    (["fit", "{cfg}"], "--gpu-memory-utilization"),
+    (["fit", "{cfg}"], "--kv-cache-memory"),
+    (["sweep", "{cfg}", "--over", "batch"], "--mbu"),
+    (["latency", "{cfg}"], "--mfu"),
+    (["formats", "{cfg}"], "--bandwidth"),
+    (["choose", "--no-catalog", "--candidates", "{cfg}"], "--max-decode-ms"),
+]
+
+
+@pytest.mark.parametrize(("argv", "flag"), FLOAT_FLAGS, ids=[" ".join([*a[:1], f]) for a, f in FLOAT_FLAGS])
+@pytest.mark.parametrize("value", ["1e-300", "2e-308", "5e-324", "1e-4", "1e300", "1.7e308"])
+def test_float_flags_out_of_range_are_exit_2_naming_the_flag(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], argv: list[str], flag: str, value: str
+) -> None:
+    """Issue 30.6: a rate or share so small (or large) that a price divides by zero or comes
+    out infinite is refused as the flag's value, never priced."""
+    path = tmp_path / "config.json"
+    path.write_text(json.dumps(LLAMA))
+    if flag in ("--mbu", "--mfu", "--gpu-memory-utilization") and float(value) > 1:
+        value = "1.5"
+    code = main([a.format(cfg=path) for a in argv] + [flag, value, "--json"])
+    out, err = capsys.readouterr()
+    assert code == 2 and out == "", (out[:200], err)
+    assert err.count("\n") == 1 and flag in err and "internal error" not in err, err
+
+
+@pytest.mark.parametrize(("argv", "flag"), FLOAT_FLAGS, ids=[" ".join([*a[:1], f]) for a, f in FLOAT_FLAGS])
+@pytest.mark.parametrize("edge", ["floor", "ceiling"])
+def test_float_flags_at_their_bounds_price_finite_numbers(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], argv: list[str], flag: str, edge: str
+) -> None:
+    """At the floor (0.001) and the ceiling (1e9, or 1 for a share) every figure is finite:
+    strict JSON, and no "inf"/"nan" in the text."""
+    path = tmp_path / "config.json"
+    path.write_text(json.dumps(LLAMA))
+    share = flag in ("--mbu", "--mfu", "--gpu-memory-utilization")
+    ceiling = {"--bandwidth": "1e6", "--gpu-mem": "1048576", "--kv-cache-memory": "1e9"}.get(flag, "1e9")
+    value = "0.001" if edge == "floor" else ("1" if share else ceiling)
+    args = [a.format(cfg=path) for a in argv] + [flag, value]
+    code = main([*args, "--json"])
+    out, err = capsys.readouterr()
+    assert code in (0, 1) and "internal error" not in err, err
+    json.loads(out, parse_constant=lambda c: pytest.fail(f"bare {c}"))
+    code = main(args)
+    out, err = capsys.readouterr()
+    assert code in (0, 1) and "internal error" not in err, err
+    priced = out.replace("--request-rate inf", "")  # latency's vLLM bench line: a rate, not a figure
+    assert not re.search(r"\b(inf|nan)\b", priced, re.IGNORECASE), [
+        line for line in priced.splitlines() if re.search(r"\b(inf|nan)\b", line, re.IGNORECASE)
+    ]
 
 
 def test_diff_and_lint_on_hostile_strings(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:

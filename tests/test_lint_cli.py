@@ -368,10 +368,12 @@ def test_lint_imports_no_heavy_modules() -> None:
     assert code == 1 and heavy == []
 
 
-def test_diff_mode_imports_deepdiff_only(repo: Path) -> None:
+def test_diff_mode_imports_no_heavy_modules(repo: Path) -> None:
+    """The key diff is slotdiff's own (slots/keydiff.py, linear time): deepdiff is no longer
+    a dependency, and diff mode loads nothing heavy."""
     edit(repo / "configs" / "small" / "config.json", num_key_value_heads=4)
     code, heavy = _probe("--no-config", "--diff-base", "HEAD", "configs/small/config.json", cwd=repo)
-    assert code == 0 and heavy == ["deepdiff"]
+    assert code == 0 and heavy == []
 
 
 def test_absurd_sizes_are_reported_not_crashed_on(tmp_path: Path) -> None:

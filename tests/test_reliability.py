@@ -19,6 +19,7 @@ from __future__ import annotations
 import ast
 import io
 import json
+import os
 import re
 import subprocess
 import sys
@@ -100,6 +101,53 @@ def test_a_revision_is_never_an_option_to_git(
     code, _, err = run(capsys, "lint", "--no-config", f"--diff-base={rev.format(out=out)}", *paths)
     assert code == 2 and err.count("\n") == 1, err
     assert not out.exists()
+
+
+BASES = {
+    "lfs-pointer": "version https://git-lfs.github.com/spec/v1\noid sha256:{}\nsize 1123\n".format("4d" * 32),
+    "broken-json": '{"model_type": "llama", "hidden_size": 2048,',
+    "symlink": None,  # a symlink blob: git stores its target path, not a config
+    "unbuildable": json.dumps({**LLAMA, "hidden_size": -1}),
+}
+
+
+@pytest.mark.parametrize("kind", sorted(BASES))
+@pytest.mark.parametrize("frozen", [False, True])
+def test_a_base_that_is_no_config_is_reported_never_skipped(tmp_path: Path, kind: str, frozen: bool) -> None:
+    """Issue 30.2: lint --diff-base against a base that is an LFS pointer, a symlink blob,
+    broken JSON or an impossible config: SD313 says so (a warning); with forbid-changes in
+    the policy it is an SD315 error, so a frozen slot cannot change through such a base."""
+    git("init", "-q", cwd=tmp_path)
+    git("config", "user.name", "t", cwd=tmp_path)
+    git("config", "user.email", "t@slotdiff.invalid", cwd=tmp_path)
+    git("config", "commit.gpgsign", "false", cwd=tmp_path)
+    cfg = tmp_path / "config.json"
+    if kind == "symlink":
+        write(tmp_path / "other.json", LLAMA)
+        cfg.symlink_to("other.json")
+    else:
+        cfg.write_text(BASES[kind])
+    if frozen:
+        (tmp_path / ".slotdiff.toml").write_text('forbid-changes = ["attention.kv"]\n')
+    git("add", "-A", cwd=tmp_path)
+    git("commit", "-qm", "base", cwd=tmp_path)
+    cfg.unlink()
+    write(cfg, {**LLAMA, "num_key_value_heads": LLAMA["num_key_value_heads"] // 2})  # a frozen slot changes
+    env = {"PYTHONPATH": str(ROOT / "src"), "HF_HUB_OFFLINE": "1", "HF_HOME": str(tmp_path / "hf")}
+    res = subprocess.run(
+        [sys.executable, "-m", "slotdiff", "lint", "--diff-base", "HEAD", "-v", "config.json"],
+        cwd=tmp_path,
+        env={**os.environ, **env},
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    codes = re.findall(r"^config\.json:\d+:\d+: (SD\d{3}) ", res.stdout, re.MULTILINE)
+    assert "SD313" in codes and "the base at HEAD is" in res.stdout, (res.stdout, res.stderr)
+    if frozen:
+        assert res.returncode == 1 and "SD315" in codes and "cannot be checked" in res.stdout
+    else:
+        assert res.returncode == 0 and "SD315" not in codes and "warning" in res.stderr, res.stderr
 
 
 def test_every_git_call_ends_options_before_user_text() -> None:
@@ -409,6 +457,14 @@ IMPOSSIBLE = [
     ("merge-kernel-one-item", KIMI_VL, "vision_config.merge_kernel_size", [2]),
     ("merge-kernel-zero", KIMI_VL, "vision_config.merge_kernel_size", [0, 0]),
     ("vision-width-huge", QWEN_VL, "vision_config.hidden_size", 2**41),
+    # issue 30.7: 32 query heads over 7 KV heads (transformers builds it, its first forward fails)
+    ("kv-heads-7-of-32", LLAMA, "num_key_value_heads", 7),
+    ("kv-heads-3-of-32-mixtral", MIXTRAL, "num_key_value_heads", 3),
+    # float sizes: transformers' config classes refuse them (StrictDataclassFieldValidationError)
+    ("hidden-float", LLAMA, "hidden_size", 2048.0),
+    ("heads-float", LLAMA, "num_attention_heads", 32.0),
+    ("layers-float", MIXTRAL, "num_hidden_layers", 32.0),
+    ("experts-float", MIXTRAL, "num_local_experts", 8.0),
 ]
 
 
@@ -417,8 +473,10 @@ def test_impossible_sizes_are_refused_in_analysis_and_lint(
     tmp_path: Path, capsys: pytest.CaptureFixture[str], name: str, base: dict[str, Any], key: str, value: Any
 ) -> None:
     f = write(tmp_path / "config.json", _with(base, key, value))
-    for argv in ([str(f)], [str(f), "--json"], ["image", str(f), "--image", "1024x1024"], ["moe", str(f)]):
-        code, _, err = run(capsys, *argv)
+    every = ([str(f)], [str(f), "--json"], ["image", str(f), "--image", "1024x1024"], ["moe", str(f)])
+    for argv in (*every, ["fit", str(f)], ["fit", str(f), "--json"], ["sweep", str(f), "--over", "batch"]):
+        code, out, err = run(capsys, *argv)
+        assert "FITS" not in out
         if argv[0] == "image" and "vision" not in key:
             continue
         if argv[0] == "moe" and "expert" not in key:

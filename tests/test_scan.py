@@ -369,6 +369,8 @@ def test_second_scan_reports_nothing_new(first_scan) -> None:
     for repo_id, (_, reason) in EXPECTED.items():
         if (reason or "") in ("rate_limited", "server_error", "timeout", "network"):
             assert by[repo_id].verdict == "skipped"  # transient: tried again, fails again
+        elif reason in ("gated", "not_found"):  # depends on who asks: asked again, refused again
+            assert (by[repo_id].verdict, by[repo_id].reason) == ("skipped", reason), repo_id
         else:
             assert by[repo_id].verdict == "unchanged", repo_id
     # Unchanged repos cost no request: the listing's commit sha matched the state.

@@ -20,6 +20,7 @@ import os
 import threading
 import time
 from collections.abc import Iterator
+from datetime import timedelta
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import Any
@@ -30,9 +31,9 @@ from slotdiff.cli import main
 from slotdiff.core.errors import SlotdiffError
 from slotdiff.scan.engine import run_scan
 from slotdiff.scan.state import ScanState
-from test_scan import LLAMA3, config, isolated, make_families, options, repo
+from test_scan import LLAMA3, NOW, config, isolated, make_families, options, repo
 
-from hubserver import HubServer
+from hubserver import HubServer, Repo
 
 SECRET = "hf_secret_token_for_the_endpoint_only"
 
@@ -459,3 +460,108 @@ def test_a_fifo_or_folder_in_place_of_a_state_file_is_refused_without_blocking(
     target.mkdir()
     assert main(["scan", "--state", str(state), "--quiet", "--endpoint", "http://127.0.0.1:9"]) == 2
     assert "not a regular file" in capsys.readouterr().err
+
+
+# ----------------------------------------------------------------------- impossible configs
+
+
+def test_an_impossible_config_is_never_filed_as_verified(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Issue 30.7: a config the analysis refuses (32 query heads over 7 KV heads; a float size
+    transformers refuses) is a skipped model with the key named, never priced or verified."""
+    make_families(tmp_path / "families")
+    repos = [
+        repo("odd/kv7", config(LLAMA3, num_key_value_heads=7), hours=1),
+        repo("odd/float", config(LLAMA3, hidden_size=4096.0), hours=2),
+        repo("ok/llama", config(LLAMA3), hours=3),
+    ]
+    with HubServer(repos) as hub:
+        assert main(_argv(hub, tmp_path, "--json")) == 0
+    models = {m["repo_id"]: m for m in json.loads(capsys.readouterr().out)["models"]}
+    assert (models["odd/kv7"]["verdict"], models["odd/kv7"]["reason"]) == ("skipped", "unreadable")
+    kv7 = models["odd/kv7"]["detail"]
+    assert "num_key_value_heads" in kv7 and "7 KV heads" in kv7
+    assert (models["odd/float"]["verdict"], models["odd/float"]["reason"]) == ("skipped", "unreadable")
+    assert "hidden_size" in models["odd/float"]["detail"]
+    for bad in ("odd/kv7", "odd/float"):
+        assert not models[bad].get("figures"), models[bad]
+    assert models["ok/llama"]["verdict"] != "skipped"
+
+
+# ----------------------------------------------------------------------- through HF_ENDPOINT
+
+
+def _scan(hub: HubServer, tmp: Path, *args: str, **env: str) -> Any:
+    import subprocess
+
+    from test_scan import _env, _scan_cmd
+
+    return subprocess.run(
+        _scan_cmd(tmp, "--quiet", *args),
+        env=_env(hub, tmp, **env),
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+
+
+def test_a_scan_through_hf_endpoint_links_to_that_endpoint(tmp_path: Path) -> None:
+    """Issue 30.8: HF_ENDPOINT (the documented way to point huggingface_hub elsewhere) is the
+    endpoint the reports name and link to: JSON scan.endpoint, the Markdown and HTML links;
+    none of them sends a reader to the public Hub for a model it was not read from."""
+    make_families(tmp_path / "families")
+    repos = [repo("mirror/llama-bias", config(LLAMA3, attention_bias=True))]
+    with HubServer(repos) as hub:
+        md, html = tmp_path / "r.md", tmp_path / "r.html"
+        res = _scan(hub, tmp_path, "--json", "--write-markdown", str(md), "--write-html", str(html))
+        assert res.returncode == 0, res.stderr
+        assert json.loads(res.stdout)["scan"]["endpoint"] == hub.url
+        for text in (md.read_text(), html.read_text()):
+            assert f"{hub.url}/mirror/llama-bias" in text
+            assert "huggingface.co/mirror" not in text
+
+
+def test_a_model_refused_once_is_fetched_again_when_the_token_opens_it(tmp_path: Path) -> None:
+    """Issue 30.8: a gated repo answered 403 (a token without access) is skipped, and the next
+    scan, at the same commit, with a token that opens it, reads and reports it; a model skipped
+    for a reason that does not depend on who asks (not a language model) is not fetched again."""
+    make_families(tmp_path / "families")
+    gated = Repo(
+        "org/gated",
+        files={"config.json": config(LLAMA3, attention_bias=True)},
+        created_at=NOW - timedelta(hours=1),
+        gated="manual",
+        access_tokens=["hf_allowed"],
+    )
+    with HubServer([gated]) as hub:
+        first = _scan(hub, tmp_path, "--json", HF_TOKEN="hf_not_granted")
+        assert first.returncode == 0, first.stderr
+        (model,) = json.loads(first.stdout)["models"]
+        assert (model["verdict"], model["reason"]) == ("skipped", "gated")
+        second = _scan(hub, tmp_path, "--json", HF_TOKEN="hf_allowed")
+        assert second.returncode == 0, second.stderr
+        (model,) = json.loads(second.stdout)["models"]
+        assert model["verdict"] == "new_fingerprint", model
+
+
+def test_an_entry_with_a_date_that_is_not_one_is_left_out_with_a_note(tmp_path: Path) -> None:
+    """Issue 30.8: a listing entry whose lastModified does not parse is left out, said in the
+    report's notes, and the scan goes on with the others (it was exit 2 for the whole scan)."""
+    make_families(tmp_path / "families")
+    repos = [
+        repo("ok/first", config(LLAMA3), hours=1),
+        Repo(
+            "odd/date",
+            files={"config.json": config(LLAMA3)},
+            created_at=NOW - timedelta(hours=2),
+            last_modified="yesterday-ish",
+        ),
+        repo("ok/third", config(LLAMA3, attention_bias=True), hours=3),
+    ]
+    with HubServer(repos) as hub:
+        res = _scan(hub, tmp_path, "--json")
+    assert res.returncode == 0, res.stderr
+    data = json.loads(res.stdout)
+    assert sorted(m["repo_id"] for m in data["models"]) == ["ok/first", "ok/third"]
+    assert any("odd/date" in n and "yesterday-ish" in n for n in data["notes"]), data["notes"]

@@ -8,9 +8,16 @@ cut or corrupted), picks a subcommand and an output format, and sometimes breaks
 a worker process with stdout/stderr captured (fast), and a slice of cases runs through the
 installed CLI, ``python -m slotdiff`` in a subprocess (the real streams and encodings).
 
+Some cases swap the config for a FIFO, a symlink to /dev/zero or /dev/null, or a folder;
+some lint a file named like an option (``--config=x.json``, ``-v``, ``--``) after ``--``; a
+third of the subprocess cases write to a stdout on /dev/full; numeric flags are also broken
+with values too small or too large to price (``1e-300``, ``5e-324``, ``1e300``).
+
 A case fails on: exit 3 (internal error), a traceback on stderr, an exit status outside
 {0, 1, 2}, invalid JSON on stdout from a JSON format, a control character or lone surrogate
-in any output, more than one stderr line for exit 2, or a run over ``--case-timeout``.
+in any output, more than one stderr line for exit 2, or a run over ``--case-timeout``; an
+option-named file after ``--`` that lint did not read as a file (exit 2); a full stdout
+that is not exit 2.
 
     PYTHONPATH=src python tools/fuzz_cli.py --cases 50000 --workers 2        # the long run
     PYTHONPATH=src python tools/fuzz_cli.py --cases 300 --subprocess 20      # a quick look
@@ -31,6 +38,7 @@ import multiprocessing
 import os
 import random
 import re
+import shutil
 import signal
 import subprocess
 import sys
@@ -82,8 +90,18 @@ NUMERIC_BREAKS = [
     "99999999999999999999",
     "1e",
     "\x1b",
+    "1e-300",
+    "2e-308",
+    "5e-324",
+    "1e-4",
+    "1e300",
 ]
 FLAG_BREAKS = ["--", "-", "--x", "\ud800", "a\nb", "\x1b[31m"]
+# What a config path can be instead of a regular file (issue 30.3): none may block or be read
+# without the cap.
+SPECIAL_FILES = ["fifo", "dev-zero", "dev-null", "folder"]
+# File names that look like options (issue 30.1): after ``--`` lint reads each as a file.
+OPTION_NAMES = ["--config=x.json", "-v", "--", "-", "--format=sarif", "--no-config", "-q"]
 
 # Subcommand → (argv builder over file paths, the formats it has). "{F}" is the config, "{G}" another.
 COMMANDS: dict[str, list[list[str]]] = {
@@ -140,14 +158,24 @@ NOT_FUZZED = {
 # Numeric flags each command takes, to break.
 NUMERIC_FLAGS: dict[str, list[str]] = {
     "analyze": ["--context", "--batch", "--mfu", "--mbu", "--gpu-mem", "--bandwidth", "--tflops"],
-    "fit": ["--context", "--batch", "--tensor-parallel-size", "--gpu-memory-utilization", "--max-model-len"],
-    "train": ["--batch", "--context", "--gpus"],
-    "sweep": ["--gpus", "--batch"],
+    "fit": [
+        "--context",
+        "--batch",
+        "--tensor-parallel-size",
+        "--gpu-memory-utilization",
+        "--max-model-len",
+        "--mbu",
+        "--bandwidth",
+        "--kv-cache-memory",
+    ],
+    "train": ["--batch", "--context", "--gpus", "--tflops", "--mfu"],
+    "sweep": ["--gpus", "--batch", "--mbu", "--mfu", "--bandwidth"],
     "moe": ["--ep", "--batch", "--context"],
     "specdec": ["--alpha", "--gamma", "--gpus", "--draft-cost"],
     "image": ["--min-pixels", "--max-pixels"],
-    "formats": ["--context", "--batch"],
-    "latency": ["--concurrency", "--prompt", "--output", "--requests"],
+    "formats": ["--context", "--batch", "--bandwidth", "--mbu"],
+    "latency": ["--concurrency", "--prompt", "--output", "--requests", "--mfu", "--bandwidth"],
+    "choose": ["--max-decode-ms", "--mbu", "--gpu-mem"],
 }
 JSON_OUTPUT = ("--json", "json", "sarif", "--stdout")
 _BAD_CHARS = re.compile("[\x00-\x08\x0b-\x1f\x7f-\x9f\u202a-\u202e\u2066-\u2069\ud800-\udfff]")
@@ -268,16 +296,46 @@ def build_case(seed: int, folder: Path) -> list[str]:
         argv += [rng.choice(NUMERIC_FLAGS[command]), rng.choice(NUMERIC_BREAKS)]
     if rng.random() < 0.03:
         argv.insert(rng.randrange(1, len(argv) + 1), rng.choice(FLAG_BREAKS))
+    roll = rng.random()
+    if roll < 0.03:  # the config is a FIFO, a device or a folder
+        f.unlink()
+        _special(f, rng.choice(SPECIAL_FILES))
+    elif roll < 0.06:  # lint of a file named like an option, after -- (relative: run in folder)
+        name = rng.choice(OPTION_NAMES)
+        f.rename(folder / name)
+        fmt = rng.choice(["text", "json", "sarif", "github"])
+        argv = ["lint", "--no-config", "--format", fmt, "--", name]
     return argv
+
+
+def _special(path: Path, kind: str) -> None:
+    """A path that is not a regular file: a FIFO, a symlink to a device, a folder."""
+    if kind == "fifo":
+        os.mkfifo(path)
+    elif kind == "folder":
+        path.mkdir()
+    else:
+        path.symlink_to("/dev/zero" if kind == "dev-zero" else "/dev/null")
+
+
+def full_stdout(seed: int) -> bool:
+    """Whether a subprocess case runs with stdout on /dev/full (issue 30.6): a third of them."""
+    return seed % 3 == 0
 
 
 # ------------------------------------------------------------------------------ judging
 
 
-def judge(argv: list[str], code: int | None, out: str, err: str) -> str | None:
-    """Why this outcome is a failure, or None."""
+def judge(argv: list[str], code: int | None, out: str, err: str, full: bool = False) -> str | None:
+    """Why this outcome is a failure, or None (``full``: stdout was /dev/full)."""
     if code is None:
         return "timed out"
+    if argv[:1] == ["lint"] and "--" in argv and code == 2 and not full:
+        return f"a file named after -- was not linted as a file: {err.strip()[:200]}"
+    if full and code != 2 and not (argv[:1] == ["lint"] and code == 0 and "text" in argv):
+        return f"exit {code} with stdout on /dev/full (expected exit 2, cannot write)"
+    if full and code == 2 and "internal error" not in err and err.count("\n") != 1:
+        return f"exit 2 with {err.count(chr(10))} stderr lines on a full stdout: {err[:200]!r}"
     if code == 3 or "internal error" in err:
         return f"exit {code}: {err.strip()[-300:]}"
     if "Traceback (most recent call last)" in err or "Traceback (most recent call last)" in out:
@@ -337,22 +395,24 @@ def _env() -> dict[str, str]:
     return env
 
 
-def _subprocess(argv: list[str], timeout: float) -> tuple[int | None, str, str]:
+def _subprocess(argv: list[str], timeout: float, full: bool = False) -> tuple[int | None, str, str]:
     # An argv is bytes to the OS: a lone surrogate goes as its UTF-8-ish bytes, which the
     # child decodes with surrogateescape, as it would an undecodable file name.
     args = [a.encode("utf-8", "surrogatepass") for a in argv]
     try:
-        proc = subprocess.run(
-            [os.fsencode(sys.executable), b"-m", b"slotdiff", *args],
-            capture_output=True,
-            timeout=timeout,
-            env=_env(),
-            check=False,
-        )
+        with open("/dev/full" if full else os.devnull, "wb") as sink:
+            proc = subprocess.run(
+                [os.fsencode(sys.executable), b"-m", b"slotdiff", *args],
+                stdout=sink if full else subprocess.PIPE,
+                stderr=subprocess.PIPE,
+                timeout=timeout,
+                env=_env(),
+                check=False,
+            )
     except subprocess.TimeoutExpired:
         return None, "", ""
     # The real bytes: undecodable output is itself a failure.
-    out = proc.stdout.decode("utf-8", "surrogateescape")
+    out = (proc.stdout or b"").decode("utf-8", "surrogateescape")
     err = proc.stderr.decode("utf-8", "surrogateescape")
     return proc.returncode, out, err
 
@@ -366,21 +426,29 @@ def run_chunk(
     failures: list[tuple[int, list[str], str]] = []
     with tempfile.TemporaryDirectory(prefix="slotdiff-fuzz-") as tmp:
         folder = Path(tmp)
+        os.chdir(folder)  # a worker process of its own: option-named files are relative to it
         for seed in seeds:
             argv = build_case(seed, folder)
-            runner = _subprocess if via_subprocess else _in_process
+            full = via_subprocess and full_stdout(seed)
             try:
-                code, out, err = runner(argv, timeout * (4 if via_subprocess else 1))
+                if via_subprocess:
+                    code, out, err = _subprocess(argv, timeout * 4, full)
+                else:
+                    code, out, err = _in_process(argv, timeout)
             except Exception as e:  # the harness itself failed: reported, the run goes on
                 hist["harness"] += 1
                 failures.append((seed, argv, f"harness: {type(e).__name__}: {e}"))
                 continue
             hist["timeout" if code is None else str(code)] += 1
-            why = judge(argv, code, out, err)
+            why = judge(argv, code, out, err, full)
             if why:
                 failures.append((seed, argv, why))
             for p in folder.iterdir():
-                p.unlink()
+                if p.is_dir() and not p.is_symlink():
+                    shutil.rmtree(p)
+                else:
+                    p.unlink()
+        os.chdir(ROOT)
     return hist, failures
 
 

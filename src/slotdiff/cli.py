@@ -17,7 +17,8 @@ import os
 import sys
 from collections.abc import Sequence
 
-from .core.errors import SlotdiffError
+from .core.errors import OutputError, SlotdiffError
+from .core.files import drop_stdout
 from .core.printable import PrintableStream, one_line, printable
 
 # ``slotdiff MODEL``: the analysis, when the first argument names no command
@@ -115,10 +116,17 @@ def main(argv: Sequence[str] | None = None) -> int:
     stdout = sys.stdout
     sys.stdout = PrintableStream(stdout)  # type: ignore[assignment]  # config text cannot drive the terminal
     try:
-        return _dispatch(argv)
+        code = _dispatch(argv)
+        sys.stdout.flush()  # a full disk under stdout is said here, not lost at exit
+        return code
     except SlotdiffError as err:
         sys.stderr.write(f"slotdiff: error: {one_line(err.message())}\n")
         return err.exit_code
+    except OutputError as err:
+        if err.filename == "stdout":
+            drop_stdout(stdout)
+        sys.stderr.write(f"slotdiff: error: {one_line(err.line())}\n")
+        return 2
     except KeyboardInterrupt:
         sys.stderr.write("slotdiff: interrupted\n")
         return 130

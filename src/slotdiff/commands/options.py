@@ -37,14 +37,19 @@ def _argtype(
 
 # Every numeric flag takes one of these: suffixes (128K, 80GiB) and the bounds are the same
 # in every command, and NaN, infinity and negative values are refused with exit status 2.
+# A rate, a share or a time is also held between a floor and a ceiling no real setting comes
+# near (a GPU at 1 GB/s, a 0.1% utilization; a million TB/s), so every figure priced from it
+# stays finite: --bandwidth 1e-300 once divided by zero, --mbu 2e-308 priced a step at inf.
+FLOOR = 1e-3
+CEILING = 1e9
 COUNT = _argtype(lambda t: parse_count(t, minimum=1), "count", COUNT_FORMS)
 COUNT0 = _argtype(lambda t: parse_count(t, minimum=0), "count", COUNT_FORMS)
 TOKENS = _argtype(lambda t: parse_count(t, minimum=1), "tokens", COUNT_FORMS)
-GIB = _argtype(parse_gib, "size", SIZE_FORMS)
-GIB0 = _argtype(lambda t: parse_gib(t, allow_zero=True), "size", SIZE_FORMS)
-POSITIVE = _argtype(lambda t: parse_real(t, exclusive_minimum=True), "number")
-NONNEGATIVE = _argtype(parse_real, "number")
-SHARE = _argtype(lambda t: parse_real(t, exclusive_minimum=True, maximum=1.0), "share")
+GIB = _argtype(lambda t: parse_gib(t, minimum=FLOOR, maximum=CEILING), "size", SIZE_FORMS)
+GIB0 = _argtype(lambda t: parse_gib(t, allow_zero=True, minimum=FLOOR, maximum=CEILING), "size", SIZE_FORMS)
+POSITIVE = _argtype(lambda t: parse_real(t, minimum=FLOOR, maximum=CEILING), "number")
+NONNEGATIVE = _argtype(lambda t: parse_real(t, maximum=CEILING), "number")
+SHARE = _argtype(lambda t: parse_real(t, minimum=FLOOR, maximum=1.0), "share")
 FRACTION = _argtype(lambda t: parse_real(t, maximum=1.0), "share")
 RESERVE = _argtype(lambda t: parse_real(t, maximum=1.0, exclusive_maximum=True), "share")
 # Small whole numbers (GPU counts, parallel degrees, draft tokens, ZeRO stages, ranks) are typed
@@ -52,7 +57,7 @@ RESERVE = _argtype(lambda t: parse_real(t, maximum=1.0, exclusive_maximum=True),
 WHOLE = _argtype(lambda t: parse_whole(t, minimum=1), "count")
 WHOLE0 = _argtype(lambda t: parse_whole(t, minimum=0), "count")
 COLUMNS = _argtype(lambda t: parse_count(t, minimum=40, maximum=10_000), "columns")
-SECONDS = _argtype(lambda t: parse_real(t, exclusive_minimum=True), "seconds")
+SECONDS = _argtype(lambda t: parse_real(t, minimum=FLOOR, maximum=CEILING), "seconds")
 
 
 def add_workload_arguments(parser: argparse.ArgumentParser) -> None:

@@ -45,3 +45,20 @@ class UsageError(SlotdiffError):
         # str(err) is the reason alone: a message that quotes it ("bad point 'x': {err}") must
         # not name the program a second time.
         self.args = (" ".join(reason.split()),)
+
+
+class OutputError(OSError):
+    """A write slotdiff's output could not make (a full disk, a read-only file system, a quota,
+    ``/dev/full`` as stdout), with ``filename`` the output it was for: the CLI reports it as
+    one line and exit 2, like bad input, because nothing is wrong with slotdiff. Still an
+    OSError, so callers that clean up after a failed write (the scan's report) see it."""
+
+    @classmethod
+    def of(cls, err: OSError, where: str) -> OutputError:
+        """``err`` (any OSError of a write) as the failure to write ``where``."""
+        if isinstance(err, OutputError):
+            return err
+        return cls(err.errno, err.strerror or str(err), where)
+
+    def line(self) -> str:
+        return f"{self.filename}: cannot write ({self.strerror})"

@@ -11,7 +11,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import BinaryIO
 
-from .errors import SlotdiffError
+from .errors import OutputError, SlotdiffError
 
 _UNSAFE = re.compile(r"[^A-Za-z0-9._-]+")
 
@@ -59,8 +59,11 @@ def atomic_write(path: Path, write: Callable[[BinaryIO], None]) -> None:
     which is synced and renamed over ``path``. Readers see the old file or the new one,
     never a part; a writer killed midway leaves the old file as it was (and at worst a
     ``.NAME.*.tmp`` beside it, which no later run reads or trips over)."""
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name[:100]}.", suffix=".tmp", dir=path.parent)
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        fd, tmp = tempfile.mkstemp(prefix=f".{path.name[:100]}.", suffix=".tmp", dir=path.parent)
+    except OSError as err:
+        raise OutputError.of(err, str(path)) from err
     try:
         # mkstemp makes the file 0600; a written report or plot gets the mode any new file of
         # the user's would (0666 less the umask), so a shared CI folder or a team can read it.
@@ -70,9 +73,11 @@ def atomic_write(path: Path, write: Callable[[BinaryIO], None]) -> None:
             fh.flush()
             os.fsync(fh.fileno())
         os.replace(tmp, path)
-    except BaseException:
+    except BaseException as err:
         with contextlib.suppress(FileNotFoundError):
             os.unlink(tmp)
+        if isinstance(err, OSError) and not isinstance(err, BrokenPipeError):
+            raise OutputError.of(err, str(path)) from err  # named by the file asked for, not the temp
         raise
 
 
@@ -128,3 +133,15 @@ def read_capped(path: str | os.PathLike[str], name: str, cap: int) -> bytes:
     if len(data) > cap:
         raise SlotdiffError(name, f"file is over the {cap:,}-byte cap")
     return data
+
+
+def drop_stdout(stream: object) -> None:
+    """After stdout failed to take the output (a full disk, /dev/full): what is still buffered
+    goes to /dev/null, so the interpreter's own flush at exit neither fails again nor prints
+    a second error after the one line the CLI said."""
+    try:
+        null = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(null, stream.fileno())  # type: ignore[attr-defined]
+        os.close(null)
+    except (OSError, AttributeError, ValueError):
+        pass  # not a real file (a test's capture): nothing is flushed at exit

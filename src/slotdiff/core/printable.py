@@ -12,6 +12,8 @@ import re
 import secrets
 from typing import Any, TextIO
 
+from .errors import OutputError
+
 # C0 controls except tab and newline, DEL, C1 controls, the bidi embedding, override and
 # isolate marks (Trojan Source), the line and paragraph separators, and lone surrogates
 # (which no UTF-8 stream can encode: JSON's "\ud800" decodes to one).
@@ -58,7 +60,20 @@ class PrintableStream:
             self._tty = False
 
     def write(self, text: str) -> int:
-        return self._stream.write(printable(text, keep_sgr=self._tty))
+        try:
+            return self._stream.write(printable(text, keep_sgr=self._tty))
+        except BrokenPipeError:
+            raise
+        except OSError as err:  # a full disk, /dev/full: the output's failure, not slotdiff's
+            raise OutputError.of(err, "stdout") from err
+
+    def flush(self) -> None:
+        try:
+            self._stream.flush()
+        except BrokenPipeError:
+            raise
+        except OSError as err:
+            raise OutputError.of(err, "stdout") from err
 
     def __getattr__(self, name: str) -> Any:
         return getattr(self._stream, name)

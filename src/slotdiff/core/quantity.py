@@ -90,8 +90,11 @@ def parse_real(
     return value
 
 
-def parse_gib(text: str, *, allow_zero: bool = False) -> float:
-    """A memory size in GiB: ``80`` (GiB), ``80GiB``, ``80GB`` (decimal), ``512MiB``."""
+def parse_gib(
+    text: str, *, allow_zero: bool = False, minimum: float = 0.0, maximum: float | None = None
+) -> float:
+    """A memory size in GiB: ``80`` (GiB), ``80GiB``, ``80GB`` (decimal), ``512MiB``; 0 only
+    with ``allow_zero``, else at least ``minimum`` GiB, and at most ``maximum`` GiB."""
     value, suffix = _split(text)
     unit = suffix.lower() or "gib"
     if unit not in _BYTE_SCALE:
@@ -99,6 +102,10 @@ def parse_gib(text: str, *, allow_zero: bool = False) -> float:
     gib = value * _BYTE_SCALE[unit] / 2**30
     if gib < 0 or (gib == 0 and not allow_zero):
         raise UsageError(f"{_shown(text)} must be {'at least 0' if allow_zero else 'above 0'}")
+    if gib != 0 and gib < minimum:
+        raise UsageError(f"{_shown(text)} must be at least {minimum:g} GiB{' (or 0)' if allow_zero else ''}")
+    if maximum is not None and gib > maximum:
+        raise UsageError(f"{_shown(text)} must be at most {maximum:g} GiB")
     return gib
 
 

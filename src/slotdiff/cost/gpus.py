@@ -150,13 +150,18 @@ def gpu(preset: str) -> GPU:
     return table[key]
 
 
+# The least memory, bandwidth or peak a GPU of the user's may have (in GiB, TB/s, TFLOP/s):
+# far below any real one, and far enough above 0 that no price divides by zero or overflows.
+FLOOR = 1e-3
+
+
 def _positive(value: float | None, flag: str, unit: str, limit: float) -> float | None:
     if value is None:
         return None
     if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value):
         raise UsageError(f"{flag} must be a finite number of {unit}, got {value!r}")
-    if not 0 < value <= limit:
-        raise UsageError(f"{flag} must be in (0, {limit:g}] {unit}, got {value:g}")
+    if not FLOOR <= value <= limit:
+        raise UsageError(f"{flag} must be in [{FLOOR:g}, {limit:g}] {unit}, got {value:g}")
     return float(value)
 
 

@@ -320,6 +320,31 @@ def _hits(cx: Any, statuses: set[str], forbidden: bool) -> Iterator[Hit]:
         yield Hit(ch.where, head + price, extra)
 
 
+_LFS_POINTER = b"version https://git-lfs.github.com/spec/"
+
+
+def base_problem(base: Any) -> str | None:
+    """Why the base cannot be compared with (None when it can): not JSON (a git-LFS pointer,
+    a symlink's target path, a broken file) or JSON slotdiff cannot build a model from."""
+    if base is None:
+        return None
+    if base.text.startswith(_LFS_POINTER):
+        return "a git-LFS pointer, not the config (git lfs pull, or compare against a revision that has it)"
+    if base.error is not None:
+        return f"not a JSON config ({base.error.message} at line {base.error.line}, column {base.error.col})"
+    if base.arch is None and base.build_error is not None:
+        return f"not a config slotdiff can read ({base.build_error.line()})"
+    return None
+
+
+@rule("SD313", needs="base")
+def base_unreadable(cx: Any) -> Iterator[Hit]:
+    """The base is no config to compare with: slot changes are not reported."""
+    why = base_problem(cx.base)
+    if why is not None:
+        yield Hit((), f"the base at {cx.base_label} is {why}; slot changes against it are not reported")
+
+
 @rule("SD310", needs="base")
 def slot_changed(cx: Any) -> Iterator[Hit]:
     """A facet's design differs from the base's."""
@@ -340,5 +365,12 @@ def dims_changed(cx: Any) -> Iterator[Hit]:
 
 @rule("SD315", needs="base")
 def forbidden_change(cx: Any) -> Iterator[Hit]:
-    """A change to a facet the policy freezes."""
+    """A change to a facet the policy freezes; or a base no change can be checked against while
+    the policy freezes facets (a base swapped for an LFS pointer or a symlink must not let a
+    frozen slot change pass)."""
+    why = base_problem(cx.base)
+    if why is not None and cx.policy.forbid_changes:
+        frozen = ", ".join(sorted(cx.policy.forbid_changes))
+        yield Hit((), f"forbid-changes ({frozen}) cannot be checked: the base at {cx.base_label} is {why}")
+        return
     yield from _hits(cx, {"changed", "resized", "dims"}, forbidden=True)

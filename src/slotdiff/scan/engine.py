@@ -16,6 +16,7 @@ from datetime import UTC, datetime
 from typing import Any
 
 from ..core.errors import SlotdiffError
+from ..core.printable import one_line
 from ..read.hub_errors import looks_like_repo_id
 from ..read.retry import Retrier
 from .examine import Examiner
@@ -35,6 +36,7 @@ from .pool import DeadlinePool, Outcome
 from .records import RecordView
 from .state import ScanState
 from .verdict import (
+    ACCESS,
     NEW,
     VERDICTS,
     Knowledge,
@@ -115,7 +117,8 @@ def _prefilter(listed: Listed, prev: dict[str, Any] | None, has_token: bool) -> 
     """A verdict reached without any request, or None when the config must be fetched."""
     if not looks_like_repo_id(listed.repo_id):
         return skipped(listed, "not_found", f"{listed.repo_id!r} is not a valid repo id")
-    if prev and listed.sha and prev.get("commit") == listed.sha:
+    retry = prev and prev.get("verdict") == "skipped" and prev.get("reason") in ACCESS
+    if prev and listed.sha and prev.get("commit") == listed.sha and not retry:
         return Record(listed, "unchanged", detail="same commit as the last scan", commit=listed.sha)
     if listed.pipeline_tag in NOT_LM_PIPELINES:
         return skipped(listed, "not_lm", f"pipeline_tag {listed.pipeline_tag}")
@@ -198,7 +201,7 @@ def run_scan(
         records=[],
         resumed=resumed,
         notes=[n for n in (note,) if n],
-        endpoint=opts.endpoint,
+        endpoint=(opts.endpoint or constants.ENDPOINT).rstrip("/"),  # HF_ENDPOINT's, where it set it
         knowledge=know,
     )
     cancel = cancel or threading.Event()
@@ -209,8 +212,9 @@ def run_scan(
     store = state.store  # finished models: a journal line each, an offset each in memory
     order: list[str] = []  # listing order of this run, then earlier-run records not re-listed
     in_order: set[str] = set()
+    listing_notes: list[str] = []  # entries the listing left out (appended from its thread)
     lister = Lister(
-        lambda: list_models(query, endpoint=opts.endpoint, token=opts.token),
+        lambda: list_models(query, endpoint=opts.endpoint, token=opts.token, note=listing_notes.append),
         describe_listing_error,
     )
     pool = DeadlinePool(examine, opts.workers, opts.deadline)
@@ -256,7 +260,13 @@ def run_scan(
         state.close()
         pool.close()
         raise
+    except OSError:  # the journal or the state could not be written (a full disk): stop, keep both
+        cancel.set()
+        state.close()
+        pool.close()
+        raise
     pool.close()
+    result.notes.extend(one_line(n) for n in listing_notes)
     result.retries, result.waited_s, result.abandoned = retrier.retries, retrier.waited, pool.abandoned
     listed_now = [store.offset(r) for r in order if r in store]
     result.records = RecordView(store, listed_now + [at for r, at in store.offsets() if r not in in_order])

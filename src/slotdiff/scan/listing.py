@@ -139,19 +139,26 @@ def _listed(info: Any) -> Listed:
 
 
 def list_models(
-    query: Query, *, endpoint: str | None = None, token: str | bool | None = None
+    query: Query,
+    *,
+    endpoint: str | None = None,
+    token: str | bool | None = None,
+    note: Callable[[str], None] | None = None,
 ) -> Iterator[Listed]:
     """Models in the window, newest first, through ``HfApi.list_models`` (lazy, paged).
 
     A ``pipeline_tag`` naming several tags (a preset such as ``lm``, or ``a,b``) is one
-    listing per tag, merged newest first (the Hub filters on one tag per listing).
+    listing per tag, merged newest first (the Hub filters on one tag per listing). An entry
+    the listing gives in a shape no model has (a date that is not one) is left out, and
+    ``note`` is told which and why: one bad entry does not end the scan.
     """
+    note = note or (lambda text: None)
     tags = expand_pipeline_tags(query.pipeline_tag)
     if len(tags) <= 1:
-        yield from _list_one(query, tags[0] if tags else None, endpoint, token)
+        yield from _list_one(query, tags[0] if tags else None, endpoint, token, note)
         return
     field_name = "modified" if query.by == "modified" else "created"
-    streams = [_list_one(query, tag, endpoint, token) for tag in tags]
+    streams = [_list_one(query, tag, endpoint, token, note) for tag in tags]
     seen: set[str] = set()
     count = 0
     merged = heapq.merge(*streams, key=lambda m: getattr(m, field_name) or m.created or "", reverse=True)
@@ -166,7 +173,11 @@ def list_models(
 
 
 def _list_one(
-    query: Query, pipeline_tag: str | None, endpoint: str | None, token: str | bool | None
+    query: Query,
+    pipeline_tag: str | None,
+    endpoint: str | None,
+    token: str | bool | None,
+    note: Callable[[str], None],
 ) -> Iterator[Listed]:
     """One tag's listing, paged by :func:`_pages` (the token stays on the endpoint's origin)."""
     from huggingface_hub import HfApi, ModelInfo
@@ -190,12 +201,18 @@ def _list_one(
             return
         if not isinstance(item, dict) or not isinstance(item.get("id"), str):
             raise ValueError("the Hub's model list holds an entry that is not a model")
-        info = ModelInfo(**{"siblings": None, **item})
-        when = getattr(info, "last_modified" if query.by == "modified" else "created_at", None)
-        when = when or getattr(info, "created_at", None)
-        if when is not None and when < query.since:
-            return  # sorted newest first: everything after this is older
-        yield _listed(info)
+        try:
+            info = ModelInfo(**{"siblings": None, **item})
+            when = getattr(info, "last_modified" if query.by == "modified" else "created_at", None)
+            when = when or getattr(info, "created_at", None)
+            if when is not None and when < query.since:
+                return  # sorted newest first: everything after this is older
+            listed = _listed(info)
+        except (ValueError, TypeError, OverflowError) as err:
+            dates = {k: item.get(k) for k in ("lastModified", "createdAt") if k in item}
+            note(f"{item['id']}: left out, the listing's entry is not one a model has ({err}; {dates})")
+            continue
+        yield listed
 
 
 class CrossOriginPage(Exception):

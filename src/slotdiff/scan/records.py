@@ -22,6 +22,7 @@ from collections.abc import Callable, Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import IO, Any, overload
 
+from ..core.errors import OutputError
 from .verdict import Record
 
 
@@ -98,10 +99,14 @@ class RecordStore:
         assert self._writable, "add() after seal()"
         line = json.dumps({"scan": self.scan_id, "record": record}, default=str).encode("utf-8") + b"\n"
         fh = self._fh
-        fh.seek(0, os.SEEK_END)
-        at = fh.tell()
-        fh.write(line)
-        fh.flush()  # in the OS's hands: survives SIGKILL of this process
+        try:
+            fh.seek(0, os.SEEK_END)
+            at = fh.tell()
+            fh.write(line)
+            fh.flush()  # in the OS's hands: survives SIGKILL of this process
+        except OSError as err:  # a full disk: the lines before stay; a part line is skipped on replay
+            name = fh.name if isinstance(fh.name, str) else "the scan's temporary journal"
+            raise OutputError.of(err, name) from err
         self._index[record["repo_id"]] = at
         return at
 

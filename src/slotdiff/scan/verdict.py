@@ -84,6 +84,9 @@ SKIP_REASONS = {
     "network": "network error",
 }
 TRANSIENT = frozenset({"timeout", "rate_limited", "server_error", "network"})
+# Skips that depend on who asks (a gated or private repo): remembered, but fetched again on a
+# later scan even at the same commit, since a token or a granted request may open it.
+ACCESS = frozenset({"gated", "not_found"})
 
 # Fields the build step needs to call a config a (text) model at all.
 _LM_FIELDS = ("d_model", "n_layers", "vocab")

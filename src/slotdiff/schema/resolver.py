@@ -96,14 +96,15 @@ def _type_error(value: Any, types: list[str]) -> str | None:
         allowed = _TYPES[t]
         if isinstance(value, bool) and t in ("integer", "number"):
             continue
-        if t == "integer" and isinstance(value, float) and value.is_integer() and math.isfinite(value):
-            return None  # 4096.0 is an integer for every config loader in use
         if isinstance(value, allowed):
             return None
     shown = repr(value) if not isinstance(value, str) else f'the string "{value}"'
     if len(shown) > 40:
         shown = shown[:37] + "..."
     want = " or ".join(_TYPE_NAMES[t] for t in types)
+    if "integer" in types and isinstance(value, float) and math.isfinite(value) and value.is_integer():
+        # transformers' config classes and torch's layers refuse 4096.0 where a size goes
+        return f"expected {want}, got {shown} (a float: transformers and torch refuse a float size)"
     return f"expected {want}, got {shown}"
 
 

@@ -2,7 +2,8 @@
 
 Facet status: ``same`` (same design and sizes), ``resized`` (same design, other sizes),
 ``changed`` (another design: kind or categorical attributes differ). Raw key changes come
-from deepdiff and are attributed to the slot whose canonical field the key feeds.
+from :mod:`.keydiff` (linear time) and are attributed to the slot whose canonical field the
+key feeds.
 """
 
 from __future__ import annotations
@@ -14,6 +15,7 @@ from typing import Any
 
 from ..schema.keymap import keymap
 from .fill import Fill, Fills
+from .keydiff import differences, dotted
 
 
 def facet_status(a: Fill, b: Fill) -> str:
@@ -69,13 +71,6 @@ def key_facets() -> Mapping[str, str]:
     return out
 
 
-def _dotted(path: list[Any]) -> str:
-    out = ""
-    for part in path:
-        out += f"[{part}]" if isinstance(part, int) else (f".{part}" if out else str(part))
-    return out
-
-
 def evidence_facets(fills: Fills, text_path: tuple[str, ...] = ()) -> dict[str, str]:
     """Top-level config key (within the text config) → the facet whose evidence shows it: the
     attribution the slot table itself makes, family aliases included."""
@@ -98,45 +93,22 @@ def key_changes(
     facets: Mapping[str, str] | None = None,
     free: frozenset[str] = frozenset(),
 ) -> tuple[KeyChange, ...]:
-    """Key-level changes from config ``a`` to ``b`` (deepdiff), each attributed to a facet:
-    by ``facets`` (the models' own slot evidence, :func:`evidence_facets`) first, else by the
-    key map's static table."""
-    from deepdiff import DeepDiff
-
-    # threshold 0: however different two configs are, report key by key, never one
-    # replaced root (deepdiff's default gives up past a third of the keys changed)
-    dd = DeepDiff(dict(a), dict(b), verbose_level=2, view="tree", threshold_to_diff_deeper=0)
+    """Key-level changes from config ``a`` to ``b`` (:mod:`.keydiff`, linear in the configs'
+    size), each attributed to a facet: by ``facets`` (the models' own slot evidence,
+    :func:`evidence_facets`) first, else by the key map's static table. An array's items are
+    ``changed`` at their positions (items past the other array's end too), never ``added``."""
     facets = {**key_facets(), **(facets or {})}
     out: list[KeyChange] = []
-    kinds = {
-        "dictionary_item_added": "added",
-        "dictionary_item_removed": "removed",
-        "values_changed": "changed",
-        "type_changes": "changed",
-        "iterable_item_added": "changed",
-        "iterable_item_removed": "changed",
-    }
-    for report_type, change in kinds.items():
-        for item in dd.get(report_type, []):
-            path = item.path(output_format="list")
-            # Attribute list items to their list key (layer_types[3] → layer_types).
-            parts = list(path)
-            while parts and isinstance(parts[-1], int):
-                parts.pop()
-            rel = parts[len(text_path) :] if parts[: len(text_path)] == list(text_path) else parts
-            top = str(rel[0]) if rel else ""
-            old = item.t1 if change != "added" else None
-            new = item.t2 if change != "removed" else None
-            facet = facets.get(top)
-            out.append(
-                KeyChange(
-                    _dotted(path), change, _plain(old), _plain(new), facet, facet is None and top in free
-                )
-            )
+    depth = len(text_path)
+    for d in differences(dict(a), dict(b)):
+        # Attribute list items to their list key (layer_types[3] → layer_types).
+        parts = list(d.path)
+        in_array = bool(parts) and not isinstance(parts[-1], str)
+        while parts and not isinstance(parts[-1], str):
+            parts.pop()
+        rel = parts[depth:] if parts[:depth] == list(text_path) else parts
+        top = str(rel[0]) if rel else ""
+        facet = facets.get(top)
+        change = "changed" if in_array else d.change
+        out.append(KeyChange(dotted(d.path), change, d.old, d.new, facet, facet is None and top in free))
     return tuple(sorted(out, key=lambda k: k.path))
-
-
-def _plain(value: Any) -> Any:
-    from deepdiff.helper import NotPresent
-
-    return None if isinstance(value, NotPresent) else value

@@ -65,7 +65,7 @@ def schema(cx: Any) -> Iterator[Hit]:
 def unreadable(cx: Any) -> Iterator[Hit]:
     """What the schema layer (Resolver, layer layout) refuses, where SD102 has not said it."""
     err = cx.doc.build_error
-    if err is not None:
+    if err is not None and not getattr(err, "code", None):  # a relation's own rule reports it
         where = key_path(err.key) if err.key else ()
         yield Hit(where, f"{err.key}: {err.reason}" if err.key else err.reason)
 
@@ -170,10 +170,14 @@ def _unknown(cx: Any) -> list[tuple[KeyPath, str | None]]:
     known = _known_keys()
     custom = "auto_map" in cx.doc.data or "auto_map" in cx.doc.text_config
     out: list[tuple[KeyPath, str | None]] = []
+    cap, more = params("SD201")["max_listed"], 0
     for prefix, scope in _scopes(cx):
         accepted = _class_keys(scope)
         for key in scope:
             if key in known or key.startswith("_"):
+                continue
+            if len(out) >= cap:  # 99,000 near misses: counted, not spelled (linear, bounded output)
+                more += 1
                 continue
             # A near miss counts only when the key it resembles is absent: otherwise it is a stray.
             best = next(
@@ -186,6 +190,7 @@ def _unknown(cx: Any) -> list[tuple[KeyPath, str | None]]:
             )
             out.append(((*prefix, key), best))
     cx.cache["unknown"] = out
+    cx.cache["unknown_more"] = more
     return out
 
 
@@ -199,6 +204,13 @@ def misspelled_key(cx: Any) -> Iterator[Hit]:
                 f"unknown key {path[-1]!r}: did you mean {suggestion!r}? "
                 f"(loaders ignore {path[-1]!r} and use the default for {suggestion!r})",
             )
+    more = cx.cache["unknown_more"]
+    if more and "auto_map" not in cx.doc.data:  # a typo must not hide behind 1,000 strays
+        yield Hit(
+            (),
+            f"{more:,} more unknown keys past the first {params('SD201')['max_listed']:,} were not "
+            "checked for misspellings; no config has that many: remove them",
+        )
 
 
 # ---------------------------------------------------------------------- SD110-SD116
@@ -215,6 +227,10 @@ def unknown_key(cx: Any) -> Iterator[Hit]:
     for path, suggestion in _unknown(cx):
         if not suggestion:
             yield Hit(path, f"unknown key {dotted(path)!r}: no transformers config class reads it")
+    more = cx.cache["unknown_more"]
+    if more:
+        cap = params("SD201")["max_listed"]
+        yield Hit((), f"and {more:,} more unknown keys, not listed (at most {cap:,})")
 
 
 def _has_path(data: Any, path: KeyPath) -> bool:

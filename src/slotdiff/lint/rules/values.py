@@ -9,6 +9,7 @@ from typing import Any
 
 from ...read.jsonpos import dotted
 from ...schema.keymap import keymap
+from ...schema.relations import broken, lint_relations
 from ..document import KeyPath
 from ..registry import Hit, params, rule
 from .keys import _scopes
@@ -24,16 +25,17 @@ def _mla(cx: Any) -> bool:
 
 @rule("SD110", needs="values")
 def kv_heads_divisor(cx: Any) -> Iterator[Hit]:
-    """Query heads must split evenly over KV heads (GQA)."""
+    """Query heads must split evenly over KV heads (GQA): the relation rows of
+    schemas/field_relations.json marked SD110, the ones the analysis refuses a config by."""
     doc = cx.doc
-    h, g = doc.value("n_heads"), doc.value("n_kv_heads")
-    if _mla(cx) or not (_positive_int(h) and _positive_int(g)) or h % g == 0:
-        return
-    where = doc.key_of("n_kv_heads") or doc.key_of("n_heads")
-    hk, gk = _name(doc, "n_heads"), _name(doc, "n_kv_heads")
-    yield Hit(
-        where, f"{hk} {h} is not a multiple of {gk} {g}: {h} query heads cannot share {g} KV heads evenly"
-    )
+    for rel in lint_relations("SD110"):
+        why = broken(rel, doc.value, doc.given)
+        if why is None:
+            continue
+        a, b = rel["field"], rel["multiple_of"]
+        where = doc.key_of(rel.get("cite", a)) or doc.key_of(a) or doc.key_of(b)
+        head = f"{_name(doc, a)} {doc.value(a)} is not a multiple of {_name(doc, b)} {doc.value(b)}"
+        yield Hit(where, f"{head}: {why}")
 
 
 def _name(doc: Any, field: str) -> str:

@@ -60,7 +60,7 @@ def test_one_layer_edit_differs_on_the_params_line(
     ck = _json(capsys, str(folder))["checkpoint"]
     assert ck["status"] == "differs" and ck["layers"] == 32
     slots = {d["slot"]: d for d in ck["differences"]}
-    assert slots["attention"]["extra_layers"] == [30, 31]
+    assert slots["layers"]["extra_layers"] == [30, 31] and ck["expected_layers"] == 30
     # two layers of Llama-3-8B attention: 2 × (2·4096² + 2·4096·1024) stored beyond the config's
     assert slots["attention"]["stored_params"] - slots["attention"]["expected_params"] == 2 * (
         2 * 4096 * 4096 + 2 * 4096 * 1024
@@ -68,7 +68,8 @@ def test_one_layer_edit_differs_on_the_params_line(
     assert data_status(capsys, folder) == "unverified"
     assert main([str(folder), "--width", "200"]) == 0
     params_line = next(line for line in capsys.readouterr().out.splitlines() if line.startswith("params "))
-    assert "DIFFERS from the checkpoint" in params_line and "32 layers" in params_line
+    assert "DIFFERS from the checkpoint" in params_line
+    assert "holds 32 layers where the config describes 30" in params_line
 
 
 def data_status(capsys: pytest.CaptureFixture[str], folder: Path) -> str:

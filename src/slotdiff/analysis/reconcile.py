@@ -62,6 +62,7 @@ class Checkpoint:
     attributed: tuple[tuple[str, int, int], ...] = ()  # (what, tensors, elements)
     differences: tuple[SlotDifference, ...] = ()
     layers: int | None = None  # decoder layers the checkpoint holds
+    expected_layers: int | None = None  # the config's
     experts: int | None = None  # routed experts per MoE layer the checkpoint holds
     cached: bool = False
 
@@ -74,19 +75,21 @@ class Checkpoint:
         if self.status == MATCH:
             return f"the checkpoint's {self.stored_params:,} stored parameters match, slot by slot"
         d = self.differences[0]
-        more = f" (and {len(self.differences) - 1} more)" if len(self.differences) > 1 else ""
-        if d.missing_layers or d.extra_layers:
-            what = f"holds {self.layers} layers"
+        more = f" (and {len(self.differences) - 1} more differences)" if len(self.differences) > 1 else ""
+        if d.slot == "layers":
+            what = f"holds {self.layers} layers where the config describes {self.expected_layers}"
         elif d.slot == "unplaced":
-            what = f"stores {len(d.names)} tensors no slot of this family names, e.g. {d.names[0]}"
+            what = f"stores tensors this family's naming data does not hold, e.g. {d.names[0]}"
         elif d.expected_params is not None and d.stored_params is not None:
             diff = d.stored_params - d.expected_params
-            what = f"stores {abs(diff):,} parameters {'more' if diff > 0 else 'fewer'} in {d.slot}"
+            what = (
+                f"stores {abs(diff):,} parameters {'more' if diff > 0 else 'fewer'} in {d.slot} "
+                "than the config describes"
+            )
         else:
-            what = f"disagrees in {d.slot}"
-        return f"the checkpoint {what} than the config describes{more}".replace(
-            " than the config describes", "" if d.slot == "unplaced" else " than the config describes"
-        )
+            what = f"{'has no' if d.expected_params else 'has'} {d.slot} tensors where the config describes "
+            what += "some" if d.expected_params else "none"
+        return f"the checkpoint {what}{more}"
 
     def to_dict(self) -> dict[str, Any]:
         out: dict[str, Any] = {"status": self.status}
@@ -105,6 +108,7 @@ class Checkpoint:
             bytes_by_dtype=dict(self.bytes_by_dtype),
             attributed=[{"what": w, "tensors": n, "elements": e} for w, n, e in self.attributed],
             layers=self.layers,
+            expected_layers=self.expected_layers,
             experts=self.experts,
             differences=[d.to_dict() for d in self.differences],
             sentence=self.sentence(),
@@ -276,22 +280,25 @@ def _verdict(
     diffs: list[SlotDifference] = []
     n_layers = arch.n_layers
     want_layers = set(range(n_layers))
+    all_layers = set().union(*tally.layers.values()) if tally.layers else set()
+    if all_layers and all_layers != want_layers:  # layers the checkpoint lacks or has beyond the config
+        missing, extra = sorted(want_layers - all_layers), sorted(all_layers - want_layers)
+        diffs.append(
+            SlotDifference(
+                "layers", None, None, missing_layers=tuple(missing[:64]), extra_layers=tuple(extra[:64])
+            )
+        )
     stored_slots = set(tally.params) | set(tally.shapes) | set(tally.layers)
     for slot in [*expected, *sorted(stored_slots - set(expected))]:
         if slot in excluded:
             continue
         want = expected.get(slot, 0)
         have = tally.params.get(slot, 0) if shapes else None
-        layers = tally.layers.get(slot)
-        missing = tuple(sorted(want_layers - layers)) if layers and want else ()
-        extra = tuple(sorted(layers - want_layers)) if layers else ()
         present = slot in stored_slots
-        if shapes and have == want and not missing and not extra:
-            continue
-        if not shapes and (bool(want) == present) and not missing and not extra:
+        if (have == want) if shapes else (bool(want) == present):
             continue
         exp, got = _shape_diff(params, slot, tally.shapes.get(slot, Counter())) if shapes else ((), ())
-        diffs.append(SlotDifference(slot, want, have, exp, got, missing[:64], extra[:64]))
+        diffs.append(SlotDifference(slot, want, have, exp, got))
     if tally.unplaced:
         diffs.append(SlotDifference("unplaced", 0, None, names=tuple(tally.unplaced[:NAMES_SHOWN])))
     mtp = tally.attributed.get("multi-token prediction modules")
@@ -302,7 +309,6 @@ def _verdict(
     for u in unpacked:
         by_dtype[u.tensor.dtype or "?"] += u.tensor.numel or 0
         bytes_by[u.tensor.dtype or "?"] += u.tensor.nbytes or 0
-    all_layers = set().union(*tally.layers.values()) if tally.layers else set()
     return Checkpoint(
         DIFFERS if diffs else MATCH,
         source=lookup.source,
@@ -317,7 +323,8 @@ def _verdict(
         expected_params=params.total,
         attributed=tuple((w, n, e) for w, (n, e) in sorted(tally.attributed.items())),
         differences=tuple(diffs),
-        layers=(max(all_layers) + 1) if all_layers else None,
+        layers=len(all_layers) or None,
+        expected_layers=n_layers,
         experts=len(tally.experts) or tally.fused_experts or None,
         cached=lookup.cached,
     )

@@ -14,8 +14,9 @@ import pytest
 
 from slotdiff.cli import main
 
-from checkpoints import stored_layout, write_checkpoint
+from checkpoints import QUANTIZATION, quantize, stored_layout, write_checkpoint
 from conftest import raw
+from oracle import hf_oracle
 
 pytest.importorskip("transformers")
 
@@ -140,3 +141,43 @@ def test_no_weights_and_lone_config(tmp_path: Path, capsys: pytest.CaptureFixtur
     assert "checkpoint" not in _json(capsys, str(folder), "--no-weights")
     ck = _json(capsys, str(raw(LLAMA3)))["checkpoint"]
     assert ck == {"status": "unavailable", "why": "no safetensors file or index JSON beside the config"}
+
+
+def _quantized(tmp: Path, repo: str, kind: str, quantization: dict | None) -> tuple[Path, int]:
+    config = json.loads(raw(repo).read_text())
+    if quantization is not None:
+        config["quantization_config"] = quantization
+    plain = {k: v for k, v in config.items() if k != "quantization_config"}
+    layout = stored_layout(plain)
+    total = hf_oracle.param_count(plain)["total"]  # transformers' own count (buffers apart)
+    folder = tmp / kind
+    write_checkpoint(folder, quantize(layout, kind), shards=3)
+    (folder / "config.json").write_text(json.dumps(config))
+    return folder, total
+
+
+@pytest.mark.parametrize(
+    ("repo", "kind", "same_bytes"),
+    [
+        ("deepseek-ai/DeepSeek-V3", "fp8", True),  # its own quantization_config: fp8, 128×128 blocks
+        ("openai/gpt-oss-20b", "mxfp4", True),  # its own: mxfp4, router and attention in bf16
+        ("meta-llama/Llama-3.2-1B", "gptq", False),  # g_idx: in int32 per input row, not priced
+        ("meta-llama/Llama-3.2-1B", "awq", True),
+        ("meta-llama/Llama-3.2-1B", "nvfp4", False),  # slotdiff does not price ModelOpt's config
+        ("meta-llama/Llama-3.2-1B", "bnb4", False),  # nor bitsandbytes'
+    ],
+)
+def test_quantized_layouts_reconcile_unpacked(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], repo: str, kind: str, same_bytes: bool
+) -> None:
+    folder, total = _quantized(tmp_path, repo, kind, QUANTIZATION.get(kind))
+    ck = _json(capsys, str(folder))["checkpoint"]
+    assert ck["status"] == "match", ck
+    assert ck["stored_params"] == total
+    assert "quantization scales and zeros" in [a["what"] for a in ck["attributed"]]
+    # the weights' bytes: every stored byte but those of attributed non-weights (DeepSeek's
+    # e_score_correction_bias buffers, 58 layers × 256 in bf16)
+    buffers = 58 * 256 * 2 if kind == "fp8" else 0
+    assert ck["weight_bytes"]["stored"] == sum(ck["bytes_by_dtype"].values()) - buffers
+    if same_bytes:  # slotdiff's weight bytes for the format equal the published layout's
+        assert ck["weight_bytes"]["expected"] == ck["weight_bytes"]["stored"]

@@ -18,9 +18,9 @@ from typing import Any
 
 from ..core.resources import load_schema_file
 from ..cost.params import ParamCount
-from ..read.checkpoint import Lookup, StoredIndex, StoredTensor, Unavailable
+from ..read.checkpoint import Lookup, StoredIndex, Unavailable
 from ..schema.arch import Architecture
-from .quantized import Unpacked, unpack
+from .quantized import COMPANIONS, Unpacked, unpack
 
 MATCH, DIFFERS, UNAVAILABLE = "match", "differs", "unavailable"
 NAMES_SHOWN = 6  # names listed per difference before "and N more"
@@ -65,6 +65,10 @@ class Checkpoint:
     expected_layers: int | None = None  # the config's
     experts: int | None = None  # routed experts per MoE layer the checkpoint holds
     cached: bool = False
+    # Bytes of the model's weights as stored (quantization companions included, attributed
+    # tensors apart) and slotdiff's weight bytes for the config's format (None: not given).
+    stored_weight_bytes: int | None = None
+    expected_weight_bytes: int | None = None
 
     def sentence(self) -> str:
         """One sentence: which slot differs and by how much (or why nothing was compared)."""
@@ -107,6 +111,7 @@ class Checkpoint:
             params_by_dtype=dict(self.params_by_dtype),
             bytes_by_dtype=dict(self.bytes_by_dtype),
             attributed=[{"what": w, "tensors": n, "elements": e} for w, n, e in self.attributed],
+            weight_bytes={"stored": self.stored_weight_bytes, "expected": self.expected_weight_bytes},
             layers=self.layers,
             expected_layers=self.expected_layers,
             experts=self.experts,
@@ -157,16 +162,17 @@ class _Tally:
         self.unplaced: list[str] = []
         self.experts: set[int] = set()
         self.fused_experts = 0
+        self.weight_bytes = 0  # placed tensors and quantization companions
 
 
-def _place(arch: Architecture, table: dict[str, Any], t: StoredTensor) -> str | None:
-    """The slot of stored tensor ``t`` (or ``attr:<what>``), None when nothing places it."""
+def _place(arch: Architecture, table: dict[str, Any], name: str) -> str | None:
+    """The slot of the stored tensor ``name`` (or ``attr:<what>``), None when nothing places it."""
     n_layers, mtp = arch.n_layers, arch.get("mtp_layers") or 0
-    layer = _layer(t.name)
-    if mtp and layer is not None and n_layers <= layer < n_layers + mtp and ".layers." in f".{t.name}":
+    layer = _layer(name)
+    if mtp and layer is not None and n_layers <= layer < n_layers + mtp and ".layers." in f".{name}":
         return "attr:multi-token prediction modules"
     names, prefix = table["names"], table.get("prefix") or ""
-    norm = normalise(t.name)
+    norm = normalise(name)
     slot = names.get(norm) or (names.get(f"{prefix}.{norm}") if prefix else None)
     if slot is None and prefix and norm.startswith(prefix + "."):
         slot = names.get(norm[len(prefix) + 1 :])
@@ -175,7 +181,7 @@ def _place(arch: Architecture, table: dict[str, Any], t: StoredTensor) -> str | 
     if slot is not None:
         return slot
     for rx, kind, what in _attributions():
-        if rx.search(t.name):
+        if rx.search(name):
             return f"attr:{what}" if kind != "mtp" else "attr:multi-token prediction modules"
     return None
 
@@ -184,22 +190,25 @@ def _tally(arch: Architecture, table: dict[str, Any], tensors: tuple[Unpacked, .
     tally = _Tally()
     layer_slots = set(_formats()["layer_slots"])
     for u in tensors:
-        slot = f"attr:{u.attributed}" if u.attributed else _place(arch, table, u.tensor)
+        slot = f"attr:{u.attributed}" if u.attributed else _place(arch, table, u.name)
         if slot is None:
-            tally.unplaced.append(u.tensor.name)
+            tally.unplaced.append(u.name)
             continue
         if slot.startswith("attr:"):
             tally.attributed[slot[5:]][0] += 1
             tally.attributed[slot[5:]][1] += u.params or 0
+            if u.attributed == COMPANIONS:
+                tally.weight_bytes += u.tensor.nbytes or 0
             continue
+        tally.weight_bytes += u.tensor.nbytes or 0
         tally.params[slot] += u.params or 0
         if u.shape is not None:
             tally.shapes[slot][u.shape] += 1
-        layer = _layer(u.tensor.name)
+        layer = _layer(u.name)
         if slot in layer_slots and layer is not None:
             tally.layers[slot].add(layer)
         if slot == "experts":
-            m = _EXPERT.search(u.tensor.name)
+            m = _EXPERT.search(u.name)
             if m:
                 tally.experts.add(int(m.group(1)))
             elif u.shape is not None and len(u.shape) == 3:
@@ -245,8 +254,12 @@ def _numel(shape: tuple[int, ...]) -> int:
     return n
 
 
-def reconcile(arch: Architecture, params: ParamCount | None, lookup: Lookup | None) -> Checkpoint:
-    """Compare ``params`` (the cost pass's count of ``arch``) with the checkpoint ``lookup``."""
+def reconcile(
+    arch: Architecture, params: ParamCount | None, lookup: Lookup | None, weight_bytes: int | None = None
+) -> Checkpoint:
+    """Compare ``params`` (the cost pass's count of ``arch``) with the checkpoint ``lookup``;
+    ``weight_bytes``: the cost pass's weight bytes in the config's format, reported beside the
+    stored bytes (a checkpoint saved in another dtype differs there, not in its parameters)."""
     if lookup is None:
         return Checkpoint(UNAVAILABLE, "no safetensors file or index JSON beside the config")
     if isinstance(lookup, Unavailable):
@@ -259,11 +272,16 @@ def reconcile(arch: Architecture, params: ParamCount | None, lookup: Lookup | No
         return Checkpoint(UNAVAILABLE, "the config's parameters could not be counted")
     unpacked = unpack(lookup.tensors, arch)
     tally = _tally(arch, table, unpacked)
-    return _verdict(arch, params, lookup, tally, unpacked)
+    return _verdict(arch, params, lookup, tally, unpacked, weight_bytes)
 
 
 def _verdict(
-    arch: Architecture, params: ParamCount, lookup: StoredIndex, tally: _Tally, unpacked: tuple[Unpacked, ...]
+    arch: Architecture,
+    params: ParamCount,
+    lookup: StoredIndex,
+    tally: _Tally,
+    unpacked: tuple[Unpacked, ...],
+    weight_bytes: int | None,
 ) -> Checkpoint:
     shapes = lookup.shapes_known
     expected = dict(params.by_part)
@@ -327,4 +345,6 @@ def _verdict(
         expected_layers=n_layers,
         experts=len(tally.experts) or tally.fused_experts or None,
         cached=lookup.cached,
+        stored_weight_bytes=tally.weight_bytes if shapes else None,
+        expected_weight_bytes=weight_bytes,
     )

@@ -20,6 +20,7 @@ from ..core.resources import load_schema_file
 from ..cost.params import ParamCount
 from ..read.checkpoint import Lookup, StoredIndex, Unavailable
 from ..schema.arch import Architecture
+from ..schema.keymap import known_model_types
 from .quantized import COMPANIONS, Unpacked, unpack
 
 MATCH, DIFFERS, UNAVAILABLE = "match", "differs", "unavailable"
@@ -142,8 +143,17 @@ def normalise(name: str) -> str:
 
 
 def naming(model_type: str) -> dict[str, Any] | None:
-    """The family's naming data (``prefix``, ``names``), or None when there is none."""
-    return _names().get(model_type)
+    """The family's naming data (``prefix``, ``names``), or None when there is none. A
+    model_type transformers lacks (remote code) that the key map ``extends`` from one it has
+    (Kimi K2 from DeepSeek-V3) is named as that parent."""
+    seen = set()
+    while model_type and model_type not in seen:
+        if model_type in _names():
+            return _names()[model_type]
+        seen.add(model_type)
+        spec = load_schema_file(f"model_types/{model_type}.json") if model_type in known_model_types() else {}
+        model_type = spec.get("extends")
+    return None
 
 
 def _layer(name: str) -> int | None:
@@ -275,6 +285,34 @@ def reconcile(
     return _verdict(arch, params, lookup, tally, unpacked, weight_bytes)
 
 
+def _slot_diffs(
+    params: ParamCount, expected: dict[str, int], tally: _Tally, shapes: bool, excluded: set[str]
+) -> list[SlotDifference]:
+    """Slots whose stored parameters (or, names only, presence) differ from the count's.
+
+    Names the oracle's part table places in no slot (``other``: Gemma 4's per-layer input
+    projections) are not compared on their own: they match when they make up exactly what
+    the slots lack."""
+    stored_slots = (set(tally.params) | set(tally.shapes) | set(tally.layers)) - {"other"}
+    diffs = []
+    for slot in [*expected, *sorted(stored_slots - set(expected))]:
+        if slot in excluded:
+            continue
+        want = expected.get(slot, 0)
+        have = tally.params.get(slot, 0) if shapes else None
+        if (have == want) if shapes else (bool(want) == (slot in stored_slots)):
+            continue
+        exp, got = _shape_diff(params, slot, tally.shapes.get(slot, Counter())) if shapes else ((), ())
+        diffs.append(SlotDifference(slot, want, have, exp, got))
+    other = tally.params.get("other", 0) if shapes else 0
+    if other:
+        short = [(d.expected_params or 0) - (d.stored_params or 0) for d in diffs]
+        if all(n > 0 for n in short) and sum(short) == other:
+            return []
+        diffs.append(SlotDifference("other", 0, other))
+    return diffs
+
+
 def _verdict(
     arch: Architecture,
     params: ParamCount,
@@ -306,17 +344,7 @@ def _verdict(
                 "layers", None, None, missing_layers=tuple(missing[:64]), extra_layers=tuple(extra[:64])
             )
         )
-    stored_slots = set(tally.params) | set(tally.shapes) | set(tally.layers)
-    for slot in [*expected, *sorted(stored_slots - set(expected))]:
-        if slot in excluded:
-            continue
-        want = expected.get(slot, 0)
-        have = tally.params.get(slot, 0) if shapes else None
-        present = slot in stored_slots
-        if (have == want) if shapes else (bool(want) == present):
-            continue
-        exp, got = _shape_diff(params, slot, tally.shapes.get(slot, Counter())) if shapes else ((), ())
-        diffs.append(SlotDifference(slot, want, have, exp, got))
+    diffs.extend(_slot_diffs(params, expected, tally, shapes, excluded))
     if tally.unplaced:
         diffs.append(SlotDifference("unplaced", 0, None, names=tuple(tally.unplaced[:NAMES_SHOWN])))
     mtp = tally.attributed.get("multi-token prediction modules")

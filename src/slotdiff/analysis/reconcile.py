@@ -285,6 +285,15 @@ def reconcile(
     return _verdict(arch, params, lookup, tally, unpacked, weight_bytes)
 
 
+def _fold(by_slot: dict[str, Any], together: dict[str, str]) -> dict[str, Any]:
+    """``by_slot`` with each slot of ``together`` added into the slot it is compared with."""
+    out: dict[str, Any] = {}
+    for slot, value in by_slot.items():
+        key = together.get(slot, slot)
+        out[key] = out[key] + value if key in out else value
+    return out
+
+
 def _slot_diffs(
     params: ParamCount, expected: dict[str, int], tally: _Tally, shapes: bool, excluded: set[str]
 ) -> list[SlotDifference]:
@@ -293,6 +302,10 @@ def _slot_diffs(
     Names the oracle's part table places in no slot (``other``: Gemma 4's per-layer input
     projections) are not compared on their own: they match when they make up exactly what
     the slots lack."""
+    together = {k: v for k, v in _formats()["compared_together"].items() if k != "about"}
+    expected = _fold(expected, together)
+    tally.params = _fold(tally.params, together)
+    tally.shapes = _fold(tally.shapes, together)
     stored_slots = (set(tally.params) | set(tally.shapes) | set(tally.layers)) - {"other"}
     diffs = []
     for slot in [*expected, *sorted(stored_slots - set(expected))]:

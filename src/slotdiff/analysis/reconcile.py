@@ -297,32 +297,34 @@ def _fold(by_slot: dict[str, Any], together: dict[str, str]) -> dict[str, Any]:
 def _slot_diffs(
     params: ParamCount, expected: dict[str, int], tally: _Tally, shapes: bool, excluded: set[str]
 ) -> list[SlotDifference]:
-    """Slots whose stored parameters (or, names only, presence) differ from the count's.
+    """Slots whose stored parameters differ from the count's, when the totals differ.
 
-    Names the oracle's part table places in no slot (``other``: Gemma 4's per-layer input
-    projections) are not compared on their own: they match when they make up exactly what
-    the slots lack."""
+    Every stored tensor is placed by the naming data, but where one slot ends and the next
+    begins is the oracle's part table's reading of transformers' module names, which may
+    split a family otherwise than slotdiff's slots (Gemma 4's per-layer input projections are
+    ``other``; a tower's merger is vision or connector): equal totals with every tensor placed
+    are a match, and the slots only say where unequal totals differ. Names alone (an index
+    JSON) show which slots are present: the head (tying) and the experts are compared."""
     together = {k: v for k, v in _formats()["compared_together"].items() if k != "about"}
-    expected = _fold(expected, together)
-    tally.params = _fold(tally.params, together)
-    tally.shapes = _fold(tally.shapes, together)
-    stored_slots = (set(tally.params) | set(tally.shapes) | set(tally.layers)) - {"other"}
+    expected = {k: v for k, v in _fold(expected, together).items() if k not in excluded}
+    stored = {k: v for k, v in _fold(tally.params, together).items() if k not in excluded}
+    shapes_by = _fold(tally.shapes, together)
+    present = {together.get(k, k) for k in (set(tally.params) | set(tally.shapes) | set(tally.layers))}
+    if not shapes:
+        watched = _formats()["presence_slots"]
+        return [
+            SlotDifference(slot, expected.get(slot, 0), None)
+            for slot in watched
+            if bool(expected.get(slot)) != (slot in present)
+        ]
+    if sum(stored.values()) == sum(expected.values()):
+        return []
     diffs = []
-    for slot in [*expected, *sorted(stored_slots - set(expected))]:
-        if slot in excluded:
-            continue
-        want = expected.get(slot, 0)
-        have = tally.params.get(slot, 0) if shapes else None
-        if (have == want) if shapes else (bool(want) == (slot in stored_slots)):
-            continue
-        exp, got = _shape_diff(params, slot, tally.shapes.get(slot, Counter())) if shapes else ((), ())
-        diffs.append(SlotDifference(slot, want, have, exp, got))
-    other = tally.params.get("other", 0) if shapes else 0
-    if other:
-        short = [(d.expected_params or 0) - (d.stored_params or 0) for d in diffs]
-        if all(n > 0 for n in short) and sum(short) == other:
-            return []
-        diffs.append(SlotDifference("other", 0, other))
+    for slot in [*expected, *sorted(set(stored) - set(expected))]:
+        want, have = expected.get(slot, 0), stored.get(slot, 0)
+        if have != want:
+            exp, got = _shape_diff(params, slot, shapes_by.get(slot, Counter()))
+            diffs.append(SlotDifference(slot, want, have, exp, got))
     return diffs
 
 

@@ -13,6 +13,8 @@ import jsonschema
 import pytest
 
 from slotdiff.cli import main
+from slotdiff.lint import engine
+from slotdiff.lint.policy import Policy
 
 from checkpoints import QUANTIZATION, quantize, stored_layout, write_checkpoint
 from conftest import raw
@@ -181,3 +183,29 @@ def test_quantized_layouts_reconcile_unpacked(
     assert ck["weight_bytes"]["stored"] == sum(ck["bytes_by_dtype"].values()) - buffers
     if same_bytes:  # slotdiff's weight bytes for the format equal the published layout's
         assert ck["weight_bytes"]["expected"] == ck["weight_bytes"]["stored"]
+
+
+@pytest.mark.parametrize(
+    ("edit", "key", "says"),
+    [
+        (
+            {"num_hidden_layers": 15},
+            "num_hidden_layers",
+            "num_hidden_layers is 15 but the checkpoint holds 16 layers",
+        ),
+        ({"tie_word_embeddings": False}, "tie_word_embeddings", "stores no lm_head (a tied head)"),
+        ({"attention_bias": True}, "attention_bias", "the checkpoint's attention differs"),
+        ({"intermediate_size": 4096}, "intermediate_size", "the checkpoint's ffn differs"),
+    ],
+)
+def test_lint_names_the_key_that_disagrees(tmp_path: Path, edit: dict, key: str, says: str) -> None:
+    config = json.loads(raw("meta-llama/Llama-3.2-1B").read_text())
+    write_checkpoint(tmp_path, {n: ("BF16", s) for n, s in stored_layout(config).items()})
+    path = tmp_path / "config.json"
+    path.write_text(json.dumps({**config, **edit}, indent=2))
+    run = engine.lint([str(path)], Policy(root=tmp_path))
+    hits = [d for d in run.diagnostics if d.code == "SD117"]
+    assert [d.key for d in hits] == [key] and says in hits[0].message, hits
+    assert run.exit_code == 1
+    path.write_text(json.dumps(config, indent=2))
+    assert not [d for d in engine.lint([str(path)], Policy(root=tmp_path)).diagnostics if d.code == "SD117"]

@@ -11,6 +11,12 @@ from pathlib import Path
 from typing import Any
 
 DTYPE_BYTES = {"BF16": 2, "F16": 2, "F32": 4, "F8_E4M3": 1, "U8": 1, "I8": 1, "I32": 4, "F8_E8M0": 1}
+QUANTIZATION = {
+    "gptq": {"quant_method": "gptq", "bits": 4, "group_size": 128, "desc_act": False, "sym": True},
+    "awq": {"quant_method": "awq", "bits": 4, "group_size": 128, "zero_point": True, "version": "gemm"},
+    "nvfp4": {"quant_method": "modelopt", "quant_algo": "NVFP4", "group_size": 16},
+    "bnb4": {"quant_method": "bitsandbytes", "load_in_4bit": True, "bnb_4bit_quant_type": "nf4"},
+}
 
 
 def stored_layout(config: dict[str, Any]) -> dict[str, list[int]]:
@@ -74,3 +80,71 @@ def write_checkpoint(
         if headers or not fname.endswith(".safetensors"):
             (folder / fname).write_bytes(data)
     return files
+
+
+def _quantized_linear(name: str, shape: list[int]) -> bool:
+    """A Linear weight the quantizers convert: 2-D, outside the embedding, head, router and norms
+    (the oracle's part table, transformers' side)."""
+    from oracle import hf_oracle
+
+    return (
+        len(shape) == 2
+        and name.endswith(".weight")
+        and hf_oracle.classify(name)
+        in (
+            "attention",
+            "ffn",
+            "experts",
+            "shared_experts",
+        )
+    )
+
+
+def _ceil(a: int, b: int) -> int:
+    return -(-a // b)
+
+
+def quantize(layout: dict[str, list[int]], kind: str) -> dict[str, tuple[str, list[int]]]:
+    """``layout`` (name → shape, bf16) stored in a quantized format's published layout."""
+    out: dict[str, tuple[str, list[int]]] = {}
+    for name, shape in layout.items():
+        stem = name.removesuffix(".weight")
+        if (
+            kind == "mxfp4"
+            and len(shape) == 3
+            and name.endswith(("experts.gate_up_proj", "experts.down_proj"))
+        ):
+            e, n_in, n_out = shape  # transformers keeps [E, in, out]; gpt-oss stores [E, out, in/32, 16]
+            out[name + "_blocks"] = ("U8", [e, n_out, n_in // 32, 16])
+            out[name + "_scales"] = ("U8", [e, n_out, n_in // 32])
+        elif kind == "mxfp4" or not _quantized_linear(name, shape):
+            out[name] = ("BF16", shape)
+        elif kind == "fp8":  # DeepSeek-V3: F8_E4M3 weight + F32 scale per 128×128 block
+            out[name] = ("F8_E4M3", shape)
+            out[stem + ".weight_scale_inv"] = ("F32", [_ceil(shape[0], 128), _ceil(shape[1], 128)])
+        elif kind == "gptq":  # AutoGPTQ 4-bit, group 128: [in/8, out] int32 words
+            rows, cols = shape
+            out[stem + ".qweight"] = ("I32", [cols // 8, rows])
+            out[stem + ".qzeros"] = ("I32", [cols // 128, rows // 8])
+            out[stem + ".scales"] = ("F16", [cols // 128, rows])
+            out[stem + ".g_idx"] = ("I32", [cols])
+        elif kind == "awq":  # AutoAWQ GEMM 4-bit, group 128: [in, out/8] int32 words
+            rows, cols = shape
+            out[stem + ".qweight"] = ("I32", [cols, rows // 8])
+            out[stem + ".qzeros"] = ("I32", [cols // 128, rows // 8])
+            out[stem + ".scales"] = ("F16", [cols // 128, rows])
+        elif kind == "nvfp4":  # ModelOpt NVFP4: two E2M1 per byte, an E4M3 scale per 16
+            rows, cols = shape
+            out[name] = ("U8", [rows, cols // 2])
+            out[stem + ".weight_scale"] = ("F8_E4M3", [rows, cols // 16])
+            out[stem + ".weight_scale_2"] = ("F32", [])
+            out[stem + ".input_scale"] = ("F32", [])
+        elif kind == "bnb4":  # bitsandbytes NF4: packed bytes [n/2, 1], absmax per 64
+            n = shape[0] * shape[1]
+            out[name] = ("U8", [n // 2, 1])
+            out[name + ".absmax"] = ("F32", [n // 64])
+            out[name + ".quant_map"] = ("F32", [16])
+            out[name + ".quant_state.bitsandbytes__nf4"] = ("U8", [120])
+        else:
+            raise ValueError(kind)
+    return out

@@ -336,6 +336,9 @@ class Repo:
     access_tokens: Sequence[str] = ()
     lfs: Sequence[str] = ()
     faults: Sequence[Fault] = ()
+    # Stored parameters per safetensors dtype, as the Hub's ``safetensors`` field gives them
+    # (``expand=safetensors`` in listings, and model info); None: the repo has no safetensors.
+    safetensors: Mapping[str, int] | None = None
 
     def __post_init__(self) -> None:
         for f in self.faults:
@@ -399,6 +402,11 @@ class Repo:
             "tags": list(self.tags),
             "siblings": [{"rfilename": f} for f in self.filenames(revision_name)],
         }
+        if self.safetensors is not None:
+            full["safetensors"] = {
+                "parameters": dict(self.safetensors),
+                "total": sum(self.safetensors.values()),
+            }
         if fields is None:
             return full
         return {k: full[k] for k in ("_id", "id", *fields) if k in full}

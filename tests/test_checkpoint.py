@@ -13,9 +13,12 @@ import jsonschema
 import pytest
 
 from slotdiff.cli import main
+from slotdiff.lint import engine
+from slotdiff.lint.policy import Policy
 
-from checkpoints import stored_layout, write_checkpoint
+from checkpoints import QUANTIZATION, quantize, stored_layout, write_checkpoint
 from conftest import raw
+from oracle import hf_oracle
 
 pytest.importorskip("transformers")
 
@@ -60,7 +63,7 @@ def test_one_layer_edit_differs_on_the_params_line(
     ck = _json(capsys, str(folder))["checkpoint"]
     assert ck["status"] == "differs" and ck["layers"] == 32
     slots = {d["slot"]: d for d in ck["differences"]}
-    assert slots["attention"]["extra_layers"] == [30, 31]
+    assert slots["layers"]["extra_layers"] == [30, 31] and ck["expected_layers"] == 30
     # two layers of Llama-3-8B attention: 2 × (2·4096² + 2·4096·1024) stored beyond the config's
     assert slots["attention"]["stored_params"] - slots["attention"]["expected_params"] == 2 * (
         2 * 4096 * 4096 + 2 * 4096 * 1024
@@ -68,7 +71,8 @@ def test_one_layer_edit_differs_on_the_params_line(
     assert data_status(capsys, folder) == "unverified"
     assert main([str(folder), "--width", "200"]) == 0
     params_line = next(line for line in capsys.readouterr().out.splitlines() if line.startswith("params "))
-    assert "DIFFERS from the checkpoint" in params_line and "32 layers" in params_line
+    assert "DIFFERS from the checkpoint" in params_line
+    assert "holds 32 layers where the config describes 30" in params_line
 
 
 def data_status(capsys: pytest.CaptureFixture[str], folder: Path) -> str:
@@ -139,3 +143,69 @@ def test_no_weights_and_lone_config(tmp_path: Path, capsys: pytest.CaptureFixtur
     assert "checkpoint" not in _json(capsys, str(folder), "--no-weights")
     ck = _json(capsys, str(raw(LLAMA3)))["checkpoint"]
     assert ck == {"status": "unavailable", "why": "no safetensors file or index JSON beside the config"}
+
+
+def _quantized(tmp: Path, repo: str, kind: str, quantization: dict | None) -> tuple[Path, int]:
+    config = json.loads(raw(repo).read_text())
+    if quantization is not None:
+        config["quantization_config"] = quantization
+    plain = {k: v for k, v in config.items() if k != "quantization_config"}
+    layout = stored_layout(plain)
+    total = hf_oracle.param_count(plain)["total"]  # transformers' own count (buffers apart)
+    folder = tmp / kind
+    write_checkpoint(folder, quantize(layout, kind), shards=3)
+    (folder / "config.json").write_text(json.dumps(config))
+    return folder, total
+
+
+@pytest.mark.parametrize(
+    ("repo", "kind", "same_bytes"),
+    [
+        ("deepseek-ai/DeepSeek-V3", "fp8", True),  # its own quantization_config: fp8, 128×128 blocks
+        ("openai/gpt-oss-20b", "mxfp4", True),  # its own: mxfp4, router and attention in bf16
+        ("meta-llama/Llama-3.2-1B", "gptq", False),  # g_idx: in int32 per input row, not priced
+        ("meta-llama/Llama-3.2-1B", "awq", True),
+        ("meta-llama/Llama-3.2-1B", "nvfp4", False),  # slotdiff does not price ModelOpt's config
+        ("meta-llama/Llama-3.2-1B", "bnb4", False),  # nor bitsandbytes'
+    ],
+)
+def test_quantized_layouts_reconcile_unpacked(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], repo: str, kind: str, same_bytes: bool
+) -> None:
+    folder, total = _quantized(tmp_path, repo, kind, QUANTIZATION.get(kind))
+    ck = _json(capsys, str(folder))["checkpoint"]
+    assert ck["status"] == "match", ck
+    assert ck["stored_params"] == total
+    assert "quantization scales and zeros" in [a["what"] for a in ck["attributed"]]
+    # the weights' bytes: every stored byte but those of attributed non-weights (DeepSeek's
+    # e_score_correction_bias buffers, 58 layers × 256 in bf16)
+    buffers = 58 * 256 * 2 if kind == "fp8" else 0
+    assert ck["weight_bytes"]["stored"] == sum(ck["bytes_by_dtype"].values()) - buffers
+    if same_bytes:  # slotdiff's weight bytes for the format equal the published layout's
+        assert ck["weight_bytes"]["expected"] == ck["weight_bytes"]["stored"]
+
+
+@pytest.mark.parametrize(
+    ("edit", "key", "says"),
+    [
+        (
+            {"num_hidden_layers": 15},
+            "num_hidden_layers",
+            "num_hidden_layers is 15 but the checkpoint holds 16 layers",
+        ),
+        ({"tie_word_embeddings": False}, "tie_word_embeddings", "stores no lm_head (a tied head)"),
+        ({"attention_bias": True}, "attention_bias", "the checkpoint's attention differs"),
+        ({"intermediate_size": 4096}, "intermediate_size", "the checkpoint's ffn differs"),
+    ],
+)
+def test_lint_names_the_key_that_disagrees(tmp_path: Path, edit: dict, key: str, says: str) -> None:
+    config = json.loads(raw("meta-llama/Llama-3.2-1B").read_text())
+    write_checkpoint(tmp_path, {n: ("BF16", s) for n, s in stored_layout(config).items()})
+    path = tmp_path / "config.json"
+    path.write_text(json.dumps({**config, **edit}, indent=2))
+    run = engine.lint([str(path)], Policy(root=tmp_path))
+    hits = [d for d in run.diagnostics if d.code == "SD117"]
+    assert [d.key for d in hits] == [key] and says in hits[0].message, hits
+    assert run.exit_code == 1
+    path.write_text(json.dumps(config, indent=2))
+    assert not [d for d in engine.lint([str(path)], Policy(root=tmp_path)).diagnostics if d.code == "SD117"]

@@ -1,12 +1,14 @@
 """Generate ``schemas/checkpoint_names.json``: the tensor names each family stores, by slot.
 
-For every row of the conformance harness (``tests/fixtures/conformance/reference.json``),
-transformers builds the model on the meta device, takes its ``state_dict`` (parameters and
-persistent buffers) and reverts its weight conversions the way ``save_pretrained`` does
-(``revert_weight_conversion``: per-expert tensors, legacy names), so the names are the ones a
-checkpoint stores.  Each name, with its numeric path components written ``N``, is placed in
-a slot by the oracle's part table (the same partition the harness checks slotdiff's counts
-against); persistent buffers are ``buffer`` (stored, not parameters).
+For every row of the conformance harness (``tests/fixtures/conformance/reference.json``) and
+every real published config of the tests (``conformance/published``, ``corpus/raw``: variants
+the registry rows do not build, such as Gemma 4's experts), transformers builds the model on
+the meta device, takes its ``state_dict`` (parameters and persistent buffers) and reverts its
+weight conversions the way ``save_pretrained`` does (``revert_weight_conversion``: per-expert
+tensors, legacy names), so the names are the ones a checkpoint stores.  Each name, with its
+numeric path components written ``N``, is placed in a slot by the oracle's part table (the
+same partition the harness checks slotdiff's counts against); persistent buffers are
+``buffer`` (stored, not parameters).
 
     python tools/gen_checkpoint_names.py                       # writes schemas/checkpoint_names.json
     python tools/gen_checkpoint_names.py --layouts OUT.json    # also every row's stored layout
@@ -31,6 +33,8 @@ sys.path.insert(0, str(ROOT / "tests"))
 sys.path.insert(0, str(ROOT / "tools"))
 
 OUT = ROOT / "schemas" / "checkpoint_names.json"
+PUBLISHED = ROOT / "tests" / "fixtures" / "conformance" / "published"  # real published configs
+CORPUS = ROOT / "tests" / "fixtures" / "corpus" / "raw"
 DTYPES = {"torch.float32": "F32", "torch.bfloat16": "BF16", "torch.float16": "F16"}
 
 
@@ -56,9 +60,12 @@ def stored_layout(config: dict[str, Any]) -> tuple[dict[str, tuple[str, list[int
         if first.setdefault(id(param), name) != name:
             tied.add(name)
     saved = revert_weight_conversion(model, {k: v for k, v in state.items() if k not in tied})
+    # the buffers' names as saved (the conversions rename them too, e.g. model. -> backbone.)
+    saved_buffers = set(revert_weight_conversion(model, {k: v for k, v in state.items() if k in buffers}))
     out: dict[str, tuple[str, list[int], bool]] = {}
     for name, tensor in saved.items():
-        out[name] = (DTYPES.get(str(tensor.dtype), str(tensor.dtype)), list(tensor.shape), name in buffers)
+        dtype = DTYPES.get(str(tensor.dtype), str(tensor.dtype))
+        out[name] = (dtype, list(tensor.shape), name in saved_buffers)
     return out, model.base_model_prefix or ""
 
 
@@ -84,21 +91,27 @@ def main() -> int:
     failed: dict[str, str] = {}
     prefixes: dict[str, str] = {}
     start = time.perf_counter()
-    for row in rows(reference):
-        if args.types and row.model_type not in args.types:
+    sources = [(row.id, row.model_type, row.config, True) for row in rows(reference)]
+    for path in sorted(PUBLISHED.glob("*.json")) + sorted(CORPUS.glob("*.json")):
+        config = json.loads(path.read_text(), object_hook=hf_oracle._decode_float_tags)
+        config = config.get("config", config)  # a published fixture holds the config under "config"
+        if isinstance(config.get("model_type"), str):
+            sources.append((path.stem, config["model_type"], config, False))
+    for row_id, model_type, config, registry_row in sources:
+        if args.types and model_type not in args.types:
             continue
         try:
-            layout, prefix = stored_layout(row.config)
+            layout, prefix = stored_layout(config)
         except Exception as err:
-            failed[row.id] = f"{type(err).__name__}: {err}"[:200]
+            failed[row_id] = f"{type(err).__name__}: {err}"[:200]
             continue
-        prefixes.setdefault(row.model_type, prefix)
-        table = names.setdefault(row.model_type, {})
+        prefixes.setdefault(model_type, prefix)
+        table = names.setdefault(model_type, {})
         for name, (_dtype, _shape, buffer) in layout.items():
             slot = "buffer" if buffer else hf_oracle.classify(name)
             table.setdefault(hf_oracle.normalise_name(name), slot)
-        if args.layouts:
-            layouts[row.id] = {n: [d, s] for n, (d, s, _b) in layout.items()}
+        if args.layouts and registry_row:
+            layouts[row_id] = {n: [d, s] for n, (d, s, _b) in layout.items()}
     meta = {
         "transformers_version": transformers.__version__,
         "torch_version": torch.__version__,

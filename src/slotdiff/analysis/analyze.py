@@ -171,7 +171,13 @@ def analyze(
     if weights and cost:
         lookup = checkpoint_lookup(model.raw)
         if lookup is not False:
-            checkpoint = reconcile(model.arch, cost_report.params if cost_report else None, lookup)
+            weights_given = cost_report is not None and cost_report.weights.supported
+            checkpoint = reconcile(
+                model.arch,
+                cost_report.params if cost_report else None,
+                lookup,
+                cost_report.weights.bytes if weights_given else None,
+            )
             trust = with_checkpoint(trust, checkpoint)
     return Report(
         model=model.raw.name,

@@ -18,9 +18,10 @@ from typing import Any
 
 from ..core.resources import load_schema_file
 from ..cost.params import ParamCount
-from ..read.checkpoint import Lookup, StoredIndex, StoredTensor, Unavailable
+from ..read.checkpoint import Lookup, StoredIndex, Unavailable
 from ..schema.arch import Architecture
-from .quantized import Unpacked, unpack
+from ..schema.keymap import known_model_types
+from .quantized import COMPANIONS, Unpacked, unpack
 
 MATCH, DIFFERS, UNAVAILABLE = "match", "differs", "unavailable"
 NAMES_SHOWN = 6  # names listed per difference before "and N more"
@@ -62,8 +63,13 @@ class Checkpoint:
     attributed: tuple[tuple[str, int, int], ...] = ()  # (what, tensors, elements)
     differences: tuple[SlotDifference, ...] = ()
     layers: int | None = None  # decoder layers the checkpoint holds
+    expected_layers: int | None = None  # the config's
     experts: int | None = None  # routed experts per MoE layer the checkpoint holds
     cached: bool = False
+    # Bytes of the model's weights as stored (quantization companions included, attributed
+    # tensors apart) and slotdiff's weight bytes for the config's format (None: not given).
+    stored_weight_bytes: int | None = None
+    expected_weight_bytes: int | None = None
 
     def sentence(self) -> str:
         """One sentence: which slot differs and by how much (or why nothing was compared)."""
@@ -74,19 +80,21 @@ class Checkpoint:
         if self.status == MATCH:
             return f"the checkpoint's {self.stored_params:,} stored parameters match, slot by slot"
         d = self.differences[0]
-        more = f" (and {len(self.differences) - 1} more)" if len(self.differences) > 1 else ""
-        if d.missing_layers or d.extra_layers:
-            what = f"holds {self.layers} layers"
+        more = f" (and {len(self.differences) - 1} more differences)" if len(self.differences) > 1 else ""
+        if d.slot == "layers":
+            what = f"holds {self.layers} layers where the config describes {self.expected_layers}"
         elif d.slot == "unplaced":
-            what = f"stores {len(d.names)} tensors no slot of this family names, e.g. {d.names[0]}"
+            what = f"stores tensors this family's naming data does not hold, e.g. {d.names[0]}"
         elif d.expected_params is not None and d.stored_params is not None:
             diff = d.stored_params - d.expected_params
-            what = f"stores {abs(diff):,} parameters {'more' if diff > 0 else 'fewer'} in {d.slot}"
+            what = (
+                f"stores {abs(diff):,} parameters {'more' if diff > 0 else 'fewer'} in {d.slot} "
+                "than the config describes"
+            )
         else:
-            what = f"disagrees in {d.slot}"
-        return f"the checkpoint {what} than the config describes{more}".replace(
-            " than the config describes", "" if d.slot == "unplaced" else " than the config describes"
-        )
+            what = f"{'has no' if d.expected_params else 'has'} {d.slot} tensors where the config describes "
+            what += "some" if d.expected_params else "none"
+        return f"the checkpoint {what}{more}"
 
     def to_dict(self) -> dict[str, Any]:
         out: dict[str, Any] = {"status": self.status}
@@ -104,7 +112,9 @@ class Checkpoint:
             params_by_dtype=dict(self.params_by_dtype),
             bytes_by_dtype=dict(self.bytes_by_dtype),
             attributed=[{"what": w, "tensors": n, "elements": e} for w, n, e in self.attributed],
+            weight_bytes={"stored": self.stored_weight_bytes, "expected": self.expected_weight_bytes},
             layers=self.layers,
+            expected_layers=self.expected_layers,
             experts=self.experts,
             differences=[d.to_dict() for d in self.differences],
             sentence=self.sentence(),
@@ -133,8 +143,17 @@ def normalise(name: str) -> str:
 
 
 def naming(model_type: str) -> dict[str, Any] | None:
-    """The family's naming data (``prefix``, ``names``), or None when there is none."""
-    return _names().get(model_type)
+    """The family's naming data (``prefix``, ``names``), or None when there is none. A
+    model_type transformers lacks (remote code) that the key map ``extends`` from one it has
+    (Kimi K2 from DeepSeek-V3) is named as that parent."""
+    seen = set()
+    while model_type and model_type not in seen:
+        if model_type in _names():
+            return _names()[model_type]
+        seen.add(model_type)
+        spec = load_schema_file(f"model_types/{model_type}.json") if model_type in known_model_types() else {}
+        model_type = spec.get("extends")
+    return None
 
 
 def _layer(name: str) -> int | None:
@@ -153,16 +172,17 @@ class _Tally:
         self.unplaced: list[str] = []
         self.experts: set[int] = set()
         self.fused_experts = 0
+        self.weight_bytes = 0  # placed tensors and quantization companions
 
 
-def _place(arch: Architecture, table: dict[str, Any], t: StoredTensor) -> str | None:
-    """The slot of stored tensor ``t`` (or ``attr:<what>``), None when nothing places it."""
+def _place(arch: Architecture, table: dict[str, Any], name: str) -> str | None:
+    """The slot of the stored tensor ``name`` (or ``attr:<what>``), None when nothing places it."""
     n_layers, mtp = arch.n_layers, arch.get("mtp_layers") or 0
-    layer = _layer(t.name)
-    if mtp and layer is not None and n_layers <= layer < n_layers + mtp and ".layers." in f".{t.name}":
+    layer = _layer(name)
+    if mtp and layer is not None and n_layers <= layer < n_layers + mtp and ".layers." in f".{name}":
         return "attr:multi-token prediction modules"
     names, prefix = table["names"], table.get("prefix") or ""
-    norm = normalise(t.name)
+    norm = normalise(name)
     slot = names.get(norm) or (names.get(f"{prefix}.{norm}") if prefix else None)
     if slot is None and prefix and norm.startswith(prefix + "."):
         slot = names.get(norm[len(prefix) + 1 :])
@@ -171,7 +191,7 @@ def _place(arch: Architecture, table: dict[str, Any], t: StoredTensor) -> str | 
     if slot is not None:
         return slot
     for rx, kind, what in _attributions():
-        if rx.search(t.name):
+        if rx.search(name):
             return f"attr:{what}" if kind != "mtp" else "attr:multi-token prediction modules"
     return None
 
@@ -180,22 +200,25 @@ def _tally(arch: Architecture, table: dict[str, Any], tensors: tuple[Unpacked, .
     tally = _Tally()
     layer_slots = set(_formats()["layer_slots"])
     for u in tensors:
-        slot = f"attr:{u.attributed}" if u.attributed else _place(arch, table, u.tensor)
+        slot = f"attr:{u.attributed}" if u.attributed else _place(arch, table, u.name)
         if slot is None:
-            tally.unplaced.append(u.tensor.name)
+            tally.unplaced.append(u.name)
             continue
         if slot.startswith("attr:"):
             tally.attributed[slot[5:]][0] += 1
             tally.attributed[slot[5:]][1] += u.params or 0
+            if u.attributed == COMPANIONS:
+                tally.weight_bytes += u.tensor.nbytes or 0
             continue
+        tally.weight_bytes += u.tensor.nbytes or 0
         tally.params[slot] += u.params or 0
         if u.shape is not None:
             tally.shapes[slot][u.shape] += 1
-        layer = _layer(u.tensor.name)
+        layer = _layer(u.name)
         if slot in layer_slots and layer is not None:
             tally.layers[slot].add(layer)
         if slot == "experts":
-            m = _EXPERT.search(u.tensor.name)
+            m = _EXPERT.search(u.name)
             if m:
                 tally.experts.add(int(m.group(1)))
             elif u.shape is not None and len(u.shape) == 3:
@@ -241,8 +264,12 @@ def _numel(shape: tuple[int, ...]) -> int:
     return n
 
 
-def reconcile(arch: Architecture, params: ParamCount | None, lookup: Lookup | None) -> Checkpoint:
-    """Compare ``params`` (the cost pass's count of ``arch``) with the checkpoint ``lookup``."""
+def reconcile(
+    arch: Architecture, params: ParamCount | None, lookup: Lookup | None, weight_bytes: int | None = None
+) -> Checkpoint:
+    """Compare ``params`` (the cost pass's count of ``arch``) with the checkpoint ``lookup``;
+    ``weight_bytes``: the cost pass's weight bytes in the config's format, reported beside the
+    stored bytes (a checkpoint saved in another dtype differs there, not in its parameters)."""
     if lookup is None:
         return Checkpoint(UNAVAILABLE, "no safetensors file or index JSON beside the config")
     if isinstance(lookup, Unavailable):
@@ -255,11 +282,59 @@ def reconcile(arch: Architecture, params: ParamCount | None, lookup: Lookup | No
         return Checkpoint(UNAVAILABLE, "the config's parameters could not be counted")
     unpacked = unpack(lookup.tensors, arch)
     tally = _tally(arch, table, unpacked)
-    return _verdict(arch, params, lookup, tally, unpacked)
+    return _verdict(arch, params, lookup, tally, unpacked, weight_bytes)
+
+
+def _fold(by_slot: dict[str, Any], together: dict[str, str]) -> dict[str, Any]:
+    """``by_slot`` with each slot of ``together`` added into the slot it is compared with."""
+    out: dict[str, Any] = {}
+    for slot, value in by_slot.items():
+        key = together.get(slot, slot)
+        out[key] = out[key] + value if key in out else value
+    return out
+
+
+def _slot_diffs(
+    params: ParamCount, expected: dict[str, int], tally: _Tally, shapes: bool, excluded: set[str]
+) -> list[SlotDifference]:
+    """Slots whose stored parameters differ from the count's, when the totals differ.
+
+    Every stored tensor is placed by the naming data, but where one slot ends and the next
+    begins is the oracle's part table's reading of transformers' module names, which may
+    split a family otherwise than slotdiff's slots (Gemma 4's per-layer input projections are
+    ``other``; a tower's merger is vision or connector): equal totals with every tensor placed
+    are a match, and the slots only say where unequal totals differ. Names alone (an index
+    JSON) show which slots are present: the head (tying) and the experts are compared."""
+    together = {k: v for k, v in _formats()["compared_together"].items() if k != "about"}
+    expected = {k: v for k, v in _fold(expected, together).items() if k not in excluded}
+    stored = {k: v for k, v in _fold(tally.params, together).items() if k not in excluded}
+    shapes_by = _fold(tally.shapes, together)
+    present = {together.get(k, k) for k in (set(tally.params) | set(tally.shapes) | set(tally.layers))}
+    if not shapes:
+        watched = _formats()["presence_slots"]
+        return [
+            SlotDifference(slot, expected.get(slot, 0), None)
+            for slot in watched
+            if bool(expected.get(slot)) != (slot in present)
+        ]
+    if sum(stored.values()) == sum(expected.values()):
+        return []
+    diffs = []
+    for slot in [*expected, *sorted(set(stored) - set(expected))]:
+        want, have = expected.get(slot, 0), stored.get(slot, 0)
+        if have != want:
+            exp, got = _shape_diff(params, slot, shapes_by.get(slot, Counter()))
+            diffs.append(SlotDifference(slot, want, have, exp, got))
+    return diffs
 
 
 def _verdict(
-    arch: Architecture, params: ParamCount, lookup: StoredIndex, tally: _Tally, unpacked: tuple[Unpacked, ...]
+    arch: Architecture,
+    params: ParamCount,
+    lookup: StoredIndex,
+    tally: _Tally,
+    unpacked: tuple[Unpacked, ...],
+    weight_bytes: int | None,
 ) -> Checkpoint:
     shapes = lookup.shapes_known
     expected = dict(params.by_part)
@@ -276,22 +351,15 @@ def _verdict(
     diffs: list[SlotDifference] = []
     n_layers = arch.n_layers
     want_layers = set(range(n_layers))
-    stored_slots = set(tally.params) | set(tally.shapes) | set(tally.layers)
-    for slot in [*expected, *sorted(stored_slots - set(expected))]:
-        if slot in excluded:
-            continue
-        want = expected.get(slot, 0)
-        have = tally.params.get(slot, 0) if shapes else None
-        layers = tally.layers.get(slot)
-        missing = tuple(sorted(want_layers - layers)) if layers and want else ()
-        extra = tuple(sorted(layers - want_layers)) if layers else ()
-        present = slot in stored_slots
-        if shapes and have == want and not missing and not extra:
-            continue
-        if not shapes and (bool(want) == present) and not missing and not extra:
-            continue
-        exp, got = _shape_diff(params, slot, tally.shapes.get(slot, Counter())) if shapes else ((), ())
-        diffs.append(SlotDifference(slot, want, have, exp, got, missing[:64], extra[:64]))
+    all_layers = set().union(*tally.layers.values()) if tally.layers else set()
+    if all_layers and all_layers != want_layers:  # layers the checkpoint lacks or has beyond the config
+        missing, extra = sorted(want_layers - all_layers), sorted(all_layers - want_layers)
+        diffs.append(
+            SlotDifference(
+                "layers", None, None, missing_layers=tuple(missing[:64]), extra_layers=tuple(extra[:64])
+            )
+        )
+    diffs.extend(_slot_diffs(params, expected, tally, shapes, excluded))
     if tally.unplaced:
         diffs.append(SlotDifference("unplaced", 0, None, names=tuple(tally.unplaced[:NAMES_SHOWN])))
     mtp = tally.attributed.get("multi-token prediction modules")
@@ -302,7 +370,6 @@ def _verdict(
     for u in unpacked:
         by_dtype[u.tensor.dtype or "?"] += u.tensor.numel or 0
         bytes_by[u.tensor.dtype or "?"] += u.tensor.nbytes or 0
-    all_layers = set().union(*tally.layers.values()) if tally.layers else set()
     return Checkpoint(
         DIFFERS if diffs else MATCH,
         source=lookup.source,
@@ -317,7 +384,10 @@ def _verdict(
         expected_params=params.total,
         attributed=tuple((w, n, e) for w, (n, e) in sorted(tally.attributed.items())),
         differences=tuple(diffs),
-        layers=(max(all_layers) + 1) if all_layers else None,
+        layers=len(all_layers) or None,
+        expected_layers=n_layers,
         experts=len(tally.experts) or tally.fused_experts or None,
         cached=lookup.cached,
+        stored_weight_bytes=tally.weight_bytes if shapes else None,
+        expected_weight_bytes=weight_bytes,
     )

@@ -12,7 +12,7 @@ import json
 import stat
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, NamedTuple
 
 INDEX_FILE = "model.safetensors.index.json"
 MAX_SHARDS = 4096  # shard files read per checkpoint (the largest public repos hold ~2,000)
@@ -20,10 +20,10 @@ MAX_TENSORS = 2_000_000  # tensors listed per checkpoint
 MAX_INDEX_BYTES = 64 * 1024 * 1024  # an index JSON (DeepSeek-V3's is ~9 MB)
 
 
-@dataclass(frozen=True)
-class StoredTensor:
+class StoredTensor(NamedTuple):
     """One stored tensor: its name, safetensors dtype, shape (None: only its name is known, from
-    an index JSON) and byte size in the file (None with the shape)."""
+    an index JSON) and byte size in the file (None with the shape). A named tuple: a 163-shard
+    index holds ~45,000 of them, built in a tenth of a frozen dataclass's time."""
 
     name: str
     dtype: str | None

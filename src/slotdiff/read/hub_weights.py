@@ -66,9 +66,9 @@ def _from_cache(path: Path, repo_id: str) -> StoredIndex | None:
         doc = json.loads(path.read_bytes())
         if doc.get("version") != CACHE_VERSION:
             return None
-        tensors = tuple(
-            StoredTensor(str(n), str(d), tuple(int(x) for x in s), int(b)) for n, d, s, b in doc["tensors"]
-        )
+        tensors = tuple(StoredTensor(n, d, tuple(s), b) for n, d, s, b in doc["tensors"])
+        if not all(isinstance(t.name, str) and isinstance(t.nbytes, int) for t in tensors):
+            return None
         total = doc.get("total_size")
         return StoredIndex(
             tensors,

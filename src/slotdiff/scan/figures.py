@@ -30,6 +30,8 @@ class Figures:
     fits: bool | None = None  # batch 1 at the default context on one such GPU
     min_gpus: int | None = None  # fewest such GPUs that serve it (None: none found)
     note: str | None = None  # why figures are missing
+    mtp_params: int | None = None  # MTP modules, stored beside the model (cost.params.mtp)
+    quantized: bool = False  # a quantization_config: the Hub's stored count is of packed elements
 
     def to_dict(self) -> dict[str, Any]:
         out = {name: getattr(self, name) for name in self.__dataclass_fields__}
@@ -43,6 +45,7 @@ class Figures:
         kw = {k: data.get(k) for k in cls.__dataclass_fields__ if k in data}
         kw["trust_reasons"] = tuple(kw.get("trust_reasons") or ())
         kw["active_is"] = kw.get("active_is") or "exact"  # records from before the field
+        kw["quantized"] = bool(kw.get("quantized"))
         return cls(**kw)
 
 
@@ -56,9 +59,10 @@ def figures_of(report: Report) -> Figures:
     status = trust.status if trust else None
     reasons = tuple(trust.reasons) if trust else ()
     cost = report.cost
+    quantized = bool(report.arch.get("quantization_config"))
     if cost is None:
         note = "; ".join(c.note or "" for c in report.changes if c.facet == "*") or "not priced"
-        return Figures(trust=status, trust_reasons=reasons, note=note)
+        return Figures(trust=status, trust_reasons=reasons, note=note, quantized=quantized)
     fit = cost.feasibility
     kv = cost.kv.bytes_per_token
     return Figures(
@@ -73,4 +77,6 @@ def figures_of(report: Report) -> Figures:
         fits=fit.fits if fit else None,
         min_gpus=fit.min_gpus if fit else None,
         note=None if fit else "fit not searched (weights in a format slotdiff cannot size)",
+        mtp_params=_int(cost.params.mtp),
+        quantized=quantized,
     )

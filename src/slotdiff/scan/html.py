@@ -118,6 +118,7 @@ def iter_html(data: Mapping[str, Any]) -> Iterator[str]:
     if data.get("listing_error"):
         out.append(f"<p><strong>Listing incomplete:</strong> {e(data['listing_error'])}</p>")
     out += [f'<p class="meta">{e(n)}</p>' for n in data.get("notes", [])]
+    out += [f"<p><strong>{e(line)}</strong></p>" for line in text.checkpoint_lines(data)]
     out += _new_types(by_verdict.get("new_model_type", []), hub)
     out += _new_designs(by_verdict.get("new_fingerprint", []), data["new_fingerprints"], hub)
     out += _simple("new_keys", by_verdict.get("new_keys", []), hub)

@@ -35,6 +35,7 @@ EXPAND = [
     "library_name",
     "tags",
     "gated",
+    "safetensors",  # stored parameters per dtype: the checkpoint's count at no extra request
 ]
 
 # Pipeline tags of models that are not language models (schemas/scan.json): skipped without
@@ -103,6 +104,7 @@ class Listed:
     library: str | None = None
     gated: str | bool | None = None
     tags: tuple[str, ...] = field(default=())
+    safetensors: tuple[tuple[str, int], ...] | None = None  # stored parameters per dtype (the Hub's count)
 
     @property
     def date(self) -> str | None:
@@ -113,12 +115,15 @@ class Listed:
         # Field by field, not asdict(): its deep copies cost more than the rest of a record.
         out = {name: getattr(self, name) for name in self.__dataclass_fields__}
         out["tags"] = list(self.tags)
+        out["safetensors"] = None if self.safetensors is None else dict(self.safetensors)
         return out
 
     @classmethod
     def from_dict(cls, data: Mapping[str, Any]) -> Listed:
         known = {k: data.get(k) for k in cls.__dataclass_fields__ if k in data}
         known["tags"] = tuple(known.get("tags") or ())
+        stored = known.get("safetensors")
+        known["safetensors"] = tuple(stored.items()) if isinstance(stored, Mapping) else None
         return cls(**known)
 
 
@@ -135,7 +140,21 @@ def _listed(info: Any) -> Listed:
         library=getattr(info, "library_name", None),
         gated=gated if isinstance(gated, (str, bool)) else None,
         tags=tuple(str(t) for t in (getattr(info, "tags", None) or ())),
+        safetensors=_stored(getattr(info, "safetensors", None)),
     )
+
+
+def _stored(info: Any) -> tuple[tuple[str, int], ...] | None:
+    """The listing's per-dtype parameter counts (``SafeTensorsInfo.parameters``), checked."""
+    counts = getattr(info, "parameters", None)
+    if not isinstance(counts, Mapping):
+        return None
+    out = tuple(
+        (str(k)[:16], v)
+        for k, v in counts.items()
+        if isinstance(v, int) and not isinstance(v, bool) and v >= 0
+    )
+    return out if len(out) == len(counts) else None
 
 
 def list_models(

@@ -106,6 +106,8 @@ def _lines(data: Mapping[str, Any]) -> Iterator[str]:
         yield from [f"> **Listing incomplete:** {md(data['listing_error'])}", ""]
     for note in data["notes"]:
         yield from [f"> {md(note)}", ""]
+    for line in text.checkpoint_lines(data):
+        yield from [f"> {md(line)}", ""]
     novel: dict[str, list[Mapping[str, Any]]] = {}
     known: list[Mapping[str, Any]] = []  # lineage only: what folding needs
     skipped = 0

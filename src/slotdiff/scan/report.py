@@ -24,6 +24,7 @@ from .listing import Listed, iso
 from .markdown import REPORTED, headline, iter_markdown, render_markdown
 from .pipelines import expand_pipeline_tags
 from .records import RecordView
+from .stored import DIFFERS, weekly_shares
 from .verdict import NEW, TITLES
 
 FORMAT = "slotdiff-scan-report"
@@ -83,6 +84,8 @@ class _Pass:
     derivatives: list[dict[str, Any]] = field(default_factory=list)  # models whose card names a base
     designs: list[Mapping[str, Any]] = field(default_factory=list)  # records with a new design
     new: bool = False
+    checks: list[tuple[str | None, Mapping[str, Any]]] = field(default_factory=list)  # (date, check)
+    differs: list[dict[str, Any]] = field(default_factory=list)  # counts the checkpoint disagrees with
 
 
 _RANK = {v: i for i, v in enumerate(REPORTED)}
@@ -94,6 +97,11 @@ def _one_pass(records: Iterable[Mapping[str, Any]]) -> _Pass:
     for i, rec in enumerate(records):
         verdict, repo = rec["verdict"], rec["repo_id"]
         out.new = out.new or verdict in NEW
+        check = rec.get("checkpoint")
+        if check:
+            out.checks.append((_date(rec), check))
+            if check.get("status") == DIFFERS:
+                out.differs.append({"repo_id": repo, **{k: v for k, v in check.items() if k != "status"}})
         if verdict not in _RANK:
             continue  # unchanged: only counted
         out.verdicts[repo] = verdict
@@ -155,6 +163,7 @@ def to_dict(result: Any, proposed: Sequence[str] = (), *, stream: bool = False) 
         },
         "counts": result.counts(),
         "new": seen.new,
+        "checkpoints": {"differs": seen.differs, "weeks": weekly_shares(seen.checks)},
         "listing_error": result.listing_error,
         "notes": list(result.notes),
         "retries": {
@@ -217,6 +226,8 @@ def render_terminal(data: Mapping[str, Any], width: int | None = None) -> str:
         console.print(Text(f"listing incomplete: {data['listing_error']}", style="yellow"))
     for note in data["notes"]:
         console.print(Text(note, style="dim"))
+    for line in text.checkpoint_lines(data):
+        console.print(Text(line, style="bold" if line.startswith("counts") else "dim"))
     by_verdict: dict[str, list[Mapping[str, Any]]] = {}
     for m in data["models"]:
         by_verdict.setdefault(m["verdict"], []).append(m)

@@ -134,3 +134,25 @@ def shown_type(m: Mapping[str, Any]) -> str | None:
     """The model_type a report shows: the repo's own (``qwen3_vl_moe``), not the text model it
     wraps (``qwen3_vl_moe_text``)."""
     return m.get("repo_model_type") or m.get("model_type")
+
+
+def checkpoint_lines(data: Mapping[str, Any]) -> list[str]:
+    """The report's checkpoint section, first in every format: each model whose count differs
+    from the stored count the listing gave, then per week the share that match."""
+    ck = data.get("checkpoints") or {}
+    out = []
+    differs = ck.get("differs") or []
+    if differs:
+        shown = "; ".join(
+            f"{d['repo_id']} (stored {d.get('stored_params'):,}, config {d.get('expected_params'):,})"
+            for d in differs[:20]
+        )
+        more = f"; and {len(differs) - 20} more" if len(differs) > 20 else ""
+        out.append(f"counts that differ from the checkpoint ({len(differs)}): {shown}{more}")
+    for w in ck.get("weeks") or []:
+        share = f" ({w['share']:.0%})" if w.get("share") is not None else ""
+        none = f", {w['no_safetensors']} without safetensors" if w.get("no_safetensors") else ""
+        out.append(
+            f"week {w['week']}: {w['match']} of {w['compared']} counts equal the checkpoint's{share}{none}"
+        )
+    return out

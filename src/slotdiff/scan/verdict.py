@@ -44,6 +44,7 @@ from .knowledge import Knowledge, family_details
 from .listing import Listed
 from .sizes import comparable, sizes_of
 from .sizes import size_changes as changes_from
+from .stored import stored_check
 from .unread import config_keys, looks_like_lm, nearest_by_keys, parse_object, unread_keys
 
 VERDICTS = (
@@ -121,6 +122,7 @@ class Record:
     details: Mapping[str, str] | None = None  # facet → this model's fill, in words (new designs)
     unreadable: Mapping[str, Any] | None = None  # a new model_type the schema layer cannot read
     lineage: Mapping[str, Any] | None = None  # lineage.Lineage as a dict (the model card's base)
+    checkpoint: Mapping[str, Any] | None = None  # stored.stored_check: the count against the listing's
 
     @property
     def repo_id(self) -> str:
@@ -295,6 +297,7 @@ def judge(listed: Listed, a: Analysis, know: Knowledge, **facts: Any) -> Record:
         fills=None if fp_id in know.by_id else a.fingerprint.as_dict(),
         figures=a.figures.to_dict() if a.figures else None,
         details=dict(a.details) if fingerprint_new else None,
+        checkpoint=stored_check(listed, a.figures),
         **facts,
     )
 

@@ -53,7 +53,7 @@ def _hits(doc: Any, ck: Any) -> Iterator[Hit]:
     if any(d.missing_layers or d.extra_layers for d in rest):
         path, name = _key(doc, ["n_layers"])
         yield Hit(path, f"{name} is {arch.n_layers} but the checkpoint holds {ck.layers} layers")
-        rest = [d for d in rest if not (d.missing_layers or d.extra_layers)]
+        rest = [d for d in rest if d.slot == "unplaced"]  # the other slots differ by those layers
     experts = arch.get("n_experts") or 0
     if ck.experts and experts and ck.experts != experts:
         path, name = _key(doc, ["n_experts"])

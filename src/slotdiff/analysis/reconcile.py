@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import re
 from collections import Counter, defaultdict
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from functools import cache
 from typing import Any
 
@@ -352,14 +352,14 @@ def _verdict(
     n_layers = arch.n_layers
     want_layers = set(range(n_layers))
     all_layers = set().union(*tally.layers.values()) if tally.layers else set()
-    if all_layers and all_layers != want_layers:  # layers the checkpoint lacks or has beyond the config
+    by_slot = _slot_diffs(params, expected, tally, shapes, excluded)
+    # Layer numbers say which layers differ when the totals do (or when only names are known):
+    # with equal totals, a numbering of their own (sub-layers, weight-tied repeats) is no difference.
+    if all_layers and all_layers != want_layers and (by_slot or not shapes):
         missing, extra = sorted(want_layers - all_layers), sorted(all_layers - want_layers)
-        diffs.append(
-            SlotDifference(
-                "layers", None, None, missing_layers=tuple(missing[:64]), extra_layers=tuple(extra[:64])
-            )
-        )
-    diffs.extend(_slot_diffs(params, expected, tally, shapes, excluded))
+        layers = SlotDifference("layers", None, None, missing_layers=tuple(missing[:64]))
+        diffs.append(replace(layers, extra_layers=tuple(extra[:64])))
+    diffs.extend(by_slot)
     if tally.unplaced:
         diffs.append(SlotDifference("unplaced", 0, None, names=tuple(tally.unplaced[:NAMES_SHOWN])))
     mtp = tally.attributed.get("multi-token prediction modules")

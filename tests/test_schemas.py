@@ -11,6 +11,7 @@ import pytest
 from slotdiff.analysis.analyze import analyze
 from slotdiff.core.resources import data_dir
 from slotdiff.read.source import from_file
+from slotdiff.schema.keymap import known_model_types, transformers_defaults
 
 from conftest import all_corpus
 
@@ -64,3 +65,14 @@ def test_every_corpus_config_reports_valid_json(path: Path) -> None:
     report = analyze(from_file(path))
     data = json.loads(json.dumps(report.to_dict(), allow_nan=False, default=str))
     validate(data, "report.schema.json")
+
+
+def test_train_numerics_names_only_known_families() -> None:
+    """The per-family numerics table validates, and each model_type it lists is one transformers
+    or the key map knows (a typo would silently price that family with the default dtype)."""
+    data = json.loads((SCHEMAS / "train_numerics.json").read_text())
+    jsonschema.Draft202012Validator(schema("train_numerics.schema.json")).validate(data)
+    known = set(transformers_defaults()) | set(known_model_types())
+    listed = [t for key in ("router_fp32", "softmax_in_dtype", "norm_fp32") for t in data[key]["model_types"]]
+    assert listed and not [t for t in listed if t not in known]
+    assert data["python_activation_saves"]["saves"]["gelu_new"] == 4  # x, tanh(.), x/2, 1 + tanh(.)

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, replace
 
+from ..core.resources import load_schema_file
 from ..cost.inventory.tensor import Unsupported
 from ..schema.arch import Architecture, LayerSpec
 from .setup import Dropout
@@ -19,32 +20,20 @@ from .setup import Dropout
 ALWAYS: frozenset[str] = frozenset()
 QKV = frozenset({"q", "k", "v"})
 
-# model_types whose transformers router computes its logits in fp32 (``F.linear(x.float(),
-# w.float())``), so it keeps an fp32 copy of its input: DeepSeek's routers and their descendants.
-ROUTER_FP32_TYPES = frozenset(
-    {
-        "deepseek_v2",
-        "deepseek_v3",
-        "deepseek_v32",
-        "kimi_k2",
-        "glm4_moe",
-        "dots1",
-        "ernie4_5_moe",
-        "kimi_linear",
-    }
+
+def _numerics(name: str) -> frozenset[str]:
+    """The model_types ``schemas/train_numerics.json`` lists under ``name`` (family data, not code)."""
+    return frozenset(load_schema_file("train_numerics.json")[name]["model_types"])
+
+
+# Families whose saved tensors differ in dtype from the default, and the activations that
+# keep more than their input: each entry's reason is in the data file.
+ROUTER_FP32_TYPES = _numerics("router_fp32")
+SOFTMAX_IN_DTYPE_TYPES = _numerics("softmax_in_dtype")
+NORM_FP32_TYPES = _numerics("norm_fp32")
+PYTHON_ACTIVATION_SAVES: dict[str, int] = dict(
+    load_schema_file("train_numerics.json")["python_activation_saves"]["saves"]
 )
-# model_types whose transformers eager attention keeps its softmax in the model dtype; every
-# other family's eager attention (Llama's ``eager_attention_forward``) keeps it in fp32 and
-# casts a copy for the P·V matmul.
-SOFTMAX_IN_DTYPE_TYPES = frozenset({"gpt2"})
-# model_types whose transformers RMSNorm scales by (1 + w) in fp32 and casts at the end, so
-# the normalized tensor its weight's gradient needs is kept in fp32, not the model dtype.
-NORM_FP32_TYPES = frozenset(
-    {"gemma", "gemma2", "gemma3", "gemma3_text", "gemma3n", "gemma3n_text", "gemma4", "gemma4_text"}
-)
-# Activations that transformers writes out in Python: each intermediate is saved. GPT-2's
-# tanh GELU keeps x, tanh(.), x/2 and 1 + tanh(.); native activations keep their input only.
-PYTHON_ACTIVATION_SAVES = {"gelu_new": 4}
 
 SUPPORTED_MIXERS = ("attention", "mla", None)
 

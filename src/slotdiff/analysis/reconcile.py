@@ -25,7 +25,7 @@ from .quantized import COMPANIONS, Unpacked, unpack
 
 MATCH, DIFFERS, UNAVAILABLE = "match", "differs", "unavailable"
 NAMES_SHOWN = 6  # names listed per difference before "and N more"
-_INDEX = re.compile(r"(?<=\.)\d+(?=\.|$)|^\d+(?=\.)")
+_INDEX = re.compile(r"(?<=\.)\d+(?=\.|\Z)|^\d+(?=\.)")
 _EXPERT = re.compile(r"(?:^|\.)experts\.(\d+)\.")
 
 

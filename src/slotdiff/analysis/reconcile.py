@@ -78,11 +78,13 @@ class Checkpoint:
         if self.status == MATCH and self.stored_params is None:
             return "the checkpoint's tensor names (an index JSON: no shapes) match the slots and layers"
         if self.status == MATCH:
-            return f"the checkpoint's {self.stored_params:,} stored parameters match, slot by slot"
+            return f"the checkpoint's {self.stored_params:,} stored parameters match, every tensor placed"
         d = self.differences[0]
         more = f" (and {len(self.differences) - 1} more differences)" if len(self.differences) > 1 else ""
         if d.slot == "layers":
             what = f"holds {self.layers} layers where the config describes {self.expected_layers}"
+            if self.stored_params is not None and self.expected_params is not None:
+                what += f" ({self.stored_params - self.expected_params:+,} parameters)"
         elif d.slot == "unplaced":
             what = f"stores tensors this family's naming data does not hold, e.g. {d.names[0]}"
         elif d.expected_params is not None and d.stored_params is not None:

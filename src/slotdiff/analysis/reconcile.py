@@ -4,8 +4,8 @@ Each stored tensor name (numeric path components written ``N``) is placed in a s
 family's naming data, ``schemas/checkpoint_names.json`` (generated from transformers' own
 ``state_dict`` names); what the naming data does not hold is attributed by
 ``schemas/checkpoint_formats.json`` (buffers, MTP modules) or reported as unplaced, never
-guessed. Per slot the stored parameters are compared with the cost pass's, and per layer
-which layers the checkpoint holds.
+guessed. Every tensor placed and the stored total equal to the cost pass's is a match; when
+the totals differ, the slots and the layer numbers say where.
 """
 
 from __future__ import annotations

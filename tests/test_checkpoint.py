@@ -209,3 +209,16 @@ def test_lint_names_the_key_that_disagrees(tmp_path: Path, edit: dict, key: str,
     assert run.exit_code == 1
     path.write_text(json.dumps(config, indent=2))
     assert not [d for d in engine.lint([str(path)], Policy(root=tmp_path)).diagnostics if d.code == "SD117"]
+
+
+def test_match_keeps_reasons_about_keys_weights_do_not_show(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A key slotdiff does not read may change KV or FLOPs, which no checkpoint shows: the
+    match upgrades the count's trust and keeps that reason."""
+    folder = _folder(tmp_path, LLAMA3, edit={"attn_temperature_floor": 8192})
+    cov = _json(capsys, str(folder))["coverage"]
+    assert cov["status"] == "verified by the checkpoint"
+    assert cov["reasons"] == [
+        "keys slotdiff did not read, which may change the structure: attn_temperature_floor"
+    ]

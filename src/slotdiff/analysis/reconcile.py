@@ -4,15 +4,15 @@ Each stored tensor name (numeric path components written ``N``) is placed in a s
 family's naming data, ``schemas/checkpoint_names.json`` (generated from transformers' own
 ``state_dict`` names); what the naming data does not hold is attributed by
 ``schemas/checkpoint_formats.json`` (buffers, MTP modules) or reported as unplaced, never
-guessed. Per slot the stored parameters are compared with the cost pass's, and per layer
-which layers the checkpoint holds.
+guessed. Every tensor placed and the stored total equal to the cost pass's is a match; when
+the totals differ, the slots and the layer numbers say where.
 """
 
 from __future__ import annotations
 
 import re
 from collections import Counter, defaultdict
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from functools import cache
 from typing import Any
 
@@ -78,11 +78,13 @@ class Checkpoint:
         if self.status == MATCH and self.stored_params is None:
             return "the checkpoint's tensor names (an index JSON: no shapes) match the slots and layers"
         if self.status == MATCH:
-            return f"the checkpoint's {self.stored_params:,} stored parameters match, slot by slot"
+            return f"the checkpoint's {self.stored_params:,} stored parameters match, every tensor placed"
         d = self.differences[0]
         more = f" (and {len(self.differences) - 1} more differences)" if len(self.differences) > 1 else ""
         if d.slot == "layers":
             what = f"holds {self.layers} layers where the config describes {self.expected_layers}"
+            if self.stored_params is not None and self.expected_params is not None:
+                what += f" ({self.stored_params - self.expected_params:+,} parameters)"
         elif d.slot == "unplaced":
             what = f"stores tensors this family's naming data does not hold, e.g. {d.names[0]}"
         elif d.expected_params is not None and d.stored_params is not None:
@@ -352,14 +354,14 @@ def _verdict(
     n_layers = arch.n_layers
     want_layers = set(range(n_layers))
     all_layers = set().union(*tally.layers.values()) if tally.layers else set()
-    if all_layers and all_layers != want_layers:  # layers the checkpoint lacks or has beyond the config
+    by_slot = _slot_diffs(params, expected, tally, shapes, excluded)
+    # Layer numbers say which layers differ when the totals do (or when only names are known):
+    # with equal totals, a numbering of their own (sub-layers, weight-tied repeats) is no difference.
+    if all_layers and all_layers != want_layers and (by_slot or not shapes):
         missing, extra = sorted(want_layers - all_layers), sorted(all_layers - want_layers)
-        diffs.append(
-            SlotDifference(
-                "layers", None, None, missing_layers=tuple(missing[:64]), extra_layers=tuple(extra[:64])
-            )
-        )
-    diffs.extend(_slot_diffs(params, expected, tally, shapes, excluded))
+        layers = SlotDifference("layers", None, None, missing_layers=tuple(missing[:64]))
+        diffs.append(replace(layers, extra_layers=tuple(extra[:64])))
+    diffs.extend(by_slot)
     if tally.unplaced:
         diffs.append(SlotDifference("unplaced", 0, None, names=tuple(tally.unplaced[:NAMES_SHOWN])))
     mtp = tally.attributed.get("multi-token prediction modules")

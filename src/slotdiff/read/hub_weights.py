@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import Any
 
 from ..core.files import atomic_write_text, safe_name
+from ..core.jsonout import dumps
 from .checkpoint import (
     INDEX_FILE,
     MAX_INDEX_BYTES,
@@ -93,7 +94,7 @@ def _to_cache(path: Path, index: StoredIndex) -> None:
     }
     try:
         path.parent.mkdir(parents=True, exist_ok=True)
-        atomic_write_text(path, json.dumps(doc, separators=(",", ":")))
+        atomic_write_text(path, dumps(doc, indent=None))
     except OSError:
         pass  # a cache that cannot be written is read again next time
 

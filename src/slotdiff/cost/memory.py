@@ -106,8 +106,10 @@ def _inventory(arch: Architecture) -> Inventory:
     if hit is not None and hit[0] is arch:
         return hit[1]
     zero_arch = with_layers(arch, ())
-    per_run = tuple(tensors(with_layers(arch, (evolve(spec, index=0),))) for spec, _ in arch.layer_runs)
-    out = (tensors(zero_arch), per_run, tensors(arch))
+    per_run = tuple(
+        tensors(with_layers(arch, (evolve(spec, index=0),)), keep=False) for spec, _ in arch.layer_runs
+    )
+    out = (tensors(zero_arch, keep=False), per_run, tensors(arch))
     if len(_INVENTORIES) >= _KEEP:
         _INVENTORIES.clear()  # (a whole-cache drop: safe while another thread reads or adds)
     _INVENTORIES[id(arch)] = (arch, out)

@@ -140,6 +140,12 @@ class Deployment:
             self.plan, self.device, self.gpus, batch, context, layout=self.layout, search=search
         )
 
+    def seed(self, context: int, flops: FlopsCost, kv: KVCost) -> None:
+        """Remember ``flops_cost`` and ``kv_cost`` of this model at ``context`` (computed by
+        the caller with this deployment's arch, params and KV dtype)."""
+        self._flops.setdefault(context, flops)
+        self._kv.setdefault(context, kv)
+
     def flops(self, context: int) -> FlopsCost:
         if context not in self._flops:
             self._flops[context] = flops_cost(self.arch, self.params, context)

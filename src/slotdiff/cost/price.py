@@ -117,6 +117,7 @@ def cost_of(arch: Architecture, workload: Workload | None = None, *, searches: b
     )
     peak, bw = prec.peak * wl.mfu, device.bandwidth * wl.mbu
     dep = Deployment(arch, params, weights, wl, wl.parallel)
+    dep.seed(wl.context, flops, kv)  # the step model reads the same figures: not computed twice
     decode = decode_cost(dep, wl.batch, wl.context, searches)
     prefill = prefill_cost(arch, weights, kv, flops, device, peak, bw)
     notes = [*ASSUMPTIONS, prec.note(), wl.efficiency_note, *weights.notes, *layout_notes(dep)]

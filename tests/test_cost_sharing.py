@@ -49,3 +49,17 @@ def test_a_counterfactual_priced_alone_equals_it_priced_in_the_pass() -> None:
     assert by["attention.kv"].deltas["decode_step_ms"] == this.decode.step_ms - other.decode.step_ms
     # Qwen3-30B-A3B: 48 layers × 2 (K, V) × 128 head_dim × (32 − 4) KV heads × 2 bytes (bf16)
     assert by["attention.kv"].deltas["kv_bytes_per_token"] == -(48 * 2 * 128 * 28 * 2)
+
+
+def test_a_scan_prices_without_the_bounds_and_gets_the_same_figures() -> None:
+    from slotdiff.analysis.analyze import analyze
+    from slotdiff.scan.figures import figures_of
+
+    for repo in ("Qwen/Qwen3-30B-A3B", "openai-community/gpt2", "deepseek-ai/DeepSeek-V3"):
+        model = load(raw(repo))
+        lean = analyze(model, counterfactuals=False, classification=False, weights=False, bounds=False)
+        full = analyze(model, counterfactuals=False, classification=False, weights=False)
+        assert lean.cost is not None and full.cost is not None
+        assert lean.cost.decode.compute_bound_batch is None and lean.cost.decode_bound is None
+        assert figures_of(lean) == figures_of(full)
+        assert lean.cost.decode.step_ms == full.cost.decode.step_ms

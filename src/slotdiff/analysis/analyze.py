@@ -133,6 +133,7 @@ def analyze(
     counterfactuals: bool = True,
     classification: bool = True,
     weights: bool = True,
+    bounds: bool = True,
 ) -> Report:
     """Analyze one model: slots vs GPT-2 and Llama-3-8B (and ``against``), class, and cost.
 
@@ -142,6 +143,8 @@ def analyze(
     leaves out the family match (a scan matches against its own knowledge): what a scan needs,
     the same figures at a fraction of the work. ``source`` may be a :class:`Model` already loaded.
     ``weights=False`` leaves the checkpoint beside the config unread (``--no-weights``).
+    ``bounds=False`` leaves out the decode step's compute-bound batch searches and its
+    at-peak bound (a scan reads neither).
     """
     model = source if isinstance(source, Model) else load(source, revision)
     other = against if isinstance(against, Model) or against is None else load(against)
@@ -149,7 +152,7 @@ def analyze(
     cost_report, changes = None, ()
     if cost and not counterfactuals:
         try:
-            cost_report = cost_of(model.arch, workload)
+            cost_report = cost_of(model.arch, workload, bounds=bounds)
         except SlotdiffError as err:
             changes = (Change("*", "02", "", "", None, {}, note=err.reason),)
     elif cost:

@@ -14,7 +14,7 @@ from functools import cache
 from typing import Any
 
 from ..core.resources import load_schema_file
-from ..schema.arch import Architecture, LayerSpec, Value, evolve
+from ..schema.arch import Architecture, LayerSpec, Value, evolve, with_layers
 from ..slots.fill import Fill
 
 
@@ -28,13 +28,8 @@ def with_fields(
     arch: Architecture, layers: tuple[LayerSpec, ...] | None = None, **fields: Any
 ) -> Architecture:
     """A copy of ``arch`` with some canonical fields (and optionally layers) replaced."""
-    new = dict(arch.fields)
-    for name, value in fields.items():
-        new[name] = Value(value, "derived", (), "counterfactual")
-    out = replace(arch, fields=new, layers=layers if layers is not None else arch.layers)
-    if layers is None and "layer_runs" in arch.__dict__:  # same layers, same runs (cached_property)
-        out.__dict__["layer_runs"] = arch.__dict__["layer_runs"]
-    return out
+    new = {name: Value(value, "derived", (), "counterfactual") for name, value in fields.items()}
+    return with_layers(arch, arch.layers if layers is None else layers, **new)
 
 
 def _kv(arch: Architecture, base: Fill) -> Architecture | None:

@@ -16,7 +16,7 @@ from dataclasses import dataclass, field, replace
 from functools import cached_property
 
 from ..core.errors import UsageError
-from ..schema.arch import Architecture
+from ..schema.arch import Architecture, with_layers
 from .compute import Precision, compute_precision, explicit_precision
 from .feasibility import RESERVE_FRACTION, Feasibility, feasibility
 from .flops import FlopsCost, attention_flops, flops_cost
@@ -140,6 +140,12 @@ class Deployment:
             self.plan, self.device, self.gpus, batch, context, layout=self.layout, search=search
         )
 
+    def seed(self, context: int, flops: FlopsCost, kv: KVCost) -> None:
+        """Remember ``flops_cost`` and ``kv_cost`` of this model at ``context`` (computed by
+        the caller with this deployment's arch, params and KV dtype)."""
+        self._flops.setdefault(context, flops)
+        self._kv.setdefault(context, kv)
+
     def flops(self, context: int) -> FlopsCost:
         if context not in self._flops:
             self._flops[context] = flops_cost(self.arch, self.params, context)
@@ -202,8 +208,10 @@ class Deployment:
         reads = self.read_plan.stages(one_rank, context)
         flops = self.flops_plan.stages(one_rank, 1)
         for size, (w, e, kv_s, st), (fw, fe, _, _) in zip(sizes, reads, flops, strict=True):
-            layers = self.arch.layers[start : start + size]
+            whole = size == len(self.arch.layers)  # one stage: the model itself
+            layers = self.arch.layers if whole else self.arch.layers[start : start + size]
             start += size
+            part = self.arch if whole else with_layers(self.arch, layers)
             experts_split = lay.dp if lay.ep else 1  # EP spreads the experts over TP × DP
             out.append(
                 StageCost(
@@ -215,7 +223,7 @@ class Deployment:
                     state_bytes=st,
                     dense_flops=fw * self._flops_scale,
                     expert_flops=fe / experts_split * self._routed_share * self._flops_scale,
-                    attention_flops=attention_flops(replace(self.arch, layers=layers), context) / lay.tp,
+                    attention_flops=attention_flops(part, context) / lay.tp,
                 )
             )
         self._stages[context] = tuple(out)

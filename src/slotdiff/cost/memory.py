@@ -14,7 +14,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass, fields, replace
 from functools import cached_property
 
-from ..schema.arch import Architecture, LayerSpec, evolve
+from ..schema.arch import Architecture, LayerSpec, evolve, with_layers
 from ..schema.precision import WeightFormat, storage_bits
 from .inventory.decoder import tensors
 from .inventory.mtp import mtp_tensors
@@ -105,11 +105,11 @@ def _inventory(arch: Architecture) -> Inventory:
     hit = _INVENTORIES.get(id(arch))
     if hit is not None and hit[0] is arch:
         return hit[1]
-    zero_arch = replace(arch, layers=())
+    zero_arch = with_layers(arch, ())
     per_run = tuple(
-        tensors(replace(zero_arch, layers=(evolve(spec, index=0),))) for spec, _ in arch.layer_runs
+        tensors(with_layers(arch, (evolve(spec, index=0),)), keep=False) for spec, _ in arch.layer_runs
     )
-    out = (tensors(zero_arch), per_run, tensors(arch))
+    out = (tensors(zero_arch, keep=False), per_run, tensors(arch))
     if len(_INVENTORIES) >= _KEEP:
         _INVENTORIES.clear()  # (a whole-cache drop: safe while another thread reads or adds)
     _INVENTORIES[id(arch)] = (arch, out)

@@ -97,11 +97,15 @@ ASSUMPTIONS = (
 )
 
 
-def cost_of(arch: Architecture, workload: Workload | None = None, *, searches: bool = True) -> CostReport:
+def cost_of(
+    arch: Architecture, workload: Workload | None = None, *, searches: bool = True, bounds: bool = True
+) -> CostReport:
     """Price ``arch`` under ``workload`` (default: H100 SXM, batch 1, context 8192, bf16 KV).
 
     ``searches=False`` skips the compute-bound batch searches (``decode.compute_bound_*``
     are None): what ``price`` does for counterfactuals, whose deltas do not use them.
+    ``bounds=False`` skips only those searches and the at-peak decode bound, keeping the
+    fit search: what a scan's figures read.
     """
     wl = workload or Workload()
     mtp = mtp_tensors(arch)
@@ -117,7 +121,8 @@ def cost_of(arch: Architecture, workload: Workload | None = None, *, searches: b
     )
     peak, bw = prec.peak * wl.mfu, device.bandwidth * wl.mbu
     dep = Deployment(arch, params, weights, wl, wl.parallel)
-    decode = decode_cost(dep, wl.batch, wl.context, searches)
+    dep.seed(wl.context, flops, kv)  # the step model reads the same figures: not computed twice
+    decode = decode_cost(dep, wl.batch, wl.context, searches and bounds)
     prefill = prefill_cost(arch, weights, kv, flops, device, peak, bw)
     notes = [*ASSUMPTIONS, prec.note(), wl.efficiency_note, *weights.notes, *layout_notes(dep)]
     fit = None
@@ -150,7 +155,7 @@ def cost_of(arch: Architecture, workload: Workload | None = None, *, searches: b
         )
     head = active_headline(arch, params) if searches else None
     bound = None
-    if searches and not wl.bound:  # the lower bound beside the estimate, and their ratio
+    if searches and bounds and not wl.bound:  # the lower bound beside the estimate, and their ratio
         at_peak = replace(wl, mfu=1.0, mbu=1.0, efficiency=None)
         bound = decode_cost(dep.at_peak(at_peak), wl.batch, wl.context, False)
     return CostReport(wl, params, weights, kv, flops, decode, prefill, tuple(notes), prec, fit, head, bound)

@@ -195,7 +195,8 @@ def analyze_config(data: bytes, name: str) -> Analysis:
     fp = fingerprint(fills)
     keys = tuple(dict.fromkeys(k.rsplit(".", 1)[-1] for k in model.arch.unknown_keys))
     try:
-        figs = figures_of(analyze(model, counterfactuals=False, classification=False, weights=False))
+        report = analyze(model, counterfactuals=False, classification=False, weights=False, bounds=False)
+        figs = figures_of(report)
     except Exception as err:  # the design is still news when the cost pass fails on it
         figs = Figures(note=f"not priced: {type(err).__name__}: {' '.join(str(err).split())[:200]}")
     details = {f.id: f.detail for f in fills if in_fingerprint(f.id)}

@@ -213,6 +213,33 @@ class Architecture:
         return tuple((first[key], n) for key, n in counts.items())
 
 
+_ARCH_FIELDS = frozenset(f.name for f in fields(Architecture))
+
+
+def with_layers(arch: Architecture, layers: tuple[LayerSpec, ...], **fields: Value) -> Architecture:
+    """``replace(arch, layers=layers)`` with some canonical ``fields`` set, without rerunning
+    ``__post_init__``: the cost pass makes one per memory plan, stage and counterfactual.
+
+    The copy shares ``arch``'s read-only field mapping when no field changes, else a new one
+    with only the changed values re-read; ``layer_runs`` is kept when ``layers`` is the same
+    tuple (the same object), recomputed otherwise.
+    """
+    new = object.__new__(Architecture)
+    state = new.__dict__
+    state.update(arch.__dict__)
+    state["layers"] = layers
+    if layers is not arch.layers:
+        state.pop("layer_runs", None)
+    if fields:
+        merged = dict(arch.fields)
+        merged.update(fields)
+        values = dict(arch.__dict__["_values"])
+        values.update((k, v.value) for k, v in fields.items())
+        state["fields"] = MappingProxyType(merged)
+        state["_values"] = values
+    return new
+
+
 @dataclass(frozen=True)
 class Evidence:
     """Config keys that decided a fill, with their values as read."""

@@ -40,6 +40,7 @@ def key_facets() -> Mapping[str, str]:
     return {k: v for k, v in data.items() if not k.startswith("_")}
 
 
+@cache  # the data files do not change in a run; every config of a family asks the same
 def field_facet(name: str, model_type: str = "") -> str | None:
     """The facet whose evidence shows canonical field ``name``'s keys (None: none known)."""
     own = _field_facets().get(name)
@@ -82,11 +83,17 @@ def key_owners(arch: Architecture) -> dict[str, str]:
             for key in val.keys:
                 out.setdefault(top_key(arch, key), facet)
     prefix = ".".join(arch.text_path) + "." if arch.text_path else ""
-    for alias, name in _alias_fields(family).items():
-        facet = field_facet(name, family)
-        if facet:
-            out.setdefault(prefix + alias, facet)
+    for alias, facet in _alias_facets(family):
+        out.setdefault(prefix + alias, facet)
     return out
+
+
+@cache
+def _alias_facets(model_type: str) -> tuple[tuple[str, str], ...]:
+    """(top-level alias, facet) for every alias of a field some facet shows, in
+    :func:`_alias_fields`' order."""
+    pairs = ((alias, field_facet(name, model_type)) for alias, name in _alias_fields(model_type).items())
+    return tuple((alias, facet) for alias, facet in pairs if facet)
 
 
 @cache

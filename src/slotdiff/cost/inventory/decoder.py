@@ -219,8 +219,12 @@ _BUILT: dict[int, tuple[Architecture, tuple[Tensor, ...]]] = {}
 _KEEP = 16
 
 
-def tensors(arch: Architecture) -> tuple[Tensor, ...]:
-    """Every parameter tensor of the model transformers would build from this config."""
+def tensors(arch: Architecture, keep: bool = True) -> tuple[Tensor, ...]:
+    """Every parameter tensor of the model transformers would build from this config
+    (``keep=False``: not remembered, for a throwaway one-layer copy that would only push the
+    models themselves out of the cache)."""
+    if not keep:
+        return _build(arch)
     hit = _BUILT.get(id(arch))
     if hit is not None and hit[0] is arch:
         return hit[1]

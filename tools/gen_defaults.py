@@ -147,6 +147,17 @@ def sub_overrides(config: Any, name: str, wanted: set[str]) -> tuple[str | None,
 _NONE = object()
 
 
+def tie_from_text(cls: type) -> bool:
+    """Whether a composite class without a top-level tie_word_embeddings takes its text
+    config's (LLaVA), rather than its own default (InternVL ties regardless)."""
+    try:
+        tied = cls(text_config={"tie_word_embeddings": True}).tie_word_embeddings
+        untied = cls(text_config={"tie_word_embeddings": False}).tie_word_embeddings
+    except Exception:
+        return False
+    return tied is True and untied is False
+
+
 def main() -> int:
     import dataclasses
 
@@ -192,6 +203,8 @@ def main() -> int:
         absent = text_absent(cls)
         if absent is not None:
             entry["_text_absent"] = absent
+            if tie_from_text(cls):
+                entry["_tie_from_text"] = True
             _, overrides = sub_overrides(config, "text_config", keys)
             if overrides:
                 entry["_text_overrides"] = overrides

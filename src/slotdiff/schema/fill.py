@@ -12,7 +12,7 @@ from dataclasses import replace
 from typing import Any
 
 from ..read.source import RawConfig
-from .keymap import known_keys, structure_free_keys, transformers_defaults
+from .keymap import known_keys, model_type_spec, structure_free_keys, transformers_defaults
 
 #: The keys every composite config class of transformers keeps its text and vision configs under.
 TEXT_KEY, VISION_KEY = "text_config", "vision_config"
@@ -71,3 +71,22 @@ def ignored_flat_keys(raw: RawConfig, filled: RawConfig, read_top: set[str]) -> 
     text_type = str(filled.data[TEXT_KEY].get("model_type") or "")
     shaping = known_keys(family_ignored=False) - structure_free_keys(text_type)
     return tuple(k for k in raw.data if k in shaping and k not in read_top and k != TEXT_KEY)
+
+
+def flat_text_type(model_type: str) -> str | None:
+    """The text config's model_type of a composite class that builds it from flat keys when
+    there is no ``text_config`` (Qwen2-VL), else None."""
+    entry = _entry(model_type)
+    return entry.get("_text_model_type") if entry.get("_text_absent") == "flat" else None
+
+
+def class_defaults(model_type: str, defaults_from: str) -> dict[str, Any]:
+    """transformers' dataclass defaults, then the model_type file's own ``defaults``; under them,
+    for a composite class that builds its text config from flat keys, the text config class's
+    defaults (with the values the composite sets on it)."""
+    spec = model_type_spec(model_type) or {}
+    entry = _entry(defaults_from)
+    text: dict[str, Any] = {}
+    if flat_text_type(defaults_from):
+        text = {**_entry(entry["_text_model_type"]), **entry.get("_text_overrides", {})}
+    return {**text, **entry, **spec.get("defaults", {})}

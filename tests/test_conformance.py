@@ -123,7 +123,8 @@ def test_coverage_md_is_current(reference: dict[str, Any], results: list[Any]) -
     excluded = conformance.read_json(conformance.EXCLUDED)
     published = conformance._published_tool()
     section = published.section(published.current(), published.read_known())
-    want = conformance.render(reference, excluded, results, section)
+    shapes = conformance._forms_tool().section(conformance._forms_tool().read(), published.current())
+    want = conformance.render(reference, excluded, results, [*section, *shapes])
     assert conformance.COVERAGE.read_text(encoding="utf-8") == want, HOW
 
 

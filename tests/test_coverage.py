@@ -25,6 +25,10 @@ LLAVA = json.loads(raw("llava-hf/llava-1.5-7b-hf").read_text())
 LLAMA = json.loads(raw("meta-llama/Llama-3.2-1B").read_text())
 
 
+#: A type exact on its registry rows and on every published shape (tools/forms.py).
+EXACT = {"status": "exact", "forms": {"minimal": "exact", "dropped": "exact", "lists": "exact"}}
+
+
 def _with_table(monkeypatch: pytest.MonkeyPatch, rows: dict[str, Any]) -> None:
     table = {"transformers_version": "5.24.0", "model_types": rows}
     monkeypatch.setattr(coverage_mod, "_table", lambda: table)
@@ -64,7 +68,7 @@ def test_an_audio_tower_is_named_as_excluded_not_silently_dropped() -> None:
 
 
 def test_keys_that_may_change_the_structure_are_named(monkeypatch: pytest.MonkeyPatch) -> None:
-    _with_table(monkeypatch, {"llama": {"status": "exact"}})
+    _with_table(monkeypatch, {"llama": EXACT})
     cfg = {**LLAMA, "o_groups": 8, "hc_mult": 4, "initializer_range": 0.02}
     arch = load(cfg).arch
     assert set(arch.unread_keys) == {"o_groups", "hc_mult"}  # initializer_range carries no structure
@@ -76,7 +80,7 @@ def test_keys_that_may_change_the_structure_are_named(monkeypatch: pytest.Monkey
 
 
 def test_a_checked_family_with_every_key_read_is_verified(monkeypatch: pytest.MonkeyPatch) -> None:
-    _with_table(monkeypatch, {"llama": {"status": "exact"}})
+    _with_table(monkeypatch, {"llama": EXACT})
     assert load(LLAMA).arch.unread_keys == ()
     assert slotdiff.analyze(LLAMA).to_dict()["coverage"] == {"status": "verified", "reasons": []}
 
@@ -110,3 +114,17 @@ def test_a_key_read_only_by_one_alias_leaves_the_other_unread() -> None:
     cfg = json.loads(raw("google/gemma-2-2b").read_text())
     assert load(cfg).arch.unread_keys == ()
     assert load(cfg).arch.get("activation") == cfg["hidden_activation"]
+
+
+def test_a_family_exact_only_as_transformers_serializes_it_is_unverified(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """verified needs the published shapes too: a type whose minimal form is wrong, or whose
+    shapes were never checked, is not vouched for (issue 25, point 3)."""
+    wrong = {**EXACT, "forms": {**EXACT["forms"], "minimal": "3 of 7 exact"}}
+    _with_table(monkeypatch, {"llama": wrong})
+    (reason,) = slotdiff.analyze(LLAMA).to_dict()["coverage"]["reasons"]
+    assert "differs from transformers in the shapes published files take (minimal: 3 of 7 exact" in reason
+    _with_table(monkeypatch, {"llama": {"status": "exact"}})
+    (reason,) = slotdiff.analyze(LLAMA).to_dict()["coverage"]["reasons"]
+    assert "not checked against transformers in the shapes published files take" in reason

@@ -3,7 +3,12 @@
 A published config may omit keys (LLaVA's text_config gives only a handful); transformers
 then uses its config class's defaults. This script records those defaults for the keys
 slotdiff reads, so slotdiff can use them without importing transformers. Run it (with
-transformers installed) after upgrading transformers or adding aliases to the key map:
+transformers installed) after upgrading transformers or adding aliases to the key map.
+
+Besides each class's field defaults it records, per composite class, what the class does when
+the file has no ``text_config`` (``_text_absent``: "defaults" — the text sub-config takes its
+own class's defaults and flat text keys are ignored — or "flat" — they build it), and the
+text sub-config's model_type (``_text_model_type``):
 
     python tools/gen_defaults.py > schemas/defaults.json
 """
@@ -64,6 +69,12 @@ def vision_keys() -> dict[str, set[str]]:
     return out
 
 
+def vision_field_keys() -> set[str]:
+    """Vision-config keys the key map's generic ``vision_fields`` read."""
+    keymap = json.loads((ROOT / "schemas" / "keymap.json").read_text())
+    return {a.split(".")[0] for spec in keymap.get("vision_fields", {}).values() for a in spec["aliases"]}
+
+
 def clean(value: Any) -> Any:
     """JSON-safe copy (inf/nan become strings transformers-style; tuples become lists)."""
     if isinstance(value, float) and not math.isfinite(value):
@@ -99,6 +110,57 @@ def class_defaults(cls: type, config: Any) -> dict[str, Any]:
     return out
 
 
+def text_absent(cls: type) -> str | None:
+    """What a composite config class does with flat keys when ``text_config`` is absent.
+
+    "flat": it builds the text sub-config from them (Qwen2-VL); "defaults": it ignores them
+    and the text sub-config takes its class's defaults (LLaVA, Step-3.7); None: not a
+    composite with a ``text_config``, or the probe cannot tell.
+    """
+    if "text_config" not in (getattr(cls, "sub_configs", None) or {}):
+        return None
+    try:
+        text = cls(num_hidden_layers=7, vocab_size=1237).text_config
+    except Exception:
+        return None
+    if text is None:
+        return None
+    got = (getattr(text, "num_hidden_layers", None), getattr(text, "vocab_size", None))
+    return "flat" if got == (7, 1237) else "defaults"
+
+
+def sub_overrides(config: Any, name: str, wanted: set[str]) -> tuple[str | None, dict[str, Any]]:
+    """(model_type, overrides) of the sub-config ``name`` a composite class builds by default:
+    the values (among ``wanted`` keys) where it differs from that model_type's own class
+    defaults (LLaVA's CLIP tower is 336 px, 24 layers, not CLIPVisionConfig's 224 px, 12)."""
+    from transformers import CONFIG_MAPPING
+
+    sub = getattr(config, name, None)
+    model_type = getattr(sub, "model_type", None)
+    if sub is None or not model_type or model_type not in CONFIG_MAPPING:
+        return None, {}
+    try:
+        base = CONFIG_MAPPING[model_type]().to_dict()
+    except Exception:
+        return None, {}
+    mine = sub.to_dict()
+    return model_type, {k: clean(v) for k, v in mine.items() if k in wanted and base.get(k, _NONE) != v}
+
+
+_NONE = object()
+
+
+def tie_from_text(cls: type) -> bool:
+    """Whether a composite class without a top-level tie_word_embeddings takes its text
+    config's (LLaVA), rather than its own default (InternVL ties regardless)."""
+    try:
+        tied = cls(text_config={"tie_word_embeddings": True}).tie_word_embeddings
+        untied = cls(text_config={"tie_word_embeddings": False}).tie_word_embeddings
+    except Exception:
+        return False
+    return tied is True and untied is False
+
+
 def main() -> int:
     import dataclasses
 
@@ -107,6 +169,7 @@ def main() -> int:
 
     keys = read_keys()
     extra = vision_keys()
+    all_vision = set().union(*extra.values()) | vision_field_keys()
     base_fields = {f.name for f in dataclasses.fields(PreTrainedConfig)}
     out: dict[str, Any] = {
         "_about": "transformers config-class defaults for the keys slotdiff reads; generated "
@@ -140,6 +203,19 @@ def main() -> int:
             entry["_text_model_type"] = text.model_type
         elif "text_config" in sub and hasattr(sub["text_config"], "model_type"):
             entry["_text_model_type"] = sub["text_config"].model_type
+        absent = text_absent(cls)
+        if absent is not None:
+            entry["_text_absent"] = absent
+            if tie_from_text(cls):
+                entry["_tie_from_text"] = True
+            _, overrides = sub_overrides(config, "text_config", keys)
+            if overrides:
+                entry["_text_overrides"] = overrides
+        if "vision_config" in (getattr(cls, "sub_configs", None) or {}):
+            vision_type, overrides = sub_overrides(config, "vision_config", all_vision)
+            if vision_type:
+                entry["_vision_model_type"] = vision_type
+                entry["_vision_overrides"] = overrides
         if entry:
             out[model_type] = entry
     json.dump(out, sys.stdout, indent=1, sort_keys=True)

@@ -1,5 +1,6 @@
 """How sure an answer is: ``verified`` only when transformers' own classes agree with slotdiff
-on this model_type and its towers (the conformance table, ``schemas/coverage.json``), and every
+on this model_type and its towers (the conformance table, ``schemas/coverage.json``) in the
+shapes published files take (minimal, one key dropped, per-layer lists: ``forms``), and every
 config key was read or is known to carry no structure; ``unverified`` with the reasons otherwise.
 
 The conformance table is written by ``tools/conformance.py report`` from transformers'
@@ -81,6 +82,29 @@ def model_type_reason(model_type: str, donor: str | None = None) -> str | None:
         why = row.get("why") or row.get("status", "")
         return (
             f"model_type {model_type!r} differs from transformers {version} in the conformance table: {why}"
+        )
+    return _forms_reason(model_type, row.get("forms"))
+
+
+#: The published shapes a type must be exact on to be vouched for (tools/forms.py's families).
+FORMS_NEEDED = ("minimal", "dropped")
+
+
+def _forms_reason(model_type: str, forms: dict[str, str] | None) -> str | None:
+    """Why the type's published shapes do not vouch for it: a form family not checked (minimal,
+    one key dropped) or any family (per-layer lists too) not exact; None when they do."""
+    forms = forms or {}
+    unchecked = [f for f in FORMS_NEEDED if f not in forms]
+    if unchecked:
+        return (
+            f"model_type {model_type!r} is not checked against transformers in the shapes published "
+            f"files take ({', '.join(unchecked)} form)"
+        )
+    bad = [f"{family}: {status}" for family, status in forms.items() if status != "exact"]
+    if bad:
+        return (
+            f"model_type {model_type!r} differs from transformers in the shapes published files take "
+            f"({'; '.join(bad)}; docs/COVERAGE.md)"
         )
     return None
 

@@ -13,6 +13,7 @@ from ..read.source import (
     custom_code_text,
 )
 from .arch import Architecture
+from .fill import fill, ignored_flat_keys
 from .keymap import model_type_spec
 from .layers import counted_layers, layout
 from .relations import check_relations
@@ -56,8 +57,10 @@ def _read_keys(res: Resolver) -> tuple[tuple[str, object], ...]:
 
 def build(raw: RawConfig, donor: str | None = None) -> Architecture:
     """Read ``raw`` into an Architecture (dims, per-layer specs, provenance); a model_type
-    slotdiff does not know is read with ``donor``'s facts, each marked as assumed."""
+    slotdiff does not know is read with ``donor``'s facts, each marked as assumed. An absent
+    text sub-config takes its class's defaults first (``fill``), as transformers does."""
 
+    given, raw = raw, fill(raw)
     res = resolve_all(raw, donor)
     for required in ("d_model", "n_layers", "vocab"):
         if not res.values[required].known or res.values[required].value is None:
@@ -70,6 +73,12 @@ def build(raw: RawConfig, donor: str | None = None) -> Architecture:
     check_relations(res)
     layers = layout(res)
     notes = list(res.notes)
+    ignored = ignored_flat_keys(given, raw, res.read_top)
+    if ignored:
+        notes.append(
+            f"no text_config: transformers builds the text model from {res.model_type}'s defaults "
+            f"and ignores the top-level {', '.join(ignored[:6])}{' ...' if len(ignored) > 6 else ''}"
+        )
     scopes = [("auto_map", raw.data)] + ([(res.cite("auto_map"), res.text)] if raw.text_path else [])
     for at, node in scopes:
         refs = custom_code(node)
@@ -97,7 +106,7 @@ def build(raw: RawConfig, donor: str | None = None) -> Architecture:
         text_path=raw.text_path,
         vision=read_vision(raw),
         unknown_keys=res.unknown_keys(),
-        unread_keys=res.unread_keys(_SUBCONFIG_KEYS),
+        unread_keys=res.unread_keys(_SUBCONFIG_KEYS) + ignored,
         read_keys=_read_keys(res),
         config_model_type=str(raw.data.get("model_type") or "") or None,
         audio=_audio(raw),

@@ -95,11 +95,15 @@ def _layer_map(res: Resolver, layers: list[LayerSpec], args: dict[str, Any]) -> 
     in place of an interval (MiniMax-M3's ``moe_layer_freq`` and
     ``sparse_attention_config.sparse_attention_freq``; DeepSeek-V4's legacy ``compress_ratios``).
     ``truncate``: a longer list is cut to the layer count, as the config class does (a list
-    that also covers MTP layers). Absent or null: unchanged."""
-    values = raw_value(res, args["key"])
+    that also covers MTP layers). ``pattern`` (``{"key", "map": {char: entry}}``): when the
+    list is absent, a string of one code per layer under that key gives it, as the config
+    class derives it (GLM-5's ``index_topk_pattern``). Absent or null: unchanged."""
+    values, key = raw_value(res, args["key"]), res.cite(args["key"])
+    pattern = args.get("pattern")
+    if values is None and pattern:
+        values, key = _from_pattern(res, pattern)
     if values is None:
         return layers
-    key = res.cite(args["key"])
     if args.get("truncate") and isinstance(values, list):
         values = values[: len(layers)]  # the config class keeps the first n entries
     if not isinstance(values, list) or len(values) != len(layers):
@@ -112,3 +116,15 @@ def _layer_map(res: Resolver, layers: list[LayerSpec], args: dict[str, Any]) -> 
             raise SlotdiffError(res.raw.name, f"unknown per-layer entry {v!r}", key=key)
         out.append(set_attrs(res, s, table[name]))
     return out
+
+
+def _from_pattern(res: Resolver, pattern: dict[str, Any]) -> tuple[Any, str]:
+    """A per-layer list from a code string (``"FSSF..."``) under ``pattern["key"]``, mapped per
+    character; a list there is taken as it is; (None, key) when the key is absent or null."""
+    raw, key = raw_value(res, pattern["key"]), res.cite(pattern["key"])
+    if not isinstance(raw, str):
+        return raw, key
+    bad = [ch for ch in raw if ch not in pattern["map"]]
+    if bad:
+        raise SlotdiffError(res.raw.name, f"unknown layer code {bad[0]!r}", key=key)
+    return [pattern["map"][ch] for ch in raw], key

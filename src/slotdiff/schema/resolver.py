@@ -13,6 +13,7 @@ from ..core.errors import SlotdiffError
 from ..read.source import RawConfig
 from .arch import UNKNOWN, Value
 from .expr import expression_names
+from .fill import class_defaults, flat_text_type
 from .keymap import (
     MISSING,
     UnsupportedExpression,
@@ -70,9 +71,8 @@ def _plans(model_type: str) -> dict[str, _Plan]:
 
 @lru_cache(maxsize=512)  # model_types come from the configs read (a scan meets many)
 def _defaults(model_type: str, defaults_from: str) -> dict[str, Any]:
-    """transformers' dataclass defaults, then the model_type file's own ``defaults``."""
-    spec = model_type_spec(model_type) or {}
-    return {**transformers_defaults().get(defaults_from, {}), **spec.get("defaults", {})}
+    """transformers' defaults for a config of ``model_type`` (see ``fill.class_defaults``)."""
+    return class_defaults(model_type, defaults_from)
 
 
 _TYPES: dict[str, tuple[type, ...]] = {
@@ -146,6 +146,9 @@ class Resolver:
         self.donor = donor if not self.spec and model_type_spec(donor or "") else None
         if self.donor:
             self.spec = model_type_spec(self.donor) or {}
+        if not self.spec and not raw.text_path and not self.donor:
+            # Qwen2-VL without text_config: its flat keys are read with the text type's facts
+            self.spec = model_type_spec(flat_text_type(self.model_type) or "") or {}
         if not self.spec and raw.text_path and not self.donor:
             # A nested text config without its own model_type: the parent's default text type.
             parent = transformers_defaults().get(str(raw.data.get("model_type")), {})
@@ -153,12 +156,9 @@ class Resolver:
             if sub and not self.text.get("model_type"):
                 self.model_type = sub
                 self.spec = model_type_spec(sub) or {}
-        # transformers' dataclass defaults, then what the config class's __post_init__ sets
-        # when a key is absent (a model_type file's "defaults", e.g. a popped kwarg's default
-        # or a computed default layer list), which the dataclass fields cannot show.
-        # Shared by every config of this model_type: read, never written.
-        # a donor lends its facts, never its config class's defaults: a key the config leaves
-        # out is unknown, not the donor's value (Mistral's default window on a renamed Llama)
+        # transformers' defaults (fill.class_defaults), shared by every config of this type.
+        # A donor lends its facts, never its class's defaults: a key the config leaves out is
+        # unknown, not the donor's value (Mistral's default window on a renamed Llama)
         self.defaults = (
             {} if self.donor else _defaults(self.model_type, self.spec.get("defaults_from", self.model_type))
         )
@@ -262,9 +262,10 @@ class Resolver:
             top_only = bool(aliases) and name in multimodal_types().get(top_type, {}).get("top_only", ())
             if top_only:
                 scopes, parent = [self.raw.data], {aliases[0]: False, **parent}
+            from_text = parent.get("_tie_from_text") and not top_only  # LLaVA: the text's own
             for alias in aliases:
                 if (
-                    (top_only or lookup(self.text, alias) is MISSING)
+                    (not from_text or lookup(self.text, alias) is MISSING)
                     and lookup(parent, alias) is not MISSING
                     and lookup(self.raw.data, alias) is MISSING
                 ):

@@ -16,6 +16,7 @@ from ...cost.params import count
 from ...read.jsonpos import dotted
 from ...read.source import custom_code as refs_of
 from ...read.source import custom_code_text
+from ...schema.fill import fill, ignored_flat_keys
 from ...schema.keymap import known_model_types, transformers_defaults
 from ...schema.resolver import Resolver
 from ..document import KeyPath, key_path
@@ -61,6 +62,7 @@ def model_type_mismatch(cx: Any) -> Iterator[Hit]:
             yield Hit(path, f"model_type {mt!r} is not a transformers model type: did you mean {best!r}?")
     if "auto_map" in doc.data or "auto_map" in doc.text_config:
         return
+    yield from _ignored_flat_keys(doc)
     res = Resolver(doc.raw)
     defaults = transformers_defaults().get(res.spec.get("defaults_from", res.model_type))
     if not isinstance(defaults, Mapping):
@@ -76,6 +78,22 @@ def model_type_mismatch(cx: Any) -> Iterator[Hit]:
             keys[0],
             f"model_type {res.model_type!r} has no {feature} ({shown} is ignored by its class)"
             + (f"; did you mean model_type {hint}?" if hint else ""),
+        )
+
+
+def _ignored_flat_keys(doc: Any) -> Iterator[Hit]:
+    """Flat text keys of a composite without text_config, which its class ignores (it builds
+    the text model from the sub-config class's defaults)."""
+    filled = fill(doc.raw)
+    read_top = {k for k, _ in doc.arch.read_keys} if doc.arch is not None else set()
+    ignored = ignored_flat_keys(doc.raw, filled, read_top)
+    if ignored:
+        shown = ", ".join(ignored[:6]) + (f" and {len(ignored) - 6} more" if len(ignored) > 6 else "")
+        yield Hit(
+            (ignored[0],),
+            f"model_type {doc.data.get('model_type')!r} reads its text model from text_config only: "
+            f"without one it builds {filled.data['text_config']['model_type']}'s defaults and "
+            f"ignores {shown} (move them under text_config)",
         )
 
 

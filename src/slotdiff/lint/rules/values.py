@@ -64,7 +64,8 @@ def head_dim_mismatch(cx: Any) -> Iterator[Hit]:
             f"{dk} {d} is not divisible by {hk} {h} and no head_dim is given: loaders use head_dim "
             f"{hd} ({h} × {hd} = {h * hd}, not {d})",
         )
-    elif hd_val.how == "default" and _positive_int(hd_val.value) and h * hd_val.value != d:
+    elif hd_val.how == "default" and where and _positive_int(hd_val.value) and h * hd_val.value != d:
+        # (neither size written: the class's own defaults, whatever they multiply to)
         hd = hd_val.value
         mt = doc.text_config.get("model_type") or doc.data.get("model_type")
         yield Hit(

@@ -156,9 +156,8 @@ class Resolver:
             if sub and not self.text.get("model_type"):
                 self.model_type = sub
                 self.spec = model_type_spec(sub) or {}
-        # transformers' defaults (fill.class_defaults), shared by every config of this type.
-        # A donor lends its facts, never its class's defaults: a key the config leaves out is
-        # unknown, not the donor's value (Mistral's default window on a renamed Llama)
+        # transformers' defaults (fill.class_defaults), shared by every config of this type; a donor
+        # lends its facts, never its class's defaults (Mistral's default window on a renamed Llama)
         self.defaults = (
             {} if self.donor else _defaults(self.model_type, self.spec.get("defaults_from", self.model_type))
         )

@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
+import importlib
 import json
 import os
 import re
 import sys
 import tempfile
 from pathlib import Path
+from types import ModuleType
 from typing import TYPE_CHECKING
 
 import pytest
@@ -70,6 +72,15 @@ CORPUS = FIXTURES / "corpus"
 RAW = CORPUS / "raw"
 DEFAULTS = CORPUS / "transformers-defaults"
 EXAMPLES = Path(__file__).parent / "example-files"
+
+
+def tool(name: str) -> ModuleType:
+    """A module of tools/ (a folder of scripts, not a package), imported once per process with
+    tools/ on the path, so the tools import one another as their scripts do."""
+    folder = str(Path(__file__).resolve().parents[1] / "tools")
+    if folder not in sys.path:
+        sys.path.insert(0, folder)
+    return importlib.import_module(name)
 
 
 def raw(repo_id: str) -> Path:

@@ -6,28 +6,19 @@ transformers' ``audio`` part (reference.json, from transformers 5.24 on the meta
 
 from __future__ import annotations
 
-import importlib.util
-import sys
 from pathlib import Path
-from types import ModuleType
 
 import pytest
 
 import slotdiff
 
+from conftest import tool
+
 ROOT = Path(__file__).resolve().parents[1]
 
 
-def _tool() -> ModuleType:
-    spec = importlib.util.spec_from_file_location("conformance", ROOT / "tools" / "conformance.py")
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    sys.modules.setdefault("conformance", module)
-    spec.loader.exec_module(module)
-    return module
-
-
-CONFORMANCE = _tool()
+CONFORMANCE = tool("conformance")
+HARNESS = tool("harness")
 ROWS = [
     r
     for r in CONFORMANCE.rows(CONFORMANCE.read_json(CONFORMANCE.REFERENCE))
@@ -43,7 +34,7 @@ def test_the_reference_attributes_audio_for_every_counted_family() -> None:
 
 @pytest.mark.parametrize("row", [r for r in ROWS if r.model_type in COUNTED], ids=lambda r: r.id)
 def test_audio_part_matches_transformers(row: object) -> None:
-    got = CONFORMANCE.slotdiff_figures(row.config)
+    got = HARNESS.slotdiff_figures(row.config)
     assert not got.get("excluded"), got.get("excluded")
     theirs = row.reference["params"]["parts"]
     assert got["by_part"].get("audio") == theirs["audio"]

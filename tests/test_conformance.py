@@ -18,28 +18,19 @@ builds; expected.json records which rows slotdiff matches. These tests
 from __future__ import annotations
 
 import datetime
-import importlib.util
-import sys
 from pathlib import Path
 from types import ModuleType
 from typing import Any
 
 import pytest
 
+from conftest import tool
+
 ROOT = Path(__file__).resolve().parents[1]
 
 
-def _load_tool() -> ModuleType:
-    """tools/conformance.py as a module (tools/ is not a package)."""
-    spec = importlib.util.spec_from_file_location("conformance", ROOT / "tools" / "conformance.py")
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    sys.modules["conformance"] = module
-    spec.loader.exec_module(module)
-    return module
-
-
-conformance = _load_tool()
+conformance = tool("conformance")
+harness = tool("harness")
 
 #: Rows recomputed on every run (b): a dense default, an MoE default (active params), a
 #: multimodal default (vision tower in the total), variants of each kind, an MoE whose
@@ -121,9 +112,9 @@ def test_the_run_time_coverage_table_is_current(reference: dict[str, Any], resul
 def test_coverage_md_is_current(reference: dict[str, Any], results: list[Any]) -> None:
     """docs/COVERAGE.md is what `report` writes from the stored reference and today's slotdiff."""
     excluded = conformance.read_json(conformance.EXCLUDED)
-    published = conformance._published_tool()
+    published = tool("published")
     section = published.section(published.current(), published.read_known())
-    shapes = conformance._forms_tool().section(conformance._forms_tool().read(), published.current())
+    shapes = tool("forms").section(tool("forms").read(), published.current())
     want = conformance.render(reference, excluded, results, [*section, *shapes])
     assert conformance.COVERAGE.read_text(encoding="utf-8") == want, HOW
 
@@ -200,5 +191,5 @@ def test_delta_round_trip() -> None:
     """Stored configs are edits of their default; applying the edits gives the config back."""
     base = {"a": 1, "b": {"c": [1, 2], "d": None}, "e": "x"}
     other = {"a": 2, "b": {"c": [1, 2, 3]}, "f": {"g": 1.5}}
-    assert conformance.apply_delta(base, conformance.delta(base, other)) == other
+    assert harness.apply_delta(base, conformance.delta(base, other)) == other
     assert base == {"a": 1, "b": {"c": [1, 2], "d": None}, "e": "x"}

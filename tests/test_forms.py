@@ -15,31 +15,18 @@ row whose transformers reference is its truth, and slotdiff's stored result on i
 from __future__ import annotations
 
 import datetime
-import importlib.util
-import sys
 from pathlib import Path
-from types import ModuleType
 from typing import Any
 
 import pytest
 
+from conftest import tool
+
 ROOT = Path(__file__).resolve().parents[1]
 
 
-def _tool(name: str) -> ModuleType:
-    """A module of tools/ (not a package), loaded once per process."""
-    if name in sys.modules:
-        return sys.modules[name]
-    spec = importlib.util.spec_from_file_location(name, ROOT / "tools" / f"{name}.py")
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[name] = module
-    spec.loader.exec_module(module)
-    return module
-
-
-conformance = _tool("conformance")
-forms = _tool("forms")
+conformance = tool("conformance")
+forms = tool("forms")
 STORED = forms.read()
 KNOWN = conformance.read_json(forms.KNOWN)
 HOW = "run `python tools/forms.py report` (and `refresh` after a reference refresh) and commit forms.json"

@@ -11,8 +11,6 @@ Configs are the stored default rows of tests/fixtures/conformance/reference.json
 from __future__ import annotations
 
 import copy
-import importlib.util
-import sys
 from functools import cache
 from pathlib import Path
 from typing import Any
@@ -22,16 +20,14 @@ import pytest
 import slotdiff
 from slotdiff.core.errors import SlotdiffError
 
+from conftest import tool
+
 ROOT = Path(__file__).resolve().parents[1]
 
 
 @cache
 def _defaults() -> dict[str, dict[str, Any]]:
-    spec = importlib.util.spec_from_file_location("conformance", ROOT / "tools" / "conformance.py")
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    sys.modules.setdefault("conformance", module)
-    spec.loader.exec_module(module)
+    module = tool("conformance")
     reference = module.read_json(module.REFERENCE)
     return {r.model_type: r.config for r in module.rows(reference) if r.variant == "default"}
 

@@ -11,10 +11,8 @@ present state. Lint must agree with the config classes on the same files.
 
 from __future__ import annotations
 
-import importlib.util
 import json
 import re
-import sys
 from pathlib import Path
 from types import ModuleType
 from typing import Any
@@ -24,25 +22,14 @@ import pytest
 from slotdiff.lint import engine
 from slotdiff.lint.policy import Policy
 
-from conftest import RAW
+from conftest import RAW, tool
 
 ROOT = Path(__file__).resolve().parents[1]
 
 
-def _tool(name: str) -> ModuleType:
-    """A module of tools/ (not a package), loaded once per process."""
-    if name in sys.modules:
-        return sys.modules[name]
-    spec = importlib.util.spec_from_file_location(name, ROOT / "tools" / f"{name}.py")
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[name] = module
-    spec.loader.exec_module(module)
-    return module
-
-
-conformance = _tool("conformance")
-published = _tool("published")
+conformance = tool("conformance")
+harness = tool("harness")
+published = tool("published")
 ROWS = published.load_rows()
 BY_ID = {row["hf_id"]: row for row in ROWS}
 KNOWN = published.read_known()
@@ -95,7 +82,7 @@ def test_corpus_configs_are_published_rows() -> None:
     for path in sorted(RAW.glob("*.json")):
         hf_id = path.stem.replace("__", "/", 1)
         assert hf_id in BY_ID, hf_id
-        stored = conformance._decode(BY_ID[hf_id]["config"])
+        stored = harness._decode(BY_ID[hf_id]["config"])
         assert json.dumps(stored) == json.dumps(json.loads(path.read_text(encoding="utf-8"))), hf_id
 
 
@@ -149,7 +136,7 @@ def test_mimo_v2_flash_is_exact(verdicts: dict[str, Any]) -> None:
 def lint_run(tmp_path_factory: pytest.TempPathFactory) -> engine.Run:
     folder = tmp_path_factory.mktemp("published")
     for row in ROWS:
-        text = json.dumps(conformance._decode(row["config"]), indent=2)  # Infinity as the source writes it
+        text = json.dumps(harness._decode(row["config"]), indent=2)  # Infinity as the source writes it
         (folder / published.file_name(row["hf_id"])).write_text(text, encoding="utf-8")
     return engine.lint(sorted(str(p) for p in folder.glob("*.json")), Policy())
 

@@ -18,9 +18,7 @@ corpus's (tests/fixtures/corpus/raw).
 
 from __future__ import annotations
 
-import importlib.util
 import json
-import sys
 from functools import cache
 from pathlib import Path
 from typing import Any
@@ -32,20 +30,14 @@ from slotdiff.core.errors import SlotdiffError
 from slotdiff.schema.keymap import structure_free_keys
 from slotdiff.slots.evidence import top_key
 
+from conftest import tool
+
 ROOT = Path(__file__).resolve().parents[1]
 CORPUS = ROOT / "tests" / "fixtures" / "corpus" / "raw"
 
 
-def _tool() -> Any:
-    spec = importlib.util.spec_from_file_location("conformance", ROOT / "tools" / "conformance.py")
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    sys.modules.setdefault("conformance", module)
-    spec.loader.exec_module(module)
-    return module
-
-
-conformance = _tool()
+conformance = tool("conformance")
+harness = tool("harness")
 
 
 @cache
@@ -132,9 +124,7 @@ def test_keys_that_change_transformers_build_are_shown_in_their_slot() -> None:
     wrong = []
     for model_type, name, path in edits:
         entry = reference()["types"][model_type]
-        config = conformance.apply_delta(
-            entry["rows"]["default"]["config"], entry["rows"][name]["config_delta"]
-        )
+        config = harness.apply_delta(entry["rows"]["default"]["config"], entry["rows"][name]["config_delta"])
         model = loaded(config)
         if model is None:
             continue

@@ -10,7 +10,6 @@ Expected figures come from the seeds or the configs themselves (Llama-3.1-8B: 32
 
 from __future__ import annotations
 
-import importlib.util
 import json
 import subprocess
 import sys
@@ -28,7 +27,7 @@ from slotdiff.cost.params import count
 from slotdiff.render import markdown, terminal
 from slotdiff.slots.classify import classify
 
-from conftest import raw
+from conftest import raw, tool
 
 ROOT = Path(__file__).resolve().parents[1]
 RAW = ROOT / "tests" / "fixtures" / "corpus" / "raw"
@@ -153,12 +152,7 @@ def test_the_attention_gate_costs_what_the_widened_query_projection_holds() -> N
 
 
 def _conformance() -> Any:
-    spec = importlib.util.spec_from_file_location("conformance", ROOT / "tools" / "conformance.py")
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    sys.modules.setdefault("conformance", module)
-    spec.loader.exec_module(module)
-    return module
+    return tool("conformance")
 
 
 def test_every_multimodal_family_of_the_harness_has_its_image_path_priced() -> None:

@@ -39,11 +39,11 @@ from pathlib import Path
 from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-import conformance
+import harness
 
-ROOT = conformance.ROOT
-FORMS = conformance.FIXTURES / "forms.json"
-KNOWN = conformance.FIXTURES / "forms_known.json"
+ROOT = harness.ROOT
+FORMS = harness.FIXTURES / "forms.json"
+KNOWN = harness.FIXTURES / "forms_known.json"
 #: Keys kept in every form: what a file always names.
 KEPT = frozenset({"model_type", "architectures"})
 #: Serialization bookkeeping transformers adds to every config dict: never part of the model.
@@ -60,7 +60,7 @@ Path_ = tuple[str, ...]
 
 def digest(config: Any) -> str:
     """SHA-256 of a config's canonical JSON."""
-    text = json.dumps(conformance._encode(config), sort_keys=True, separators=(",", ":"))
+    text = json.dumps(harness._encode(config), sort_keys=True, separators=(",", ":"))
     return hashlib.sha256(text.encode("utf-8")).hexdigest()
 
 
@@ -96,14 +96,14 @@ def _strip(value: Any) -> Any:
 
 def normalized(config: Mapping[str, Any]) -> str | None:
     """The config transformers' class makes of ``config``, as canonical JSON (None: rejected)."""
-    conformance._registry()  # puts tests/ on the path
+    harness._registry()  # puts tests/ on the path
     from oracle import hf_oracle
 
     try:
-        built = hf_oracle._config_object(conformance._decode(config)).to_dict()
+        built = hf_oracle._config_object(harness._decode(config)).to_dict()
     except Exception:
         return None
-    return json.dumps(conformance._encode(_strip(built)), sort_keys=True, default=str)
+    return json.dumps(harness._encode(_strip(built)), sort_keys=True, default=str)
 
 
 def minimal(config: Mapping[str, Any], same: str, keep: Iterable[Path_] = ()) -> list[Path_]:
@@ -139,7 +139,7 @@ def forms_of_type(entry: Mapping[str, Any], model_type: str, ignored: frozenset[
 
     A spec is ``{"drop": [dotted keys], "truth": row_id or None, "kv_drop": [dotted keys] or
     None}`` (None: KV figures not compared)."""
-    rows = conformance.rows({"types": {model_type: entry}})
+    rows = harness.rows({"types": {model_type: entry}})
     by_norm: dict[str, str] = {}
     norms: dict[str, str | None] = {}
     for row in rows:
@@ -156,7 +156,7 @@ def forms_of_type(entry: Mapping[str, Any], model_type: str, ignored: frozenset[
 
 
 def _row_forms(
-    row: conformance.Row, same: str, by_norm: Mapping[str, str], ignored: frozenset[str]
+    row: harness.Row, same: str, by_norm: Mapping[str, str], ignored: frozenset[str]
 ) -> dict[str, Any]:
     """The forms of one row (see :func:`forms_of_type`)."""
     kv_same = normalized(row.kv_config) if row.kv_config is not None else None
@@ -196,13 +196,13 @@ def read() -> dict[str, Any]:
     """The stored forms (``rows``), statuses (``results``) and versions."""
     if not FORMS.exists():
         return {"versions": {}, "rows": {}, "results": {}}
-    return conformance.read_json(FORMS)
+    return harness.read_json(FORMS)
 
 
-def form_rows(stored: Mapping[str, Any], reference: Mapping[str, Any]) -> list[conformance.Row]:
+def form_rows(stored: Mapping[str, Any], reference: Mapping[str, Any]) -> list[harness.Row]:
     """Every stored form as a harness row, with its truth row's reference."""
-    base = {r.id: r for r in conformance.rows(reference)}
-    out: list[conformance.Row] = []
+    base = {r.id: r for r in harness.rows(reference)}
+    out: list[harness.Row] = []
     for row_id, entry in sorted(stored["rows"].items()):
         row = base.get(row_id)
         if row is None:
@@ -221,11 +221,11 @@ def form_rows(stored: Mapping[str, Any], reference: Mapping[str, Any]) -> list[c
                 k: v for k, v in truth.reference["figures"].items() if kv_config or k.startswith("params")
             }
             ref = {**truth.reference, "figures": figures}
-            out.append(conformance.Row(f"{row_id}|{name}", row.model_type, name, config, kv_config, ref))
+            out.append(harness.Row(f"{row_id}|{name}", row.model_type, name, config, kv_config, ref))
     return out
 
 
-def _status(result: conformance.Result) -> dict[str, Any]:
+def _status(result: harness.Result) -> dict[str, Any]:
     """A form's stored outcome: status, wrong figures, refusal reason (not the trust level, which
     the conformance table this file feeds decides: :func:`wrong_and_verified` reads it live)."""
     out: dict[str, Any] = {"status": result.status}
@@ -236,12 +236,12 @@ def _status(result: conformance.Result) -> dict[str, Any]:
     return out
 
 
-def outcome(row: conformance.Row) -> dict[str, Any]:
+def outcome(row: harness.Row) -> dict[str, Any]:
     """slotdiff on one form, compared with its truth (slotdiff only)."""
-    return _status(conformance.compare(row))
+    return _status(harness.compare(row))
 
 
-def _outcome_task(rows: list[conformance.Row]) -> list[tuple[str, dict[str, Any]]]:
+def _outcome_task(rows: list[harness.Row]) -> list[tuple[str, dict[str, Any]]]:
     return [(row.id, outcome(row)) for row in rows]
 
 
@@ -250,11 +250,9 @@ def wrong_and_verified(stored: Mapping[str, Any]) -> list[str]:
     wrong = {k for k, r in stored.get("results", {}).items() if r["status"] == "wrong"}
     if not wrong:
         return []
-    rows = form_rows(stored, conformance.read_json(conformance.REFERENCE))
+    rows = form_rows(stored, harness.read_json(harness.REFERENCE))
     return [
-        r.id
-        for r in rows
-        if r.id in wrong and conformance.slotdiff_figures(r.config).get("trust") == "verified"
+        r.id for r in rows if r.id in wrong and harness.slotdiff_figures(r.config).get("trust") == "verified"
     ]
 
 
@@ -358,7 +356,7 @@ def section(stored: Mapping[str, Any], published: Iterable[Any] = ()) -> list[st
         for form_id, r in bad:
             text = f"{r['status']} {', '.join(r.get('wrong', []))} {r.get('reason', '')}".strip()
             mark = "yes" if form_id in verified_wrong else "no"
-            lines.append(f"| `{form_id}` | {conformance._cell(text)} | {mark} |")
+            lines.append(f"| `{form_id}` | {harness._cell(text)} | {mark} |")
     return lines
 
 
@@ -368,13 +366,13 @@ def section(stored: Mapping[str, Any], published: Iterable[Any] = ()) -> list[st
 
 
 def _forms_task(model_type: str, entry: dict[str, Any], ignored: list[str]) -> tuple[str, dict[str, Any]]:
-    conformance._worker_init()
+    harness._worker_init()
     return model_type, forms_of_type(entry, model_type, frozenset(ignored))
 
 
 def refresh(types: list[str] | None = None, workers: int = 2, force: bool = False) -> int:
     """Recompute the forms of every row whose config changed (transformers; cached by digest)."""
-    reference = conformance.read_json(conformance.REFERENCE)
+    reference = harness.read_json(harness.REFERENCE)
     stored = read()
     if stored.get("versions") != reference["versions"]:
         stored = {"versions": reference["versions"], "rows": {}, "results": {}}
@@ -383,7 +381,7 @@ def refresh(types: list[str] | None = None, workers: int = 2, force: bool = Fals
     for model_type, entry in sorted(reference["types"].items()):
         if entry.get("status") != "built" or (types and model_type not in types):
             continue
-        rows = conformance.rows({"types": {model_type: entry}})
+        rows = harness.rows({"types": {model_type: entry}})
         current = {r.id: digest([r.config, r.kv_config]) for r in rows}
         cached = all(stored["rows"].get(i, {}).get("digest") == d for i, d in current.items())
         if force or not cached:
@@ -405,7 +403,7 @@ def refresh(types: list[str] | None = None, workers: int = 2, force: bool = Fals
 
 def evaluate(stored: Mapping[str, Any], workers: int = 2) -> dict[str, Any]:
     """slotdiff on every stored form (in ``workers`` processes)."""
-    reference = conformance.read_json(conformance.REFERENCE)
+    reference = harness.read_json(harness.REFERENCE)
     todo = form_rows(stored, reference)
     chunks = [todo[i::workers] for i in range(workers)]
     results: dict[str, Any] = {}
@@ -440,7 +438,7 @@ def report(workers: int = 2) -> int:
     stored = read()
     stored["results"] = evaluate(stored, workers)
     write(stored)
-    known = conformance.read_json(KNOWN) if KNOWN.exists() else {}
+    known = harness.read_json(KNOWN) if KNOWN.exists() else {}
     bad = failing(stored["results"], known)
     for form_id, why in sorted(bad.items()):
         print(f"FAIL {form_id}: {why}")
@@ -449,7 +447,7 @@ def report(workers: int = 2) -> int:
         print(
             family
             + ": "
-            + ", ".join(f"{s} {counts[(family, s)]}" for s in conformance.STATUSES if counts[(family, s)])
+            + ", ".join(f"{s} {counts[(family, s)]}" for s in harness.STATUSES if counts[(family, s)])
         )
     return 0
 

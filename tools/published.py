@@ -43,13 +43,13 @@ from pathlib import Path
 from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-import conformance
+import harness
 
 os.environ["SLOTDIFF_NO_BUNDLE"] = "1"  # a generator reads the sources, never a bundle made before them
 
-ROOT = conformance.ROOT
-PUBLISHED = conformance.FIXTURES / "published"
-KNOWN = conformance.FIXTURES / "published_known.json"
+ROOT = harness.ROOT
+PUBLISHED = harness.FIXTURES / "published"
+KNOWN = harness.FIXTURES / "published_known.json"
 #: Refusal texts that name the part slotdiff cannot count (a structure it declares unsupported,
 #: a tower it has no data for): a documented refusal. Any other refusal of a config transformers
 #: builds is a failure.
@@ -86,7 +86,7 @@ def write_row(row: Mapping[str, Any], folder: Path = PUBLISHED) -> None:
 
 def read_known(path: Path = KNOWN) -> dict[str, Any]:
     """The known failures (``rows``) and their classes (``classes``)."""
-    return conformance.read_json(path)
+    return harness.read_json(path)
 
 
 def is_current(row: Mapping[str, Any], versions: Mapping[str, str] | None = None) -> bool:
@@ -102,17 +102,17 @@ def is_current(row: Mapping[str, Any], versions: Mapping[str, str] | None = None
 # --------------------------------------------------------------------------------------------
 
 
-def as_row(row: Mapping[str, Any]) -> conformance.Row | None:
-    """The published row as a harness :class:`conformance.Row` (None when transformers could not
+def as_row(row: Mapping[str, Any]) -> harness.Row | None:
+    """The published row as a harness :class:`harness.Row` (None when transformers could not
     build the config: there is nothing to compare with)."""
     ref = row.get("reference") or {}
     if ref.get("status") != "built":
         return None
-    figures = conformance.reference_figures(ref)
-    config = conformance._decode(row["config"])
-    kv_config = conformance._decode(ref["kv_config"]) if "kv_config" in ref else None
+    figures = harness.reference_figures(ref)
+    config = harness._decode(row["config"])
+    kv_config = harness._decode(ref["kv_config"]) if "kv_config" in ref else None
     model_type = str(row["config"].get("model_type"))
-    return conformance.Row(
+    return harness.Row(
         row["hf_id"],
         model_type,
         "published",
@@ -134,37 +134,34 @@ class Verdict:
     documented: bool = False  # a refusal that names the part slotdiff cannot count
     reason: str = ""
     wrong: list[str] = field(default_factory=list)
-    result: conformance.Result | None = None
+    result: harness.Result | None = None
 
     def summary(self) -> str:
         """One line: the status with figures or reason, and the trust level."""
-        if self.result is not None:
-            text = conformance._summary(self.result)
-        else:
-            text = f"{self.status}: {self.reason}"
+        text = harness._summary(self.result) if self.result is not None else f"{self.status}: {self.reason}"
         return f"{text} [{self.trust or 'no report'}]"
 
 
 def _trust(config: Mapping[str, Any]) -> str | None:
     """slotdiff's coverage status for ``config`` (None when it refuses the config)."""
-    got = conformance.slotdiff_figures(config)
+    got = harness.slotdiff_figures(config)
     return got.get("trust")
 
 
 def verdict(row: Mapping[str, Any]) -> Verdict:
     """Compare one published row (slotdiff only: no torch or transformers needed)."""
     model_type = str(row["config"].get("model_type"))
-    harness = as_row(row)
-    if harness is None:
+    as_harness = as_row(row)
+    if as_harness is None:
         reason = (row.get("reference") or {}).get("reason", "no reference computed yet")
         return Verdict(
             row["hf_id"],
             model_type,
             "no reference",
-            _trust(conformance._decode(row["config"])),
+            _trust(harness._decode(row["config"])),
             reason=reason,
         )
-    result = conformance.compare(harness)
+    result = harness.compare(as_harness)
     trust = result.trust
     refused = [v.note for v in result.verdicts if v.status == "refused"]
     documented = bool(refused) and all(any(p in note for p in DOCUMENTED_REFUSALS) for note in refused)
@@ -248,7 +245,7 @@ def section(verdicts: Iterable[Verdict], known: Mapping[str, Any]) -> list[str]:
 
 
 def _cell(text: str) -> str:
-    return conformance._cell(text)
+    return harness._cell(text)
 
 
 # --------------------------------------------------------------------------------------------
@@ -270,7 +267,7 @@ def _task(config: dict[str, Any]) -> tuple[dict[str, Any], float]:
 def refresh(ids: list[str] | None = None, force: bool = False, workers: int = 2) -> int:
     """Compute the reference of every row whose reference is missing or stale (all of ``ids``
     with ``force``) and write it into the row file."""
-    registry = conformance._registry()
+    registry = harness._registry()
     versions = registry.versions()
     rows = {r["hf_id"]: r for r in load_rows()}
     unknown = sorted(set(ids or ()) - set(rows))
@@ -281,7 +278,7 @@ def refresh(ids: list[str] | None = None, force: bool = False, workers: int = 2)
         r for hf_id, r in rows.items() if (not ids or hf_id in ids) and (force or not is_current(r, versions))
     ]
     context = multiprocessing.get_context("spawn")
-    with ProcessPoolExecutor(workers, context, conformance._worker_init) as pool:
+    with ProcessPoolExecutor(workers, context, harness._worker_init) as pool:
         futures = {pool.submit(_task, r["config"]): r for r in todo}
         for done, future in enumerate(as_completed(futures), 1):
             row = futures[future]
@@ -310,7 +307,7 @@ def report() -> int:
         mark = "known" if v.hf_id in known else ("FAIL" if failure(v) else "ok")
         print(f"{mark:5} {v.hf_id} ({v.model_type}): {v.summary()}")
     counts = Counter(v.status for v in verdicts)
-    print("published: " + ", ".join(f"{s} {counts[s]}" for s in conformance.STATUSES if counts[s]))
+    print("published: " + ", ".join(f"{s} {counts[s]}" for s in harness.STATUSES if counts[s]))
     return 0
 
 

@@ -211,14 +211,15 @@ def test_lint_names_the_key_that_disagrees(tmp_path: Path, edit: dict, key: str,
     assert not [d for d in engine.lint([str(path)], Policy(root=tmp_path)).diagnostics if d.code == "SD117"]
 
 
-def test_match_keeps_reasons_about_keys_weights_do_not_show(
+def test_a_match_never_verifies_what_weights_do_not_show(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    """A key slotdiff does not read may change KV or FLOPs, which no checkpoint shows: the
-    match upgrades the count's trust and keeps that reason."""
+    """A key slotdiff does not read may change KV or FLOPs, which no checkpoint shows: the count
+    matches the weights, yet the answer stays unverified, with that reason."""
     folder = _folder(tmp_path, LLAMA3, edit={"attn_temperature_floor": 8192})
-    cov = _json(capsys, str(folder))["coverage"]
-    assert cov["status"] == "verified by the checkpoint"
-    assert cov["reasons"] == [
+    data = _json(capsys, str(folder))
+    assert data["checkpoint"]["status"] == "match"
+    assert data["coverage"]["status"] == "unverified"
+    assert data["coverage"]["reasons"] == [
         "keys slotdiff did not read, which may change the structure: attn_temperature_floor"
     ]

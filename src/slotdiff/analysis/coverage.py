@@ -156,13 +156,13 @@ def coverage(
 
 
 def with_checkpoint(trust: Coverage, checkpoint: Any) -> Coverage:
-    """The trust level once the checkpoint was compared: a match makes the count measured on
-    this model (``verified by the checkpoint``), keeping the reasons about keys that may change
-    KV or FLOPs, which weights do not show; a difference makes it unverified, saying where."""
+    """The trust level once the checkpoint was compared. A match raises a harness-verified answer
+    to ``verified by the checkpoint`` (the count measured on this model's own weights); it never
+    raises an unverified one, because weights show the count, not the KV cache or FLOPs of a
+    shape the harness never exercised (the report's ``checkpoint`` still says the count matched).
+    A difference makes it unverified, saying where."""
     if checkpoint.status == "match":
-        kept = tuple(r for r in trust.reasons if r.startswith((UNREAD_REASON, UNPLACED_REASON)))
-        basis = checkpoint.sentence()
-        return Coverage(BY_CHECKPOINT, kept, basis)
+        return Coverage(BY_CHECKPOINT, trust.reasons, checkpoint.sentence()) if trust.verified else trust
     if checkpoint.status == "differs":
         return Coverage(UNVERIFIED, (checkpoint.sentence(), *trust.reasons))
     return trust

@@ -24,18 +24,32 @@ from __future__ import annotations
 import contextlib
 import hashlib
 import json
+import os
 import re
 import socket
+import subprocess
+import sys
 import threading
 import time
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
 from typing import Any
 from urllib.parse import parse_qs, quote, unquote, urlencode, urlsplit
 
-__all__ = ["MAX_DELAY", "Fault", "Generated", "HubServer", "LogEntry", "Repo", "git_blob_sha1", "model_card"]
+__all__ = [
+    "MAX_DELAY",
+    "Fault",
+    "Generated",
+    "HubServer",
+    "LogEntry",
+    "Repo",
+    "git_blob_sha1",
+    "model_card",
+    "run_slotdiff",
+]
 
 #: Upper bound (seconds) on any single injected wait (delay, trickle interval, total trickle).
 MAX_DELAY = 30.0
@@ -1077,3 +1091,25 @@ def model_card(body: str = "# Model card\n", **metadata: Any) -> str:
         return body
     lines = ["---", *(f"{k}: {json.dumps(v)}" for k, v in metadata.items()), "---", ""]
     return "\n".join(lines) + body
+
+
+def run_slotdiff(hub: HubServer, cache: Path, *args: str, **env: str) -> subprocess.CompletedProcess[str]:
+    """``slotdiff ARGS --json`` in a child that knows only this Hub: HF_* variables replaced
+    (a stripped child's HF_HOME falls back under the tests' XDG_CACHE_HOME), short timeouts."""
+    base = {k: v for k, v in os.environ.items() if not k.startswith("HF_")}
+    base.update(
+        HF_ENDPOINT=hub.url,
+        HF_HUB_CACHE=str(cache),
+        HF_HUB_ETAG_TIMEOUT="1",
+        HF_HUB_DOWNLOAD_TIMEOUT="1",
+        HF_HUB_DISABLE_TELEMETRY="1",
+        NO_PROXY="*",
+    )
+    base.update(env)
+    return subprocess.run(
+        [sys.executable, "-m", "slotdiff", *args, "--json"],
+        capture_output=True,
+        text=True,
+        env=base,
+        timeout=120,
+    )

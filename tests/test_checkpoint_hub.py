@@ -5,16 +5,14 @@ from the cache only, and every failure an ``unavailable`` with why (the analysis
 from __future__ import annotations
 
 import json
-import os
 import subprocess
-import sys
 from pathlib import Path
 
 import pytest
 
 from checkpoints import stored_layout, write_checkpoint
 from conftest import raw
-from hubserver import Fault, HubServer, Repo
+from hubserver import Fault, HubServer, Repo, run_slotdiff
 
 pytest.importorskip("transformers")
 
@@ -28,24 +26,7 @@ def _files(tmp: Path, shards: int) -> dict[str, bytes]:
 
 
 def slotdiff(hub: HubServer, cache: Path, *args: str, **env: str) -> subprocess.CompletedProcess[str]:
-    base = {k: v for k, v in os.environ.items() if not k.startswith("HF_")}
-    base.update(
-        HF_ENDPOINT=hub.url,
-        HF_HUB_CACHE=str(cache),
-        HF_HUB_ETAG_TIMEOUT="1",
-        HF_HUB_DOWNLOAD_TIMEOUT="1",
-        HF_HUB_DISABLE_TELEMETRY="1",
-        NO_PROXY="*",
-        SLOTDIFF_HUB_DEADLINE="8",
-    )
-    base.update(env)
-    return subprocess.run(
-        [sys.executable, "-m", "slotdiff", *args, "--json"],
-        capture_output=True,
-        text=True,
-        env=base,
-        timeout=120,
-    )
+    return run_slotdiff(hub, cache, *args, **{"SLOTDIFF_HUB_DEADLINE": "8", **env})
 
 
 @pytest.fixture(scope="module")

@@ -4,38 +4,19 @@ HF_TOKEN, and every failure mode ending in a catalog fallback or one clear line 
 from __future__ import annotations
 
 import json
-import os
 import subprocess
-import sys
 from pathlib import Path
 
 import pytest
 
 from conftest import raw
-from hubserver import Fault, HubServer, Repo
+from hubserver import Fault, HubServer, Repo, run_slotdiff
 
 GPT2 = json.loads(raw("openai-community/gpt2").read_text())
 LLAMA3 = json.loads(raw("meta-llama/Meta-Llama-3-8B").read_text())
 
 
-def slotdiff(hub: HubServer, cache: Path, *args: str, **env: str) -> subprocess.CompletedProcess[str]:
-    base = {k: v for k, v in os.environ.items() if not k.startswith("HF_")}
-    base.update(
-        HF_ENDPOINT=hub.url,
-        HF_HUB_CACHE=str(cache),
-        HF_HUB_ETAG_TIMEOUT="1",
-        HF_HUB_DOWNLOAD_TIMEOUT="1",
-        HF_HUB_DISABLE_TELEMETRY="1",
-        NO_PROXY="*",
-    )
-    base.update(env)
-    return subprocess.run(
-        [sys.executable, "-m", "slotdiff", *args, "--json"],
-        capture_output=True,
-        text=True,
-        env=base,
-        timeout=120,
-    )
+slotdiff = run_slotdiff
 
 
 def repos() -> list[Repo]:

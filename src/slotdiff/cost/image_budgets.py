@@ -300,6 +300,15 @@ def _lfm2_vl_tiles(s: Mapping[str, Any], width: int, height: int) -> dict[str, A
     )
 
 
+def least_scaling(grids: Sequence[tuple[int, int]], scales: Sequence[float]) -> tuple[int, int]:
+    """The grid the tiling processors (Molmo2, Cohere2-Vision) choose: the least upscaling, else,
+    when every grid shrinks the image, the least downscaling; ties go to the earlier grid."""
+    if all(x < 1 for x in scales):
+        return grids[scales.index(max(scales))]
+    ups = [x if x >= 1 else math.inf for x in scales]
+    return grids[ups.index(min(ups))]
+
+
 def molmo2_tiling(height: float, width: float, window: int, most: int) -> tuple[int, int]:
     """select_tiling (image_processing_molmo2.py), returning (rows, columns): the least
     upscaling, else the least downscaling, tilings ordered by area then rows."""
@@ -307,11 +316,7 @@ def molmo2_tiling(height: float, width: float, window: int, most: int) -> tuple[
         ((h, w) for h, w in itertools.product(range(1, most + 1), repeat=2) if h * w <= most),
         key=lambda t: (t[0] * t[1], t[0]),
     )
-    scales = [min(h * window / height, w * window / width) for h, w in tilings]
-    if all(x < 1 for x in scales):
-        return tilings[scales.index(max(scales))]
-    ups = [x if x >= 1 else math.inf for x in scales]
-    return tilings[ups.index(min(ups))]
+    return least_scaling(tilings, [min(h * window / height, w * window / width) for h, w in tilings])
 
 
 @rule("molmo2_crops")

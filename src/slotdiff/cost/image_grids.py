@@ -8,7 +8,7 @@ import math
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from .image_budgets import closest_ratio
+from .image_budgets import closest_ratio, least_scaling
 from .image_rules import Rule, registrar
 
 RULES: dict[str, Rule] = {}
@@ -182,11 +182,7 @@ def cohere2_canvas(height: int, width: int, tile: int, max_tiles: int) -> tuple[
         ((w, h) for w in range(1, max_tiles + 1) for h in range(1, max_tiles + 1) if w * h <= max_tiles),
         key=lambda g: g[0] * g[1],
     )
-    scales = [min(w * tile / width, h * tile / height) for w, h in grids]
-    if all(x < 1 for x in scales):
-        return grids[scales.index(max(scales))]
-    ups = [x if x >= 1 else math.inf for x in scales]
-    return grids[ups.index(min(ups))]
+    return least_scaling(grids, [min(w * tile / width, h * tile / height) for w, h in grids])
 
 
 @rule("cohere2_vision_tiles")

@@ -5,6 +5,7 @@ files and index JSONs holding the tensors transformers' save_pretrained writes f
 from __future__ import annotations
 
 import json
+import os
 import shutil
 import struct
 from pathlib import Path
@@ -136,6 +137,43 @@ def test_broken_header_is_unavailable(
     assert ck["status"] == "unavailable" and ck["why"].startswith("model.safetensors: not a readable")
     assert why in ck["why"].lower()
     assert data["coverage"]["status"] == "verified"  # the harness's level stands
+
+
+@pytest.mark.parametrize("kind", ["fifo", "folder", "broken-link"])
+def test_a_shard_that_is_no_regular_file_is_named_not_read(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], kind: str
+) -> None:
+    """A FIFO, folder or dangling link named like a shard is never opened (a FIFO would block)
+    and the reason says what it is, not that there is no checkpoint."""
+    shutil.copy(raw(LLAMA3), tmp_path / "config.json")
+    shard = tmp_path / "model.safetensors"
+    if kind == "fifo":
+        os.mkfifo(shard)
+    elif kind == "folder":
+        shard.mkdir()
+    else:
+        shard.symlink_to(tmp_path / "gone.safetensors")
+    words = {"fifo": "a FIFO", "folder": "a folder", "broken-link": "a broken link"}[kind]
+    ck = _json(capsys, str(tmp_path))["checkpoint"]
+    assert ck == {
+        "status": "unavailable",
+        "why": f"model.safetensors is not a regular file ({words}); nothing was read",
+    }
+
+
+def test_unreadable_checkpoint_is_said_in_text_and_markdown(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """The terminal and Markdown reports say a checkpoint beside the config was not compared,
+    and why; a lone config says nothing about checkpoints."""
+    shutil.copy(raw(LLAMA3), tmp_path / "config.json")
+    (tmp_path / "model.safetensors").write_bytes(b"\x01")
+    for style in ([], ["--markdown"]):
+        assert main([str(tmp_path), "--width", "200", *style]) == 0
+        out = capsys.readouterr().out
+        assert "checkpoint not compared: model.safetensors: not a readable safetensors header" in out, out
+    assert main([str(raw(LLAMA3)), "--width", "200"]) == 0
+    assert "checkpoint not compared" not in capsys.readouterr().out
 
 
 def test_no_weights_and_lone_config(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:

@@ -24,6 +24,7 @@ from ..schema.keymap import known_model_types
 from .quantized import COMPANIONS, Unpacked, unpack
 
 MATCH, DIFFERS, UNAVAILABLE = "match", "differs", "unavailable"
+NOTHING_BESIDE = "no safetensors file or index JSON beside the config"
 NAMES_SHOWN = 6  # names listed per difference before "and N more"
 _INDEX = re.compile(r"(?<=\.)\d+(?=\.|\Z)|^\d+(?=\.)")
 _EXPERT = re.compile(r"(?:^|\.)experts\.(\d+)\.")
@@ -70,6 +71,12 @@ class Checkpoint:
     # tensors apart) and slotdiff's weight bytes for the config's format (None: not given).
     stored_weight_bytes: int | None = None
     expected_weight_bytes: int | None = None
+
+    @property
+    def unreadable(self) -> bool:
+        """True when a checkpoint was there to compare but could not be read or placed (a
+        reader is told why; a lone config with nothing beside it is not news)."""
+        return self.status == UNAVAILABLE and self.why != NOTHING_BESIDE
 
     def sentence(self) -> str:
         """One sentence: which slot differs and by how much (or why nothing was compared)."""
@@ -273,7 +280,7 @@ def reconcile(
     ``weight_bytes``: the cost pass's weight bytes in the config's format, reported beside the
     stored bytes (a checkpoint saved in another dtype differs there, not in its parameters)."""
     if lookup is None:
-        return Checkpoint(UNAVAILABLE, "no safetensors file or index JSON beside the config")
+        return Checkpoint(UNAVAILABLE, NOTHING_BESIDE)
     if isinstance(lookup, Unavailable):
         return Checkpoint(UNAVAILABLE, lookup.why)
     model_type = arch.config_model_type or arch.model_type

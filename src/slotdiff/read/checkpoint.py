@@ -101,6 +101,16 @@ def index_json(data: bytes | str, where: str) -> StoredIndex | Unavailable:
     )
 
 
+def _kind(path: Path) -> str:
+    """What a non-regular file is, in words, for the reason a checkpoint was not read."""
+    try:
+        mode = path.stat().st_mode
+    except OSError:
+        return "a broken link"
+    kinds = ((stat.S_ISFIFO, "a FIFO"), (stat.S_ISDIR, "a folder"), (stat.S_ISSOCK, "a socket"))
+    return next((word for test, word in kinds if test(mode)), "a device or special file")
+
+
 def _regular(path: Path) -> bool:
     try:
         return stat.S_ISREG(path.stat().st_mode)
@@ -112,10 +122,16 @@ def local_index(folder: Path) -> Lookup | None:
     """The tensor index of the checkpoint in ``folder``; None when it holds no safetensors
     file and no index JSON (there is nothing to reconcile)."""
     try:
-        shards = sorted(p for p in folder.glob("*.safetensors") if _regular(p))
+        found = sorted(folder.glob("*.safetensors"))
     except OSError as err:
         return Unavailable(f"cannot list {folder}: {err.strerror or err}")
+    shards = [p for p in found if _regular(p)]
     index = folder / INDEX_FILE
+    odd = [
+        p for p in (*found, index) if p not in shards and (p.exists() or p.is_symlink()) and not _regular(p)
+    ]
+    if odd and not shards:  # named like a checkpoint but nothing a reader may open (a FIFO, a folder)
+        return Unavailable(f"{odd[0].name} is not a regular file ({_kind(odd[0])}); nothing was read")
     named: set[str] | None = None
     if _regular(index):
         try:

@@ -59,6 +59,11 @@ def render(report: Any) -> str:
             + (", MTP modules not counted" if p.mtp is None else ""),
             *([f"- {line}"] if (line := fmt.shape_line(getattr(report, "shape", None), kv)) else []),
             *([f"- trust: {report.coverage.line()}"] if getattr(report, "coverage", None) else []),
+            *(
+                [f"- {ck.sentence()}"]
+                if (ck := getattr(report, "checkpoint", None)) and ck.unreadable
+                else []
+            ),
             f"- weights {weights} ({c.weights.detail})",
             f"- KV cache {fmt.bin_bytes(kv.bytes_per_token)}/token, {fmt.bin_bytes(kv.bytes_at_context)} "
             f"at {kv.context:,} tokens"

@@ -82,6 +82,8 @@ def cost_lines(report: Any) -> Text:
     trust = getattr(report, "coverage", None)
     if trust is not None:
         t.append(trust.line() + "\n", style=None if trust.verified else "yellow")
+    if ck is not None and ck.unreadable:
+        t.append(ck.sentence() + "\n", style="yellow")
     w = c.weights
     t.append(f"weights {fmt.si_bytes(w.bytes) if w.supported else 'not given'} ({w.detail})\n")
     kv = c.kv

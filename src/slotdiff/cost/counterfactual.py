@@ -13,6 +13,7 @@ from dataclasses import dataclass, replace
 from functools import cache
 from typing import Any
 
+from ..constructs import softmax
 from ..core.resources import load_schema_file
 from ..schema.arch import Architecture, LayerSpec, Value, evolve, with_layers
 from ..slots.fill import Fill
@@ -74,7 +75,7 @@ def _range(arch: Architecture, base: Fill) -> Architecture | None:
 def _mixer(arch: Architecture, base: Fill) -> Architecture | None:
     if base.kind != "softmax":
         return None
-    attn = next((s for s in arch.layers if s.mixer in ("attention", "mla")), None)
+    attn = next((s for s in arch.layers if softmax(s.mixer)), None)
     mixer = attn.mixer if attn else "attention"
     layers = tuple(
         evolve(s, mixer=mixer, variant=None)

@@ -23,6 +23,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+from ..constructs import softmax
 from ..schema.arch import Architecture
 from ..schema.tower_spec import ExprError, as_int, evaluate, multimodal_types
 from .flops import flops_cost
@@ -248,7 +249,7 @@ def injection_unit(
     d = int(arch.get("d_model") or 0)
     cross = sum(1 for s in arch.layers if s.mixer == "cross_attention")
     if cross:
-        self_layers = sum(1 for s in arch.layers if s.mixer in ("attention", "mla"))
+        self_layers = sum(1 for s in arch.layers if softmax(s.mixer))
         h, g = arch.get("n_heads") or 0, arch.get("n_kv_heads") or arch.get("n_heads") or 0
         hd = arch.get("head_dim") or 0
         # each cross-attention layer projects a state to K and V once (d → g·hd, twice) and

@@ -1,8 +1,8 @@
 """KV cache and recurrent state, per layer kind.
 
 Softmax attention holds K and V per token: 2·g·hd bytes-per-element per layer (V with its
-own width when v_head_dim differs). MLA holds the latent and the decoupled RoPE key:
-(kv_lora_rank + qk_rope_head_dim) per layer. Sliding and chunked layers never hold more
+own width when v_head_dim differs); another mechanism caches what its construct module
+says (constructs/: MLA's latent and decoupled RoPE key). Sliding and chunked layers never hold more
 than their window. Linear-attention and SSM layers hold a fixed state per sequence,
 reported apart because it does not grow with context.
 """
@@ -11,7 +11,9 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from ..schema.arch import Architecture, LayerSpec, layer_size
+from ..constructs import construct
+from ..constructs.indexer import index_key_elements
+from ..schema.arch import Architecture, LayerSpec
 from ..schema.precision import canonical_dtype, storage_bits
 
 
@@ -28,22 +30,13 @@ def _attention_elements(arch: Architecture, layer: LayerSpec) -> int:
     return g * (hd + hv)
 
 
-def index_key_elements(arch: Architecture) -> int:
-    """Elements a DSA indexer caches per token: its key, and with k-pools (``index_kpool``)
-    also the token's gate score (index_head_dim) and a validity flag, packed beside it
-    (GLM-5.3-Flash's indexer state)."""
-    idim = arch.get("index_head_dim") or 0
-    return idim + (idim + 1 if arch.get("index_kpool") else 0)
-
-
 def layer_kv_elements(arch: Architecture, layer: LayerSpec) -> int:
     """Elements cached per token by one layer (0 for recurrent layers and layers that
     reuse another layer's K/V)."""
+    mech = construct(layer.mixer)
     if layer.kv_shared:
-        # K/V (or the latent) come from an earlier layer; an indexer of its own still caches
-        # its keys (Mistral Large 4's "reuse_but_indexer" layers).
-        own = layer.sparse and not layer.index_shared and layer.mixer == "mla"
-        return index_key_elements(arch) if own else 0
+        # K/V (or the latent) come from an earlier layer: what the construct still caches
+        return mech.shared_kv_elements(arch, layer) if mech else 0
     elems = 0
     if layer.mixer == "attention" and arch.get("attn_shared_kv"):
         # One head read as both key and value, cached once (its compressed entries are
@@ -55,11 +48,8 @@ def layer_kv_elements(arch: Architecture, layer: LayerSpec) -> int:
         elems += _attention_elements(arch, layer)
         if layer.sparse and not layer.index_shared:  # a lightning indexer's key per token (MiniMax-M3)
             elems += index_key_elements(arch)
-    elif layer.mixer == "mla":
-        extra = index_key_elements(arch) if layer.sparse and not layer.index_shared else 0
-        rank = layer_size(arch, layer, "kv_lora_rank") or 0
-        rope = (layer_size(arch, layer, "qk_rope_head_dim") or 0) if layer.rope else 0  # NoPE: latent only
-        elems += rank + rope + extra
+    elif mech:
+        elems += mech.kv_elements(arch, layer)
     if layer.shared_block is not None:  # a weight-shared attention block run on this layer
         elems += _attention_elements(arch, layer)
     return elems
@@ -209,18 +199,21 @@ def kv_cost(arch: Architecture, context: int, dtype: str = "bfloat16") -> KVCost
     read = 0.0
     long_rate = 0.0
     state = 0.0
-    topk = arch.get("index_topk") or 0
-    index_elems = index_key_elements(arch)
     by_kind: dict[str, float] = {}
     n_attn = n_rec = 0
     for layer, n in arch.layer_runs:  # n identical layers at once (sums of exact products)
         elems = layer_kv_elements(arch, layer)
         if elems:
             n_attn += n
+            mech = construct(layer.mixer)
             kind = (
-                "mla"
-                if layer.mixer == "mla"
-                else ("sliding" if layer.window else "chunked" if layer.chunk else "full")
+                mech.kv_kind(layer)
+                if mech
+                else "sliding"
+                if layer.window
+                else "chunked"
+                if layer.chunk
+                else "full"
             )
             by_kind[kind] = by_kind.get(kind, 0) + elems * b * n
             per_token += elems * b * n
@@ -231,10 +224,9 @@ def kv_cost(arch: Architecture, context: int, dtype: str = "bfloat16") -> KVCost
                 compressed_kv_elements(arch, layer) * b * (context // (layer.compress or context)) * n
             )
             at_context += compressed
-            if layer.sparse and topk and layer.mixer == "mla":
-                keys = 0 if layer.index_shared else index_elems  # a shared layer scores nothing
-                latent = elems - keys
-                read += (keys * span + latent * min(span, topk)) * b * n
+            selected = mech.selected_read(arch, layer, elems, span) if mech else None
+            if selected is not None:  # a top-k selection reads less than the span holds (DSA)
+                read += selected * b * n
             else:
                 read += elems * b * span * n
             read += compressed

@@ -29,6 +29,7 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
+from ..constructs import softmax
 from ..schema.arch import Architecture
 from ..schema.precision import WeightFormat
 from .inventory.tensor import Tensor
@@ -102,7 +103,7 @@ def _widths(arch: Architecture) -> list[tuple[str, int]]:
     """(what, size) that TP must divide."""
     out = []
     h = arch.get("n_heads") or 0
-    if h and any(s.mixer in ("attention", "mla") for s, _ in arch.layer_runs):
+    if h and any(softmax(s.mixer) for s, _ in arch.layer_runs):
         out.append(("attention heads", h))
     for key, what in (
         ("linear_n_v_heads", "linear-attention value heads"),

@@ -14,6 +14,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass, fields, replace
 from functools import cached_property
 
+from ..constructs import latent
 from ..schema.arch import Architecture, LayerSpec, evolve, with_layers
 from ..schema.precision import WeightFormat, storage_bits
 from .inventory.decoder import tensors
@@ -177,7 +178,7 @@ class MemoryPlan:
         for spec in self.designs:
             elems = layer_kv_elements(arch, spec)
             cap = min((x for x in (spec.window, spec.chunk) if x), default=None)
-            groups = [(spec.mixer == "mla", _g(arch, spec), cap, elems * self.b)] if elems else []
+            groups = [(latent(spec.mixer), _g(arch, spec), cap, elems * self.b)] if elems else []
             self.kv_groups.append(groups)
             rec, conv = layer_state_elements(arch, spec)
             self.state.append(rec * self.b_state + conv * self.b)

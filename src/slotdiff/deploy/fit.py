@@ -8,6 +8,7 @@ from __future__ import annotations
 from dataclasses import dataclass, replace
 from typing import Any
 
+from ..constructs import latent
 from ..core.errors import UsageError
 from ..cost.context import context_limit
 from ..cost.kv import kv_cost
@@ -249,7 +250,7 @@ def fit_assumptions(
         dep.precision.note(),
         wl.efficiency_note,
     ]
-    if any(s.mixer == "mla" for s in arch.layers) and n > 1 and lay.dp == 1:
+    if any(latent(s.mixer) for s in arch.layers) and n > 1 and lay.dp == 1:
         notes.append(
             f"MLA's latent KV has no heads to split: every TP rank holds the whole cache (×{n} in all); "
             "data-parallel attention (--data-parallel-size with --enable-expert-parallel) would avoid that"

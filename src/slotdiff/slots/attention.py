@@ -6,6 +6,7 @@ from __future__ import annotations
 from collections import Counter
 from typing import Any
 
+from ..constructs import construct, softmax
 from ..schema.arch import Architecture
 from .fill import Collector, Fill, attention_layers
 
@@ -15,30 +16,9 @@ def attention_kv(arch: Architecture) -> Fill:
     attn = attention_layers(arch)
     if not attn:
         return ev.fill("attention.kv", "none", "no attention layers: no KV cache")
-    if attn[0].mixer == "mla":
-        kv_rank, rope = ev.use("kv_lora_rank"), ev.use("qk_rope_head_dim")
-        q_rank, h = ev.use("q_lora_rank"), ev.use("n_heads")
-        nope, v = ev.use("qk_nope_head_dim"), ev.use("v_head_dim")
-        rotated = ev.use("position") not in ("none",) and any(s.rope for s in attn)
-        key = "RoPE key" if rotated else "decoupled key (not rotated: no positions)"
-        detail = f"MLA: latent {kv_rank} + {key} {rope} per token, {h} heads"
-        if nope is not None and rope is not None:
-            detail += f"; q/k {nope + rope} ({nope} + {rope}) and v {v} per head"
-        detail += f", q rank {q_rank}" if q_rank else ", full q projection"
-        return ev.fill(
-            "attention.kv",
-            "mla",
-            detail,
-            {},
-            {
-                "kv_lora_rank": kv_rank,
-                "qk_rope_head_dim": rope,
-                "q_lora_rank": q_rank,
-                "n_heads": h,
-                "qk_nope_head_dim": nope,
-                "v_head_dim": v,
-            },
-        )
+    mech = construct(attn[0].mixer)
+    if mech:
+        return mech.kv_fill(ev, attn)
     h, g, hd = ev.use("n_heads"), ev.use("n_kv_heads"), ev.use("head_dim")
     kind = "mha" if g == h else ("mqa" if g == 1 else "gqa")
     detail = f"{kind.upper()} {h}/{g}, head_dim {hd}"
@@ -110,7 +90,7 @@ def attention_range(arch: Architecture) -> Fill:
 def attention_mixer(arch: Architecture) -> Fill:
     ev = Collector(arch)
     counts = Counter(s.mixer for s in arch.layers if s.mixer)
-    recurrent = [s for s in arch.layers if s.mixer not in ("attention", "mla", "cross_attention", None)]
+    recurrent = [s for s in arch.layers if not softmax(s.mixer) and s.mixer not in ("cross_attention", None)]
     variants = sorted(
         {s.variant or s.mixer for s in recurrent} | {s.parallel for s in arch.layers if s.parallel}
     )

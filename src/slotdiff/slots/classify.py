@@ -18,6 +18,7 @@ from functools import cache, cached_property
 from pathlib import Path
 from typing import Any
 
+from ..constructs import of_fill
 from ..core.bundle import bundled, listing
 from ..core.errors import SlotdiffError
 from ..core.files import read_capped
@@ -275,8 +276,8 @@ def label(fills: Fills) -> str:
             parts.append(f"Hybrid {names} {mixer.size('recurrent_layers')}:{mixer.size('attention_layers')}")
         else:
             parts.append({"mamba": "Mamba", "mamba2": "Mamba-2"}.get(names, names))
-    if kv.kind == "mla":
-        parts.append(f"MLA {kv.size('kv_lora_rank')}+{kv.size('qk_rope_head_dim')}")
+    if mech := of_fill(kv.kind):
+        parts.append(mech.short(kv))
     elif kv.kind in ("gqa", "mqa"):
         parts.append(f"{kv.kind.upper()} {kv.size('n_heads')}/{kv.size('n_kv_heads')}")
     elif kv.kind == "mha":

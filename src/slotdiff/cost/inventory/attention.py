@@ -3,7 +3,7 @@ cross-attention layers, and MLA's low-rank projections."""
 
 from __future__ import annotations
 
-from ...schema.arch import Architecture, LayerSpec, layer_size
+from ...schema.arch import LayerSpec
 from .compressed import shared_kv_attention
 from .tensor import Builder, need_int
 
@@ -150,106 +150,6 @@ def cross_attention(b: Builder, n: int, layer: LayerSpec) -> None:
         b.add("attention/cross.k_norm", hd, 1, n, "vector", f"{mod}.k_norm")
     gates = a.get("cross_attn_gates") or 0
     b.add("attention/cross.gates", 1, 1, gates * n, "vector", "model.layers.0.cross_attn_attn_gate")
-
-
-def _size(a: Architecture, layer: LayerSpec, name: str) -> int:
-    """A size field on ``layer`` (its own, else the model's), which must be known."""
-    value = layer_size(a, layer, name)
-    return value if isinstance(value, int) and not isinstance(value, bool) else need_int(a, name)
-
-
-def mla(b: Builder, n: int, layer: LayerSpec) -> None:
-    a = b.arch
-    d, h = need_int(a, "d_model"), layer.n_heads or need_int(a, "n_heads")
-    kv_rank, rope, nope = (
-        _size(a, layer, "kv_lora_rank"),
-        _size(a, layer, "qk_rope_head_dim"),
-        _size(a, layer, "qk_nope_head_dim"),
-    )
-    hv = _size(a, layer, "v_head_dim")
-    qk = (a.get("qk_head_dim") if not layer.sizes else None) or nope + rope
-    q_rank = layer_size(a, layer, "q_lora_rank")
-    mod = "model.layers.0.self_attn"
-    slot = "attention"
-    bias = bool(a.get("qkv_bias"))
-    if q_rank and a.get("mla_q_gate"):
-        # One fused projection from [q_a, its norm] to the queries and a per-channel output
-        # gate (A.X-K2's q_gate_proj), in place of q_b.
-        b.add("attention/q_a", q_rank, d, n, "linear", f"{mod}.q_a_proj", slot)
-        b.add("attention/q_a_norm", q_rank, 1, n, "vector", f"{mod}.q_a_layernorm", slot)
-        b.add("attention/q_gate", h * (qk + hv), 2 * q_rank, n, "linear", f"{mod}.q_gate_proj", slot)
-        if bias:
-            b.add("attention/q_a.bias", q_rank, 1, n, "vector", f"{mod}.q_a_proj", slot)
-    elif q_rank:
-        b.add("attention/q_a", q_rank, d, n, "linear", f"{mod}.q_a_proj", slot)
-        b.add("attention/q_a_norm", q_rank, 1, n, "vector", f"{mod}.q_a_layernorm", slot)
-        b.add(
-            "attention/q_b",
-            h * qk,
-            q_rank,
-            n,
-            "linear",
-            f"{mod}.q_b_proj",
-            slot,
-        )
-        if bias:
-            b.add("attention/q_a.bias", q_rank, 1, n, "vector", f"{mod}.q_a_proj", slot)
-    else:
-        b.add("attention/q", h * qk, d, n, "linear", f"{mod}.q_proj", slot)
-    if not layer.rope:
-        nope, rope = nope + rope, 0  # a NoPE layer: no decoupled RoPE key, its width joins nope
-    if not layer.kv_shared:  # a layer reading an earlier layer's latent has no kv_a of its own
-        b.add("attention/kv_a", kv_rank + rope, d, n, "linear", f"{mod}.kv_a_proj_with_mqa", slot)
-        b.add("attention/kv_a_norm", kv_rank, 1, n, "vector", f"{mod}.kv_a_layernorm", slot)
-        if bias:
-            b.add("attention/kv_a.bias", kv_rank + rope, 1, n, "vector", f"{mod}.kv_a_proj_with_mqa", slot)
-    b.add("attention/kv_b", h * (nope + hv), kv_rank, n, "linear", f"{mod}.kv_b_proj", slot)
-    b.add("attention/o", d, h * hv, n, "linear", f"{mod}.o_proj", slot)
-    if bias:
-        b.add("attention/o.bias", d, 1, n, "vector", f"{mod}.o_proj", slot)
-    gate = a.get("attn_gate")
-    if gate in ("channel", "head"):  # an output gate from the input: per channel (HY-V4), per head (Dots3)
-        b.add("attention/gate", h * hv if gate == "channel" else h, d, n, "linear", f"{mod}.gate_proj", slot)
-    if a.get("mla_rope_k_norm"):  # an RMSNorm on the decoupled RoPE key (Dots3 k_rope_only_layernorm)
-        b.add("attention/k_rope_norm", rope, 1, n, "vector", f"{mod}.k_rope_only_layernorm", slot)
-    if a.get("sinks"):
-        b.add("attention/sinks", h, 1, n, "vector", f"{mod}.sinks", slot)
-    if a.get("softmax_scaling"):  # a learned scale and bias per head on the scores (Mistral Large 4)
-        b.add("attention/softmax_scaling", 2 * h, 1, n, "vector", f"{mod}.softmax_scaling", slot)
-    if layer.sparse and not layer.index_shared:
-        dsa_indexer(b, n, q_rank or d)
-
-
-def dsa_indexer(b: Builder, n: int, q_in: int) -> None:
-    """``n`` DSA lightning indexers (DeepSeek-V3.2 as transformers builds it): index-head queries
-    from ``q_in`` (the query LoRA bottleneck, else the hidden state), one index key per token
-    with its LayerNorm, and per-head weights; ``indexer_input_norm`` adds a LayerNorm on the
-    query side's input and ``softmax_scaling`` a scale and bias per index head (Mistral Large 4)."""
-    a = b.arch
-    d = need_int(a, "d_model")
-    ih, idim = need_int(a, "index_n_heads"), need_int(a, "index_head_dim")
-    mod = "model.layers.0.self_attn.indexer"
-    slot = "attention"
-    b.add("attention/indexer.wq_b", ih * idim, q_in, n, "linear", f"{mod}.wq_b", slot)
-    b.add("attention/indexer.wk", idim, d, n, "linear", f"{mod}.wk", slot)
-    b.add("attention/indexer.k_norm", 2 * idim, 1, n, "vector", f"{mod}.k_norm", slot)
-    b.add("attention/indexer.weights", ih, d, n, "linear", f"{mod}.weights_proj", slot)
-    kpool = a.get("index_kpool") or 0
-    if kpool:  # k-pool compression: a position table per pool slot and a gate from d (GLM-5.3-Flash)
-        b.add(
-            "attention/indexer.kpool_ape",
-            kpool * idim,
-            1,
-            n,
-            "vector",
-            f"{mod}.index_kpool_compress_ape",
-            slot,
-        )
-        b.add("attention/indexer.kpool_gate", idim, d, n, "linear", f"{mod}.index_kpool_compress_gate", slot)
-    if a.get("indexer_input_norm"):
-        b.add("attention/indexer.q_input_norm", 2 * q_in, 1, n, "vector", f"{mod}.q_input_norm", slot)
-    if a.get("softmax_scaling"):
-        b.add("attention/indexer.softmax_scaling", 2 * ih, 1, n, "vector", f"{mod}.softmax_scaling", slot)
 
 
 def attention_experts(b: Builder, n: int, d: int, g: int, hd: int) -> None:

@@ -7,8 +7,9 @@ from __future__ import annotations
 from dataclasses import replace
 from typing import Any
 
+from ...constructs import construct
 from ...schema.arch import Architecture, LayerSpec
-from .attention import attention, cross_attention, mla
+from .attention import attention, cross_attention
 from .compressed import hyper_connections
 from .ffn import altup_laurel, dense_ffn, moe, per_layer_inputs
 from .recurrent import linear_attention, mamba, short_conv
@@ -17,10 +18,11 @@ from .tensor import Builder, Tensor, Unsupported, group_runs, need_int
 
 def _mixer(b: Builder, n: int, kind: str | None, layer: LayerSpec) -> None:
     """The tensors of ``n`` sequence mixers of ``kind`` shaped like ``layer``."""
+    mech = construct(kind)
     if kind == "attention":
         attention(b, n, layer)
-    elif kind == "mla":
-        mla(b, n, layer)
+    elif mech:
+        mech.tensors(b, n, layer)
     elif kind == "linear_attention":
         linear_attention(b, n, layer)
     elif kind in ("mamba", "mamba2"):

@@ -1,0 +1,37 @@
+"""Sequence-mixing mechanisms, one construct module each (its tensors, KV cache, FLOPs, saved
+activations and slot fill), registered in the one table below, keyed by ``LayerSpec.mixer``.
+A new mechanism is a module here and a line in CONSTRUCTS: the stages above ask the table
+(docs/ARCHITECTURE.md, "Where a new thing goes")."""
+
+from __future__ import annotations
+
+from .base import Construct
+from .mla import MLA_CONSTRUCT
+
+CONSTRUCTS: dict[str, Construct] = {
+    MLA_CONSTRUCT.name: MLA_CONSTRUCT,
+}
+
+
+def construct(mixer: str | None) -> Construct | None:
+    """The construct of a layer's mixer; None for a mixer no construct owns (or no mixer)."""
+    return CONSTRUCTS.get(mixer) if mixer else None
+
+
+def softmax(mixer: str | None) -> bool:
+    """A mixer that runs softmax attention over a KV cache: plain attention or a construct's."""
+    return mixer == "attention" or construct(mixer) is not None
+
+
+def latent(mixer: str | None) -> bool:
+    """A mixer whose cache has no heads for tensor parallelism to split (MLA's latent)."""
+    mech = construct(mixer)
+    return bool(mech and mech.latent_kv)
+
+
+def of_fill(kind: str) -> Construct | None:
+    """The construct an attention.kv fill of ``kind`` names (its kind is the construct's name)."""
+    return CONSTRUCTS.get(kind)
+
+
+__all__ = ["CONSTRUCTS", "Construct", "construct", "latent", "of_fill", "softmax"]

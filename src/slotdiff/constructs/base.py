@@ -92,6 +92,25 @@ class Construct:
         """The fingerprint's short name of its attention.kv fill ("MLA 512+64")."""
         return self.label
 
+    def engine_token_elements(self, arch: Architecture) -> int | None:
+        """Elements per token an engine's pool (vLLM, SGLang) caches for a layer, where the
+        mechanism fixes it whatever the TP degree; None: per KV head, split by TP."""
+        return None
+
+    def vllm_token_bytes(self, arch: Architecture, layer: LayerSpec, b: float) -> float:
+        """Bytes per token of a layer's page in vLLM at ``b`` bytes per element (latent caches)."""
+        raise NotImplementedError
+
+    def profile_width(self, arch: Architecture, h: float) -> float | None:
+        """Activation width per token of the layer in vLLM's profile run, with ``h`` query heads
+        on a rank (None: the softmax attention's)."""
+        return None
+
+    def as_attention(self, arch: Architecture, g: int) -> dict[str, Any]:
+        """Canonical fields that turn the mechanism into plain attention with ``g`` KV heads
+        (the attention.kv counterfactual)."""
+        raise NotImplementedError
+
     def kv_fill(self, ev: Evidence, attn: Sequence[LayerSpec]) -> Any:
         """The attention.kv facet's fill for layers ``attn`` (the first one's mechanism)."""
         raise NotImplementedError

@@ -20,6 +20,9 @@ from .base import Construct, Evidence
 from .saved import QKV, Conventions, Saved, fp32, norm, residual_dropout, scores, t
 from .tensor import Builder, Unsupported, need_int
 
+# vLLM's fp8_ds_mla cache (DeepSeek-V3.2 with --kv-cache-dtype fp8): 656 bytes per token.
+DS_MLA_FP8_BYTES = 656
+
 
 def _size(a: Architecture, layer: LayerSpec, name: str) -> int:
     """A size field on ``layer`` (its own, else the model's), which must be known."""
@@ -212,6 +215,33 @@ class MLA(Construct):
     def short(self, fill: Any) -> str:
         """ "MLA <kv_lora_rank>+<qk_rope_head_dim>"."""
         return f"MLA {fill.size('kv_lora_rank')}+{fill.size('qk_rope_head_dim')}"
+
+    def engine_token_elements(self, arch: Architecture) -> int | None:
+        """The latent and the RoPE key, one copy on every TP rank."""
+        return (arch.get("kv_lora_rank") or 0) + (arch.get("qk_rope_head_dim") or 0)
+
+    def vllm_token_bytes(self, arch: Architecture, layer: LayerSpec, b: float) -> float:
+        """The latent at ``b``, or vLLM's fp8_ds_mla entry on a DSA layer with an fp8 cache."""
+        latent = (arch.get("kv_lora_rank") or 0) + (arch.get("qk_rope_head_dim") or 0)
+        return DS_MLA_FP8_BYTES if (layer.sparse and b == 1) else latent * b
+
+    def profile_width(self, arch: Architecture, h: float) -> float | None:
+        """q and k per head (nope + rope), v per head, both twice, and the latent with its key."""
+        nope, rope, hv = (arch.get(k) or 0 for k in ("qk_nope_head_dim", "qk_rope_head_dim", "v_head_dim"))
+        return h * (nope + rope) * 2 + h * hv * 2 + (arch.get("kv_lora_rank") or 0) + rope
+
+    def as_attention(self, arch: Architecture, g: int) -> dict[str, Any]:
+        """Per-head K and V of nope + rope (v_head_dim kept), no low-rank projections or biases."""
+        nope, rope = arch.get("qk_nope_head_dim") or 0, arch.get("qk_rope_head_dim") or 0
+        return {
+            "n_kv_heads": g,
+            "head_dim": nope + rope,
+            "v_head_dim": arch.get("v_head_dim"),
+            "kv_lora_rank": None,
+            "q_lora_rank": None,
+            "qkv_bias": False,
+            "o_bias": False,
+        }
 
     def lora_matrices(self, arch: Architecture, targets: frozenset[str]) -> list[tuple[str, int]]:
         """q: q_a and q_b (or q_proj); k or v: kv_a and kv_b, which they share."""

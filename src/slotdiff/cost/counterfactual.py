@@ -13,7 +13,7 @@ from dataclasses import dataclass, replace
 from functools import cache
 from typing import Any
 
-from ..constructs import softmax
+from ..constructs import construct, softmax
 from ..core.resources import load_schema_file
 from ..schema.arch import Architecture, LayerSpec, Value, evolve, with_layers
 from ..slots.fill import Fill
@@ -35,25 +35,15 @@ def with_fields(
 
 def _kv(arch: Architecture, base: Fill) -> Architecture | None:
     h = arch.get("n_heads") or 0
-    if arch.layers and any(s.mixer == "mla" for s in arch.layers):
-        nope, rope = arch.get("qk_nope_head_dim") or 0, arch.get("qk_rope_head_dim") or 0
-        layers = tuple(evolve(s, mixer="attention") if s.mixer == "mla" else s for s in arch.layers)
+    mech = next((m for s in arch.layers if (m := construct(s.mixer))), None)
+    if arch.layers and mech:  # another mechanism (MLA) as plain attention with the base's sharing
+        layers = tuple(evolve(s, mixer="attention") if construct(s.mixer) else s for s in arch.layers)
         g = (
             h
             if base.kind == "mha"
             else max(1, h // max(1, (base.size("n_heads") or 1) // max(1, base.size("n_kv_heads") or 1)))
         )
-        return with_fields(
-            arch,
-            layers,
-            n_kv_heads=g,
-            head_dim=nope + rope,
-            v_head_dim=arch.get("v_head_dim"),
-            kv_lora_rank=None,
-            q_lora_rank=None,
-            qkv_bias=False,
-            o_bias=False,
-        )
+        return with_fields(arch, layers, **mech.as_attention(arch, g))
     if base.kind == "mha":
         return with_fields(arch, tuple(evolve(s, n_kv_heads=None) for s in arch.layers), n_kv_heads=h)
     if base.kind in ("gqa", "mqa"):

@@ -17,12 +17,10 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
+from ..constructs import construct
 from ..schema.arch import Architecture, LayerSpec
 from ..schema.precision import canonical_dtype, storage_bits
 from .engine_terms import Version
-
-# vLLM's fp8_ds_mla cache (DeepSeek-V3.2 with --kv-cache-dtype fp8): 656 bytes per token.
-DS_MLA_FP8_BYTES = 656
 
 
 @dataclass(frozen=True)
@@ -153,8 +151,9 @@ class KVLayout:
 def _kind(arch: Architecture, layer: LayerSpec, version: Version, hybrid_manager: bool) -> str | None:
     if layer.kv_shared:
         return None
-    if layer.mixer == "mla":
-        return "mla"
+    mech = construct(layer.mixer)
+    if mech and mech.engine_token_elements(arch) is not None:  # a latent cache: its own kind
+        return mech.vllm_kind
     if layer.mixer in ("mamba", "mamba2", "linear_attention"):
         return "mamba" if version.v1 else None
     if layer.mixer == "cross_attention":
@@ -196,10 +195,9 @@ def kv_layout(
         note = f"attention block size raised to {block} tokens so a page holds a mamba state (vLLM does so)"
     specs: list[Spec] = []
     for k, s in typed:
-        if k == "mla":
-            latent = (arch.get("kv_lora_rank") or 0) + (arch.get("qk_rope_head_dim") or 0)
-            per = DS_MLA_FP8_BYTES if (s.sparse and b == 1) else latent * b
-            specs.append(Spec("mla", int(block * per)))
+        mech = construct(s.mixer)
+        if mech and k == mech.vllm_kind and mech.engine_token_elements(arch) is not None:
+            specs.append(Spec(k, int(block * mech.vllm_token_bytes(arch, s, b))))
         elif k == "mamba":
             specs.append(Spec("mamba", 0))
         else:

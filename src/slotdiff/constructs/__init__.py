@@ -5,12 +5,15 @@ A new mechanism is a module here and a line in CONSTRUCTS: the stages above ask 
 
 from __future__ import annotations
 
+from .attention import ATTENTION
 from .base import Construct
 from .mla import MLA_CONSTRUCT
 
 CONSTRUCTS: dict[str, Construct] = {
+    ATTENTION.name: ATTENTION,
     MLA_CONSTRUCT.name: MLA_CONSTRUCT,
 }
+PLAIN: Construct = ATTENTION  # plain softmax attention: what a counterfactual turns the others into
 
 
 def construct(mixer: str | None) -> Construct | None:
@@ -19,8 +22,8 @@ def construct(mixer: str | None) -> Construct | None:
 
 
 def softmax(mixer: str | None) -> bool:
-    """A mixer that runs softmax attention over a KV cache: plain attention or a construct's."""
-    return mixer == "attention" or construct(mixer) is not None
+    """A mixer that runs softmax attention over a KV cache: one a construct owns."""
+    return construct(mixer) is not None
 
 
 def latent(mixer: str | None) -> bool:
@@ -34,4 +37,4 @@ def of_fill(kind: str) -> Construct | None:
     return CONSTRUCTS.get(kind)
 
 
-__all__ = ["CONSTRUCTS", "Construct", "construct", "latent", "of_fill", "softmax"]
+__all__ = ["CONSTRUCTS", "PLAIN", "Construct", "construct", "latent", "of_fill", "softmax"]

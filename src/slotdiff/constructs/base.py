@@ -32,6 +32,7 @@ class Construct:
     for backward and how the slot table names it. Subclasses override what differs."""
 
     name = ""  # the LayerSpec.mixer that selects it
+    plain = False  # plain softmax attention (per-head K and V), what the counterfactuals turn others into
     label = ""  # how tables name a layer of it ("MLA")
     # The cache has no heads to split: every tensor-parallel rank holds all of it (MLA's latent).
     latent_kv = False
@@ -50,6 +51,10 @@ class Construct:
     def kv_elements(self, arch: Architecture, layer: LayerSpec) -> int:
         """Elements the mixer caches per token on a layer with its own K/V."""
         raise NotImplementedError
+
+    def state_elements(self, arch: Architecture, layer: LayerSpec) -> tuple[int, int]:
+        """Fixed per-sequence state beside the cache: (in the state dtype, in the model dtype)."""
+        return 0, 0
 
     def shared_kv_elements(self, arch: Architecture, layer: LayerSpec) -> int:
         """Elements cached per token on a layer that reads an earlier layer's K/V."""
@@ -75,6 +80,10 @@ class Construct:
     def tensors(self, b: Builder, n: int, layer: LayerSpec) -> None:
         """Add the tensors of ``n`` mixers shaped like ``layer`` to ``b``."""
         raise NotImplementedError
+
+    def unmodeled(self, spec: LayerSpec) -> str | None:
+        """What of this layer training's activation model does not cover (None: all of it)."""
+        return None
 
     def saved(self, arch: Architecture, spec: LayerSpec, c: Conventions) -> list[Saved]:
         """What the mixer keeps for backward in training, per token."""

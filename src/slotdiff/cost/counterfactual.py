@@ -13,7 +13,7 @@ from dataclasses import dataclass, replace
 from functools import cache
 from typing import Any
 
-from ..constructs import construct, softmax
+from ..constructs import PLAIN, construct, softmax
 from ..core.resources import load_schema_file
 from ..schema.arch import Architecture, LayerSpec, Value, evolve, with_layers
 from ..slots.fill import Fill
@@ -35,9 +35,12 @@ def with_fields(
 
 def _kv(arch: Architecture, base: Fill) -> Architecture | None:
     h = arch.get("n_heads") or 0
-    mech = next((m for s in arch.layers if (m := construct(s.mixer))), None)
+    mech = next((m for s in arch.layers if (m := construct(s.mixer)) and not m.plain), None)
     if arch.layers and mech:  # another mechanism (MLA) as plain attention with the base's sharing
-        layers = tuple(evolve(s, mixer="attention") if construct(s.mixer) else s for s in arch.layers)
+        layers = tuple(
+            evolve(s, mixer=PLAIN.name) if (m := construct(s.mixer)) and not m.plain else s
+            for s in arch.layers
+        )
         g = (
             h
             if base.kind == "mha"

@@ -20,11 +20,6 @@ from ..schema.arch import Architecture, LayerSpec
 from .params import ParamCount
 
 
-def _softmax(layer: LayerSpec) -> bool:
-    """A layer whose mixer runs softmax attention over its cached keys."""
-    return layer.mixer == "attention" or construct(layer.mixer) is not None
-
-
 def weight_flops_per_token(arch: Architecture, params: ParamCount) -> int:
     """2 × active matmul params (head included even if tied; embedding gather excluded)."""
     e, k = arch.get("n_experts") or 0, arch.get("top_k") or 0
@@ -39,16 +34,6 @@ def weight_flops_per_token(arch: Architecture, params: ParamCount) -> int:
     if arch.get("tie_embeddings"):
         total += (arch.get("vocab") or 0) * (arch.get("d_model") or 0)
     return 2 * total
-
-
-def _qk_v_dims(arch: Architecture, layer: LayerSpec, absorbed: bool = False) -> tuple[int, int, int]:
-    """(heads, q·k width, v width) of an attention layer's score and mix products."""
-    mech = construct(layer.mixer)
-    if mech:
-        return mech.qk_v_dims(arch, layer, absorbed)
-    h = layer.n_heads or arch.get("n_heads") or 0
-    hd = layer.head_dim or arch.get("head_dim") or 0
-    return h, hd, arch.get("v_head_dim") or hd
 
 
 def _cap(arch: Architecture, layer: LayerSpec) -> int | None:
@@ -92,12 +77,12 @@ def attention_flops(arch: Architecture, context: int, form: str = "absorbed") ->
     total = 0
     for layer, n in arch.layer_runs:  # n identical layers at once
         mech = construct(layer.mixer)
-        if not _softmax(layer):
+        if mech is None:  # no softmax attention on this layer
             continue
-        h, dqk, dv = _qk_v_dims(arch, layer, absorbed=form == "absorbed")
+        h, dqk, dv = mech.qk_v_dims(arch, layer, absorbed=form == "absorbed")
         keys = attended(arch, layer, context)
         flops = 2 * h * (dqk + dv) * keys
-        if mech and form == "transformers":
+        if form == "transformers":
             flops += mech.reexpand_flops(arch, layer, keys)
         flops += indexer.decode_flops(arch, layer, context)  # a shared layer reuses another's scores
         total += n * flops
@@ -108,9 +93,10 @@ def prefill_attention_flops(arch: Architecture, s: int, causal: bool = True) -> 
     """Attention FLOPs of a whole ``s``-token prompt; ``causal=False`` counts the full s×s."""
     total = 0
     for layer, n in arch.layer_runs:  # n identical layers at once
-        if not _softmax(layer):
+        mech = construct(layer.mixer)
+        if mech is None:
             continue
-        h, dqk, dv = _qk_v_dims(arch, layer, absorbed=False)
+        h, dqk, dv = mech.qk_v_dims(arch, layer, absorbed=False)
         keys = _span_sum(arch, layer, s) if causal else s * s
         flops = 2 * h * (dqk + dv) * keys
         flops += indexer.prefill_flops(arch, layer, s, causal)

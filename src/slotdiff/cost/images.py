@@ -23,7 +23,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from ..constructs import softmax
+from ..constructs import PLAIN, construct, softmax
 from ..schema.arch import Architecture
 from ..schema.tower_spec import ExprError, as_int, evaluate, multimodal_types
 from .flops import flops_cost
@@ -213,7 +213,7 @@ def vision_flops(
     if kv_bytes_per_token is not None:
         kv = img.total * kv_bytes_per_token
         if img.cross_tokens:
-            self_layers = sum(1 for s in arch.layers if s.mixer == "attention")
+            self_layers = sum(1 for s in arch.layers if construct(s.mixer) is PLAIN)
             cross_layers = sum(1 for s in arch.layers if s.mixer == "cross_attention")
             per_layer = kv_bytes_per_token // self_layers if self_layers else 0
             cross = img.cross_tokens * cross_layers * per_layer

@@ -12,22 +12,13 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from ..constructs import construct
-from ..constructs.indexer import index_key_elements
+from ..constructs.attention import kv_head_elements
 from ..schema.arch import Architecture, LayerSpec
 from ..schema.precision import canonical_dtype, storage_bits
 
 
 def _b(dtype: str) -> float:
     return storage_bits(dtype) / 8  # block-scaled formats (MXFP4, NVFP4) carry their scales
-
-
-def _attention_elements(arch: Architecture, layer: LayerSpec) -> int:
-    g = layer.n_kv_heads or arch.get("n_kv_heads") or 0
-    hd = layer.head_dim or arch.get("head_dim") or 0
-    hv = arch.get("v_head_dim") or hd
-    # K and V are cached as two tensors even where the model computes V = K (Gemma 4's
-    # global layers), as transformers' cache stores them.
-    return g * (hd + hv)
 
 
 def layer_kv_elements(arch: Architecture, layer: LayerSpec) -> int:
@@ -37,21 +28,9 @@ def layer_kv_elements(arch: Architecture, layer: LayerSpec) -> int:
     if layer.kv_shared:
         # K/V (or the latent) come from an earlier layer: what the construct still caches
         return mech.shared_kv_elements(arch, layer) if mech else 0
-    elems = 0
-    if layer.mixer == "attention" and arch.get("attn_shared_kv"):
-        # One head read as both key and value, cached once (its compressed entries are
-        # counted by compressed_kv_elements, per compress tokens); a layer without a
-        # compressor may go through a generic cache that keeps key and value apart.
-        twice = arch.get("shared_kv_split_cache") and not layer.compress
-        elems += (2 if twice else 1) * (layer.head_dim or arch.get("head_dim") or 0)
-    elif layer.mixer == "attention":
-        elems += _attention_elements(arch, layer)
-        if layer.sparse and not layer.index_shared:  # a lightning indexer's key per token (MiniMax-M3)
-            elems += index_key_elements(arch)
-    elif mech:
-        elems += mech.kv_elements(arch, layer)
+    elems = mech.kv_elements(arch, layer) if mech else 0
     if layer.shared_block is not None:  # a weight-shared attention block run on this layer
-        elems += _attention_elements(arch, layer)
+        elems += kv_head_elements(arch, layer)
     return elems
 
 
@@ -113,22 +92,10 @@ def layer_state_elements(arch: Architecture, layer: LayerSpec) -> tuple[int, int
     """Fixed per-sequence state of a layer's recurrent mixers: (in the state dtype, in the
     model dtype), as :func:`_mixer_state`."""
     rec, conv = _mixer_state(arch, layer.mixer, layer.variant)
-    if layer.mixer == "attention" and arch.get("attn_cca"):
-        # ZAYA's CCA keeps the q/k conv inputs (cca_time0 + cca_time1 - 2 positions) and the
-        # previous token's delayed value half, both in the model dtype.
-        h = layer.n_heads or arch.get("n_heads") or 0
-        g = layer.n_kv_heads or arch.get("n_kv_heads") or 0
-        hd = layer.head_dim or arch.get("head_dim") or 0
-        taps = (arch.get("cca_time0") or 1) - 1 + (arch.get("cca_time1") or 1) - 1
-        conv += (h + g) * hd * taps + g * hd // 2
-    if layer.mixer == "attention" and (arch.get("kv_short_conv") or arch.get("residual_short_convs")):
-        # Inkling's short convolutions around softmax attention keep their last kernel inputs,
-        # in the state dtype: the keys' and values' (g·hd each) and the d-wide residual ones.
-        kernel = arch.get("short_conv_kernel") or 0
-        g = layer.n_kv_heads or arch.get("n_kv_heads") or 0
-        hd = layer.head_dim or arch.get("head_dim") or 0
-        kv = 2 * g * hd if arch.get("kv_short_conv") else 0
-        rec += kernel * (kv + (arch.get("residual_short_convs") or 0) * (arch.get("d_model") or 0))
+    mech = construct(layer.mixer)
+    if mech:  # a softmax mechanism's own state beside its cache (ZAYA's CCA, Inkling's convs)
+        mrec, mconv = mech.state_elements(arch, layer)
+        rec, conv = rec + mrec, conv + mconv
     if layer.parallel:
         prec, pconv = _mixer_state(arch, layer.parallel, None)
         rec, conv = rec + prec, conv + pconv

@@ -29,7 +29,7 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
-from ..constructs import softmax
+from ..constructs import latent, softmax
 from ..schema.arch import Architecture
 from ..schema.precision import WeightFormat
 from .inventory.tensor import Tensor
@@ -87,7 +87,7 @@ def kv_heads_of(arch: Architecture) -> set[int]:
     """Distinct KV-head counts of the softmax layers (MLA has none to split)."""
     out = set()
     for s, _ in arch.layer_runs:
-        if s.mixer == "attention" or s.shared_block is not None:
+        if (softmax(s.mixer) and not latent(s.mixer)) or s.shared_block is not None:
             g = s.n_kv_heads or arch.get("n_kv_heads") or arch.get("n_heads") or 0
             if g:
                 out.add(g)

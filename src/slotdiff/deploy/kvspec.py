@@ -158,7 +158,7 @@ def _kind(arch: Architecture, layer: LayerSpec, version: Version, hybrid_manager
         return "mamba" if version.v1 else None
     if layer.mixer == "cross_attention":
         return "full" if not version.v1 else None  # V0 sizes cross-attention layers like any other
-    if layer.mixer != "attention" and layer.shared_block is None:
+    if mech is None and layer.shared_block is None:
         return None
     if layer.window and hybrid_manager:
         return "sliding"

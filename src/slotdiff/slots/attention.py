@@ -6,7 +6,7 @@ from __future__ import annotations
 from collections import Counter
 from typing import Any
 
-from ..constructs import construct, softmax
+from ..constructs import PLAIN, construct, softmax
 from ..schema.arch import Architecture
 from .fill import Collector, Fill, attention_layers
 
@@ -17,15 +17,9 @@ def attention_kv(arch: Architecture) -> Fill:
     if not attn:
         return ev.fill("attention.kv", "none", "no attention layers: no KV cache")
     mech = construct(attn[0].mixer)
-    if mech:
-        return mech.kv_fill(ev, attn)
-    h, g, hd = ev.use("n_heads"), ev.use("n_kv_heads"), ev.use("head_dim")
-    kind = "mha" if g == h else ("mqa" if g == 1 else "gqa")
-    detail = f"{kind.upper()} {h}/{g}, head_dim {hd}"
-    layer_g = {s.n_kv_heads for s in attn if s.n_kv_heads}
-    if layer_g:
-        detail += f" (some layers {'/'.join(str(x) for x in sorted(layer_g))} KV heads)"
-    return ev.fill("attention.kv", kind, detail, {}, {"n_heads": h, "n_kv_heads": g, "head_dim": hd})
+    if mech is None:  # a weight-shared block's attention (Zamba2): plain attention's fill
+        mech = PLAIN
+    return mech.kv_fill(ev, attn)
 
 
 def attention_range(arch: Architecture) -> Fill:

@@ -135,12 +135,8 @@ def adapted_matrices(arch: Architecture, spec: LayerSpec, targets: frozenset[str
     """(target, matrices per token) a LoRA adapter wraps in this layer: each adds its
     r-wide A output (the B matmul's input) per token it processes."""
     out: list[tuple[str, int]] = []
-    if spec.mixer == "attention":
-        if arch.get("fused_qkv") and targets & {"q", "k", "v"}:
-            out.append(("qkv", 1))
-        else:
-            out += [(t, 1) for t in ("q", "k", "v") if t in targets]
-    elif mech := construct(spec.mixer):
+    mech = construct(spec.mixer)
+    if mech:
         out += mech.lora_matrices(arch, targets)
     if spec.mixer is not None and "o" in targets:
         out.append(("o", 1))

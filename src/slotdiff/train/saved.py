@@ -24,7 +24,6 @@ from ..constructs.saved import (
     fp32,
     norm,
     residual_dropout,
-    scores,
     t,
 )
 from ..constructs.tensor import Unsupported
@@ -40,45 +39,6 @@ __all__ = [
     "layer",
     "norm",
 ]
-
-
-def attention(arch: Architecture, spec: LayerSpec, c: Conventions) -> list[Saved]:
-    """Softmax attention (MHA / GQA / MQA): q, k, v, the output, and the scores without flash."""
-    d = arch.get("d_model")
-    h = arch.get("n_heads")
-    g = spec.n_kv_heads or arch.get("n_kv_heads") or h
-    hd = spec.head_dim or arch.get("head_dim") or d // h
-    hv = arch.get("v_head_dim") or hd
-    out = [t("attention", "input of the q/k/v projections", c, d, needs=QKV)]
-    if arch.get("qk_norm"):
-        per_head = arch.get("qk_norm_kind") in ("head", "head_separate")
-        out += norm(arch, "q norm", hd if per_head else h * hd, h if per_head else 1, c)
-        out += norm(arch, "k norm", hd if per_head else g * hd, g if per_head else 1, c)
-    if c.flash:
-        out += [
-            t("attention", "q (after RoPE)", c, h * hd),
-            t("attention", "k (after RoPE), KV heads", c, g * hd),
-            t("attention", "v, KV heads", c, g * hv),
-            t("attention", "output (flash kernel's, and the o projection's input)", c, h * hv),
-            fp32("attention", "softmax logsumexp", h),
-        ]
-    elif c.selective:
-        out += [
-            t("attention", "q (after RoPE)", c, h * hd),
-            t("attention", "k (after RoPE), KV heads", c, g * hd),
-            t("attention", "v, KV heads", c, g * hv),
-            t("attention", "core output (input of the o projection)", c, h * hv, needs=frozenset({"o"})),
-        ]
-    else:
-        grouped = " expanded to every query head" if g < h else ""
-        out += [
-            t("attention", "q (after RoPE)", c, h * hd),
-            t("attention", f"k (after RoPE){grouped}", c, h * hd),
-            t("attention", f"v{grouped}", c, h * hv),
-            *scores(arch, c, h),
-            t("attention", "P·V output (input of the o projection)", c, h * hv, needs=frozenset({"o"})),
-        ]
-    return out + residual_dropout(c, d, "attention")
 
 
 def _gated(kind: str, label: str, f: int, c: Conventions, rows: int = 1, down: str = "down") -> list[Saved]:
@@ -151,8 +111,10 @@ def _unmodeled_structure(arch: Architecture, spec: LayerSpec) -> str | None:
         return "mixture-of-attention experts"
     if arch.get("attn_shared_kv") or spec.compress:
         return "shared-KV compressed attention"
-    if spec.sparse and spec.mixer == "attention":
-        return "an indexer on softmax attention"
+    mech = construct(spec.mixer)
+    why = mech.unmodeled(spec) if mech else None
+    if why:
+        return why
     if (arch.get("hc_mult") or 0) > 1:
         return "hyper-connection residual streams"
     return None
@@ -162,7 +124,7 @@ def layer(arch: Architecture, spec: LayerSpec, c: Conventions) -> list[Saved]:
     """Everything one decoder layer keeps for backward (no recomputation of the layer)."""
     what = (
         f"{spec.mixer} layers"
-        if spec.mixer not in (None, "attention") and construct(spec.mixer) is None
+        if spec.mixer is not None and construct(spec.mixer) is None
         else f"a {spec.parallel} mixer beside the attention"
         if spec.parallel
         else "a weight-shared block"
@@ -176,11 +138,11 @@ def layer(arch: Architecture, spec: LayerSpec, c: Conventions) -> list[Saved]:
     placement = arch.get("norm_placement")
     d = arch.get("d_model")
     out: list[Saved] = []
-    if spec.mixer is not None:
+    mech = construct(spec.mixer)  # a mixer no construct owns was refused above
+    if mech is not None:
         if placement in ("pre", "post", "sandwich", "parallel", "parallel2"):
             out += norm(arch, "attention norm", d, 1, c, first=True)
-        mech = construct(spec.mixer)
-        out += mech.saved(arch, spec, c) if mech else attention(arch, spec, c)
+        out += mech.saved(arch, spec, c)
         if placement == "sandwich":
             out += norm(arch, "post-attention norm", d, 1, c)
     if spec.ffn is not None:

@@ -7,9 +7,9 @@ from __future__ import annotations
 from dataclasses import replace
 from typing import Any
 
-from ...constructs import construct
+from ...constructs import PLAIN, construct
 from ...schema.arch import Architecture, LayerSpec
-from .attention import attention, cross_attention
+from .attention import cross_attention
 from .compressed import hyper_connections
 from .ffn import altup_laurel, dense_ffn, moe, per_layer_inputs
 from .recurrent import linear_attention, mamba, short_conv
@@ -19,9 +19,7 @@ from .tensor import Builder, Tensor, Unsupported, group_runs, need_int
 def _mixer(b: Builder, n: int, kind: str | None, layer: LayerSpec) -> None:
     """The tensors of ``n`` sequence mixers of ``kind`` shaped like ``layer``."""
     mech = construct(kind)
-    if kind == "attention":
-        attention(b, n, layer)
-    elif mech:
+    if mech:
         mech.tensors(b, n, layer)
     elif kind == "linear_attention":
         linear_attention(b, n, layer)
@@ -153,7 +151,7 @@ def _attention_residuals(b: Builder, runs: tuple[tuple[LayerSpec, int], ...]) ->
     own mix, each with its own input norm, so two norms more), and one before the final norm."""
     d = need_int(b.arch, "d_model")
     n_layers = sum(n for _, n in runs)
-    full = sum(n for s, n in runs if s.mixer == "attention" and s.window is None)
+    full = sum(n for s, n in runs if construct(s.mixer) is PLAIN and s.window is None)
     first_full = any(s.index == 0 and s.window is None for s, _ in runs)
     queries = n_layers + (n_layers - 1) + 2 * (full - first_full) + 1
     b.add("norms/attn_res.query", d, 1, queries, "vector", "model.layers.0.mlp_input.query")

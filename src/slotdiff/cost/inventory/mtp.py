@@ -4,7 +4,6 @@ from __future__ import annotations
 
 from ...constructs import construct
 from ...schema.arch import Architecture
-from .attention import attention
 from .ffn import dense_ffn, moe
 from .tensor import Builder, Tensor, need_int
 
@@ -22,9 +21,7 @@ def mtp_tensors(arch: Architecture) -> tuple[Tensor, ...]:
     sub = Builder(arch)
     d = need_int(arch, "d_model")
     mech = construct(last.mixer)
-    if last.mixer == "attention":
-        attention(sub, n, last)
-    elif mech:
+    if mech:
         mech.tensors(sub, n, last)
     if last.ffn == "moe":
         moe(sub, n)

@@ -1,0 +1,132 @@
+"""Each attention mechanism lives in one construct module (src/slotdiff/constructs/<name>.py),
+registered in constructs.CONSTRUCTS: no other module branches on a mixer's name.
+
+Read from the source with ``ast``: a comparison of a ``mixer`` with a registered construct's
+name, or the name of a construct other than plain attention written as a string anywhere,
+outside the construct's own module is a mechanism fact leaking out of it (issue 25, point 4).
+"""
+
+from __future__ import annotations
+
+import ast
+import inspect
+from pathlib import Path
+
+import pytest
+
+from slotdiff.constructs import CONSTRUCTS, PLAIN, Construct, construct, latent, softmax
+
+PKG = Path(__file__).resolve().parents[1] / "src" / "slotdiff"
+
+# Modules that may still name a mixer outside constructs/, each with its reason. Paths are
+# relative to src/slotdiff.
+ALLOWED: dict[str, str] = {
+    "schema/layers.py": "assigns the mixer from the config: a kv_lora_rank makes a layer MLA",
+    "schema/layer_mixers.py": "layer rules that give the config's windows and chunks to attention layers",
+}
+
+
+def _is_mixer(node: ast.AST) -> bool:
+    return (isinstance(node, ast.Attribute) and node.attr == "mixer") or (
+        isinstance(node, ast.Name) and node.id == "mixer"
+    )
+
+
+def _strings(node: ast.AST) -> set[str]:
+    return {c.value for c in ast.walk(node) if isinstance(c, ast.Constant) and isinstance(c.value, str)}
+
+
+def leaks(source: str, names: set[str], own: set[str]) -> list[tuple[int, str]]:
+    """(line, what) of mechanism branching in ``source``: a ``mixer`` compared with one of
+    ``names``, or one of ``names`` other than plain attention's written as a string, except
+    the names in ``own`` (the module's own construct)."""
+    found = []
+    special = names - {PLAIN.name}
+    for node in ast.walk(ast.parse(source)):
+        if isinstance(node, ast.Compare):
+            parts = [node.left, *node.comparators]
+            hit = {s for p in parts for s in _strings(p)} & (names - own)
+            if hit and any(_is_mixer(p) for p in parts):
+                found.append((node.lineno, f"mixer compared with {sorted(hit)}"))
+        elif isinstance(node, ast.Constant) and node.value in special - own:
+            found.append((node.lineno, f"the string {node.value!r}"))
+    return sorted(set(found))
+
+
+def _modules() -> list[Path]:
+    return sorted(PKG.rglob("*.py"))
+
+
+def test_no_module_branches_on_a_mechanism_outside_its_construct() -> None:
+    names = set(CONSTRUCTS)
+    wrong = []
+    for path in _modules():
+        rel = path.relative_to(PKG).as_posix()
+        if rel in ALLOWED or rel.startswith("constructs/"):
+            continue
+        wrong += [
+            f"{rel}:{line}: {what}" for line, what in leaks(path.read_text(encoding="utf-8"), names, set())
+        ]
+    assert not wrong, "ask slotdiff.constructs instead of naming a mechanism:\n" + "\n".join(wrong)
+
+
+def test_construct_modules_name_only_their_own_mechanism() -> None:
+    names = set(CONSTRUCTS)
+    wrong = []
+    for path in sorted((PKG / "constructs").glob("*.py")):
+        own = {path.stem} & names
+        for line, what in leaks(path.read_text(encoding="utf-8"), names, own):
+            wrong.append(f"constructs/{path.name}:{line}: {what}")
+    assert not wrong, "\n".join(wrong)
+
+
+def test_every_allowed_module_still_needs_it() -> None:
+    """An allow-list entry whose module no longer names a mechanism is stale."""
+    names = set(CONSTRUCTS)
+    for rel, reason in ALLOWED.items():
+        assert reason
+        assert leaks((PKG / rel).read_text(encoding="utf-8"), names, set()), rel
+
+
+def test_the_check_can_fail() -> None:
+    names = {"attention", "mla"}
+    assert leaks('if layer.mixer == "mla":\n    pass\n', names, set()) == [
+        (1, "mixer compared with ['mla']"),
+        (1, "the string 'mla'"),
+    ]
+    assert leaks('ok = s.mixer in ("attention", "mamba")\n', names, set()) == [
+        (1, "mixer compared with ['attention']")
+    ]
+    assert leaks('label = {"mla": "MLA"}.get(kind)\n', names, set()) == [(1, "the string 'mla'")]
+    assert leaks('if layer.mixer == "mla":\n    pass\n', names, {"mla"}) == []
+    assert leaks('slot = "attention"\n', names, set()) == []  # a slot's name, not a branch
+
+
+@pytest.mark.parametrize("name", sorted(CONSTRUCTS))
+def test_each_construct_is_one_module_keyed_by_its_mixer(name: str) -> None:
+    mech = CONSTRUCTS[name]
+    assert mech.name == name
+    assert type(mech).__module__ == f"slotdiff.constructs.{name}"
+    assert construct(name) is mech and softmax(name)
+    assert latent(name) == mech.latent_kv
+
+
+@pytest.mark.parametrize("name", sorted(CONSTRUCTS))
+def test_each_construct_answers_every_stage(name: str) -> None:
+    """Every construct implements what cost/, train/ and slots/ ask of any mixer; the engine
+    and counterfactual hooks where it declares a latent cache or is not plain attention."""
+    cls = type(CONSTRUCTS[name])
+    required = ["kv_elements", "qk_v_dims", "tensors", "saved", "lora_matrices", "kv_fill"]
+    if CONSTRUCTS[name].latent_kv:
+        required += ["engine_token_elements", "vllm_token_bytes"]
+    if not cls.plain:
+        required += ["as_attention"]
+    missing = [m for m in required if getattr(cls, m) is getattr(Construct, m)]
+    assert not missing, f"{name} does not implement {missing}"
+    for m in required:
+        assert inspect.getdoc(getattr(cls, m)), (name, m)
+
+
+def test_exactly_one_plain_attention() -> None:
+    assert [n for n, c in CONSTRUCTS.items() if c.plain] == [PLAIN.name]
+    assert construct(None) is None and construct("mamba") is None and not softmax("linear_attention")

@@ -130,3 +130,40 @@ def test_each_construct_answers_every_stage(name: str) -> None:
 def test_exactly_one_plain_attention() -> None:
     assert [n for n, c in CONSTRUCTS.items() if c.plain] == [PLAIN.name]
     assert construct(None) is None and construct("mamba") is None and not softmax("linear_attention")
+
+
+def _literal(node: ast.AST) -> bool:
+    """A string, or a tuple / list / set of strings, written in the code."""
+    if isinstance(node, (ast.Tuple, ast.List, ast.Set)):
+        return bool(node.elts) and all(_literal(e) for e in node.elts)
+    return isinstance(node, ast.Constant) and isinstance(node.value, str)
+
+
+def _model_type_literals(source: str) -> list[int]:
+    """Lines comparing a ``model_type`` with strings written in the code (a family fact)."""
+    lines = []
+    for node in ast.walk(ast.parse(source)):
+        if isinstance(node, ast.Compare):
+            parts = [node.left, *node.comparators]
+            named = any(
+                (isinstance(p, ast.Attribute) and p.attr == "model_type")
+                or (isinstance(p, ast.Name) and p.id == "model_type")
+                for p in parts
+            )
+            if named and any(_literal(p) for p in parts):
+                lines.append(node.lineno)
+    return lines
+
+
+def test_family_facts_are_data_not_code() -> None:
+    """Which families a rule covers is read from schemas/ (train_numerics.json, ...), never a
+    model_type compared with a string in the code (issue 25, point 4)."""
+    assert _model_type_literals('if arch.model_type in ("deepseek_v3", "kimi_k2"):\n    pass\n') == [1]
+    assert _model_type_literals('ok = model_type == "glm_moe_dsa"\n') == [1]
+    assert _model_type_literals('ok = rec.model_type not in fp["model_types"]\n') == []
+    wrong = [
+        f"{p.relative_to(PKG).as_posix()}:{line}"
+        for p in _modules()
+        for line in _model_type_literals(p.read_text(encoding="utf-8"))
+    ]
+    assert not wrong, "family facts belong in schemas/:\n" + "\n".join(wrong)

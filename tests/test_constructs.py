@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from slotdiff.constructs import CONSTRUCTS, PLAIN, Construct, construct, latent, softmax
+from slotdiff.constructs import CONSTRUCTS, PLAIN, Construct, construct, latent, recurrent, softmax
 
 PKG = Path(__file__).resolve().parents[1] / "src" / "slotdiff"
 
@@ -23,6 +23,15 @@ PKG = Path(__file__).resolve().parents[1] / "src" / "slotdiff"
 ALLOWED: dict[str, str] = {
     "schema/layers.py": "assigns the mixer from the config: a kv_lora_rank makes a layer MLA",
     "schema/layer_mixers.py": "layer rules that give the config's windows and chunks to attention layers",
+    "schema/layer_rules.py": "layer rules that assign mixers from the config's layer types",
+}
+
+# Construct names that are also ordinary words of the code, so only a comparison with a
+# ``mixer`` counts for them, not the bare string.
+SHARED_WORDS: dict[str, str] = {
+    "attention": "also a slot's name (every attention tensor's slot, the attention.* facets)",
+    "conv": "also a tensor kind (a convolution's weights count toward matmul FLOPs)",
+    "mamba": "also vLLM's cache-spec kind for any recurrent state page (deploy/kvspec.py)",
 }
 
 
@@ -41,7 +50,7 @@ def leaks(source: str, names: set[str], own: set[str]) -> list[tuple[int, str]]:
     ``names``, or one of ``names`` other than plain attention's written as a string, except
     the names in ``own`` (the module's own construct)."""
     found = []
-    special = names - {PLAIN.name}
+    special = names - set(SHARED_WORDS)
     for node in ast.walk(ast.parse(source)):
         if isinstance(node, ast.Compare):
             parts = [node.left, *node.comparators]
@@ -74,7 +83,7 @@ def test_construct_modules_name_only_their_own_mechanism() -> None:
     names = set(CONSTRUCTS)
     wrong = []
     for path in sorted((PKG / "constructs").glob("*.py")):
-        own = {path.stem} & names
+        own = {n for n, c in CONSTRUCTS.items() if type(c).__module__ == f"slotdiff.constructs.{path.stem}"}
         for line, what in leaks(path.read_text(encoding="utf-8"), names, own):
             wrong.append(f"constructs/{path.name}:{line}: {what}")
     assert not wrong, "\n".join(wrong)
@@ -98,16 +107,23 @@ def test_the_check_can_fail() -> None:
         (1, "mixer compared with ['attention']")
     ]
     assert leaks('label = {"mla": "MLA"}.get(kind)\n', names, set()) == [(1, "the string 'mla'")]
+    assert leaks('if spec.mixer in ("mamba", "mamba2"):\n    pass\n', CONSTRUCTS.keys(), set())[0] == (
+        1,
+        "mixer compared with ['mamba', 'mamba2']",
+    )
     assert leaks('if layer.mixer == "mla":\n    pass\n', names, {"mla"}) == []
     assert leaks('slot = "attention"\n', names, set()) == []  # a slot's name, not a branch
 
 
 @pytest.mark.parametrize("name", sorted(CONSTRUCTS))
 def test_each_construct_is_one_module_keyed_by_its_mixer(name: str) -> None:
+    """One module per mechanism (Mamba 1 and 2 share theirs, by version)."""
     mech = CONSTRUCTS[name]
     assert mech.name == name
-    assert type(mech).__module__ == f"slotdiff.constructs.{name}"
-    assert construct(name) is mech and softmax(name)
+    module = type(mech).__module__
+    assert module == f"slotdiff.constructs.{name}" or (mech.ssm and module == "slotdiff.constructs.mamba")
+    assert construct(name) is mech
+    assert softmax(name) == mech.softmax != recurrent(name)
     assert latent(name) == mech.latent_kv
 
 
@@ -116,6 +132,11 @@ def test_each_construct_answers_every_stage(name: str) -> None:
     """Every construct implements what cost/, train/ and slots/ ask of any mixer; the engine
     and counterfactual hooks where it declares a latent cache or is not plain attention."""
     cls = type(CONSTRUCTS[name])
+    if not cls.softmax:  # a recurrence: its state and its tensors (and vLLM's page of it)
+        required = ["mixer_state", "tensors"] + (["vllm_state_page"] if cls.vllm_kind else [])
+        missing = [m for m in required if getattr(cls, m) is getattr(Construct, m)]
+        assert not missing, f"{name} does not implement {missing}"
+        return
     required = ["kv_elements", "qk_v_dims", "tensors", "saved", "lora_matrices", "kv_fill"]
     if CONSTRUCTS[name].latent_kv:
         required += ["engine_token_elements", "vllm_token_bytes"]
@@ -129,7 +150,8 @@ def test_each_construct_answers_every_stage(name: str) -> None:
 
 def test_exactly_one_plain_attention() -> None:
     assert [n for n, c in CONSTRUCTS.items() if c.plain] == [PLAIN.name]
-    assert construct(None) is None and construct("mamba") is None and not softmax("linear_attention")
+    assert construct(None) is None and construct("cross_attention") is None
+    assert not softmax("linear_attention") and recurrent("mamba2") and not recurrent("mla")
 
 
 def _literal(node: ast.AST) -> bool:

@@ -7,11 +7,13 @@ from __future__ import annotations
 
 from .attention import ATTENTION
 from .base import Construct
+from .conv import SHORT_CONV
+from .linear_attention import LINEAR_ATTENTION
+from .mamba import MAMBA, MAMBA2
 from .mla import MLA_CONSTRUCT
 
 CONSTRUCTS: dict[str, Construct] = {
-    ATTENTION.name: ATTENTION,
-    MLA_CONSTRUCT.name: MLA_CONSTRUCT,
+    c.name: c for c in (ATTENTION, MLA_CONSTRUCT, LINEAR_ATTENTION, MAMBA, MAMBA2, SHORT_CONV)
 }
 PLAIN: Construct = ATTENTION  # plain softmax attention: what a counterfactual turns the others into
 
@@ -22,8 +24,16 @@ def construct(mixer: str | None) -> Construct | None:
 
 
 def softmax(mixer: str | None) -> bool:
-    """A mixer that runs softmax attention over a KV cache: one a construct owns."""
-    return construct(mixer) is not None
+    """A mixer that runs softmax attention over a KV cache."""
+    mech = construct(mixer)
+    return bool(mech and mech.softmax)
+
+
+def recurrent(mixer: str | None) -> bool:
+    """A mixer with a fixed state per sequence instead of a KV cache (linear attention, SSM,
+    short convolution)."""
+    mech = construct(mixer)
+    return bool(mech and not mech.softmax)
 
 
 def latent(mixer: str | None) -> bool:
@@ -37,4 +47,4 @@ def of_fill(kind: str) -> Construct | None:
     return CONSTRUCTS.get(kind)
 
 
-__all__ = ["CONSTRUCTS", "PLAIN", "Construct", "construct", "latent", "of_fill", "softmax"]
+__all__ = ["CONSTRUCTS", "PLAIN", "Construct", "construct", "latent", "of_fill", "recurrent", "softmax"]

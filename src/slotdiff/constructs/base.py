@@ -28,18 +28,23 @@ class Evidence(Protocol):
 
 
 class Construct:
-    """A softmax-attention mechanism: its tensors, its KV cache, its FLOPs, what training keeps
-    for backward and how the slot table names it. Subclasses override what differs."""
+    """A sequence-mixing mechanism: its tensors, its KV cache or recurrent state, its FLOPs,
+    what training keeps for backward and how the slot table names it. Subclasses override
+    what differs; a recurrent one (``softmax = False``) answers only the state and tensor hooks."""
 
     name = ""  # the LayerSpec.mixer that selects it
     plain = False  # plain softmax attention (per-head K and V), what the counterfactuals turn others into
+    softmax = True  # softmax attention over a KV cache; False: a recurrence with a fixed state
+    recurrent_heads = False  # its linear / SSM heads are what tensor parallelism splits
+    ssm = False  # a state-space model (Mamba), not linear attention or a convolution
     label = ""  # how tables name a layer of it ("MLA")
     # The cache has no heads to split: every tensor-parallel rank holds all of it (MLA's latent).
     latent_kv = False
     # transformers runs decode in another form than engines do (FlopsCost reports it beside).
     transformers_form = False
-    # vLLM's KV-cache spec kind for a full-range layer (kvspec), and its fp8 cache dtype name.
-    vllm_kind = "full"
+    # vLLM's KV-cache spec kind for a full-range layer (kvspec); a recurrent state's page kind
+    # ("mamba"), None where vLLM keeps none.
+    vllm_kind: str | None = "full"
 
     # What the cost report notes about a model with such layers ("" none).
     price_note = ""
@@ -52,9 +57,20 @@ class Construct:
         """Elements the mixer caches per token on a layer with its own K/V."""
         raise NotImplementedError
 
-    def state_elements(self, arch: Architecture, layer: LayerSpec) -> tuple[int, int]:
-        """Fixed per-sequence state beside the cache: (in the state dtype, in the model dtype)."""
+    def mixer_state(self, arch: Architecture, variant: str | None) -> tuple[int, int]:
+        """A recurrent mixer's fixed state per sequence for ``variant``: (in the state dtype, in
+        the model dtype); none for softmax attention."""
         return 0, 0
+
+    def state_elements(self, arch: Architecture, layer: LayerSpec) -> tuple[int, int]:
+        """Fixed per-sequence state of a layer: (in the state dtype, in the model dtype)."""
+        return self.mixer_state(arch, layer.variant)
+
+    def vllm_state_page(
+        self, arch: Architecture, layer: LayerSpec, tp: int, conv_bytes: float, state_bytes: float
+    ) -> float:
+        """A recurrent layer's state on a TP rank: the one page vLLM keeps for it."""
+        raise NotImplementedError
 
     def shared_kv_elements(self, arch: Architecture, layer: LayerSpec) -> int:
         """Elements cached per token on a layer that reads an earlier layer's K/V."""
@@ -110,9 +126,9 @@ class Construct:
         """Bytes per token of a layer's page in vLLM at ``b`` bytes per element (latent caches)."""
         raise NotImplementedError
 
-    def profile_width(self, arch: Architecture, h: float) -> float | None:
-        """Activation width per token of the layer in vLLM's profile run, with ``h`` query heads
-        on a rank (None: the softmax attention's)."""
+    def profile_width(self, arch: Architecture, tp: int) -> float | None:
+        """Activation width per token of the layer in vLLM's profile run on one of ``tp`` ranks
+        (None: per-head softmax attention's)."""
         return None
 
     def as_attention(self, arch: Architecture, g: int) -> dict[str, Any]:

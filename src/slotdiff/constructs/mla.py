@@ -225,8 +225,9 @@ class MLA(Construct):
         latent = (arch.get("kv_lora_rank") or 0) + (arch.get("qk_rope_head_dim") or 0)
         return DS_MLA_FP8_BYTES if (layer.sparse and b == 1) else latent * b
 
-    def profile_width(self, arch: Architecture, h: float) -> float | None:
+    def profile_width(self, arch: Architecture, tp: int) -> float | None:
         """q and k per head (nope + rope), v per head, both twice, and the latent with its key."""
+        h = (arch.get("n_heads") or 0) / tp
         nope, rope, hv = (arch.get(k) or 0 for k in ("qk_nope_head_dim", "qk_rope_head_dim", "v_head_dim"))
         return h * (nope + rope) * 2 + h * hv * 2 + (arch.get("kv_lora_rank") or 0) + rope
 

@@ -35,10 +35,10 @@ def with_fields(
 
 def _kv(arch: Architecture, base: Fill) -> Architecture | None:
     h = arch.get("n_heads") or 0
-    mech = next((m for s in arch.layers if (m := construct(s.mixer)) and not m.plain), None)
+    mech = next((m for s in arch.layers if (m := construct(s.mixer)) and m.softmax and not m.plain), None)
     if arch.layers and mech:  # another mechanism (MLA) as plain attention with the base's sharing
         layers = tuple(
-            evolve(s, mixer=PLAIN.name) if (m := construct(s.mixer)) and not m.plain else s
+            evolve(s, mixer=PLAIN.name) if (m := construct(s.mixer)) and m.softmax and not m.plain else s
             for s in arch.layers
         )
         g = (

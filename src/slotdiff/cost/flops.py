@@ -77,7 +77,7 @@ def attention_flops(arch: Architecture, context: int, form: str = "absorbed") ->
     total = 0
     for layer, n in arch.layer_runs:  # n identical layers at once
         mech = construct(layer.mixer)
-        if mech is None:  # no softmax attention on this layer
+        if mech is None or not mech.softmax:  # no softmax attention on this layer
             continue
         h, dqk, dv = mech.qk_v_dims(arch, layer, absorbed=form == "absorbed")
         keys = attended(arch, layer, context)
@@ -94,7 +94,7 @@ def prefill_attention_flops(arch: Architecture, s: int, causal: bool = True) -> 
     total = 0
     for layer, n in arch.layer_runs:  # n identical layers at once
         mech = construct(layer.mixer)
-        if mech is None:
+        if mech is None or not mech.softmax:
             continue
         h, dqk, dv = mech.qk_v_dims(arch, layer, absorbed=False)
         keys = _span_sum(arch, layer, s) if causal else s * s

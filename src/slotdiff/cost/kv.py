@@ -28,7 +28,7 @@ def layer_kv_elements(arch: Architecture, layer: LayerSpec) -> int:
     if layer.kv_shared:
         # K/V (or the latent) come from an earlier layer: what the construct still caches
         return mech.shared_kv_elements(arch, layer) if mech else 0
-    elems = mech.kv_elements(arch, layer) if mech else 0
+    elems = mech.kv_elements(arch, layer) if mech and mech.softmax else 0
     if layer.shared_block is not None:  # a weight-shared attention block run on this layer
         elems += kv_head_elements(arch, layer)
     return elems
@@ -49,55 +49,15 @@ def layer_span(layer: LayerSpec, context: int) -> int:
     return min(context, cap)
 
 
-def _mixer_state(arch: Architecture, mixer: str | None, variant: str | None) -> tuple[int, int]:
-    """Elements of one recurrent mixer's state: (held in the state dtype, held in the model
-    dtype). SSM and delta-rule states are the first; convolution windows, and lightning
-    attention's d×d state (which transformers keeps in the model dtype), the second."""
-    d = arch.get("d_model") or 0
-    if mixer == "linear_attention" and variant == "lightning":
-        h = arch.get("n_heads") or 0
-        hd = arch.get("head_dim") or (d // h if h else 0)
-        return 0, h * hd * hd
-    if mixer == "linear_attention" and variant == "rglru":
-        # The RG-LRU state (lru_width, fp32) and the conv window over x.
-        lru = arch.get("recurrent_width") or 0
-        return lru, lru * max((arch.get("linear_conv_kernel") or 1) - 1, 0)
-    if mixer == "linear_attention" and variant == "rwkv":
-        # RWKV-4: numerator, denominator and running max of the WKV recurrence (fp32), and
-        # the previous token of the time mix and the channel mix (token shift).
-        return 3 * (arch.get("recurrent_width") or d), 2 * d
-    if mixer == "linear_attention" and variant == "mlstm":
-        # Per head the matrix memory C (dk × dv), the normaliser n (dk) and the stabiliser m.
-        h = arch.get("linear_n_v_heads") or 0
-        dk, dv = arch.get("linear_k_head_dim") or 0, arch.get("linear_v_head_dim") or 0
-        return h * (dk * dv + dk + 1), 0
-    if mixer == "linear_attention":
-        nk, nv = arch.get("linear_n_k_heads") or 0, arch.get("linear_n_v_heads") or 0
-        dk, dv = arch.get("linear_k_head_dim") or 0, arch.get("linear_v_head_dim") or 0
-        kernel = arch.get("linear_conv_kernel") or 0
-        return nv * dk * dv, (2 * nk * dk + nv * dv) * kernel
-    if mixer in ("mamba", "mamba2"):
-        state, kernel = arch.get("ssm_state") or 0, arch.get("ssm_conv_kernel") or 0
-        inner = arch.get("ssm_inner") or int((arch.get("ssm_expand") or 2) * d)
-        if mixer == "mamba":
-            return inner * state, inner * kernel
-        groups = arch.get("ssm_n_groups") or 0
-        return inner * state, (inner + 2 * groups * state) * kernel
-    if mixer == "conv":
-        return 0, d * (arch.get("short_conv_kernel") or 0)
-    return 0, 0
-
-
 def layer_state_elements(arch: Architecture, layer: LayerSpec) -> tuple[int, int]:
-    """Fixed per-sequence state of a layer's recurrent mixers: (in the state dtype, in the
-    model dtype), as :func:`_mixer_state`."""
-    rec, conv = _mixer_state(arch, layer.mixer, layer.variant)
+    """Fixed per-sequence state of a layer's mixers: (in the state dtype, in the model dtype),
+    as each construct says (a recurrence's state; ZAYA's CCA or Inkling's convolutions beside
+    softmax attention), with a recurrent mixer run beside the attention (``parallel``)."""
     mech = construct(layer.mixer)
-    if mech:  # a softmax mechanism's own state beside its cache (ZAYA's CCA, Inkling's convs)
-        mrec, mconv = mech.state_elements(arch, layer)
-        rec, conv = rec + mrec, conv + mconv
+    rec, conv = mech.state_elements(arch, layer) if mech else (0, 0)
     if layer.parallel:
-        prec, pconv = _mixer_state(arch, layer.parallel, None)
+        side = construct(layer.parallel)
+        prec, pconv = side.mixer_state(arch, None) if side else (0, 0)
         rec, conv = rec + prec, conv + pconv
     return rec, conv
 

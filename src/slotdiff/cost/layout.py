@@ -29,7 +29,7 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
-from ..constructs import latent, softmax
+from ..constructs import construct, latent, softmax
 from ..schema.arch import Architecture
 from ..schema.precision import WeightFormat
 from .inventory.tensor import Tensor
@@ -110,7 +110,7 @@ def _widths(arch: Architecture) -> list[tuple[str, int]]:
         ("linear_n_k_heads", "linear-attention key heads"),
         ("ssm_n_heads", "SSM heads"),
     ):
-        if arch.get(key) and any(s.mixer in ("linear_attention", "mamba2") for s, _ in arch.layer_runs):
+        if arch.get(key) and any((m := construct(s.mixer)) and m.recurrent_heads for s, _ in arch.layer_runs):
             out.append((what, arch.get(key)))
     widths = {s.d_ff or arch.get("d_ff") for s, _ in arch.layer_runs if s.ffn == "dense"}
     for f in sorted(w for w in widths if w):

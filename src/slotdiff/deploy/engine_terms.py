@@ -144,15 +144,11 @@ def non_torch(gpu: GPU, layout: Layout) -> float:
 
 
 def _attention_width(arch: Architecture, s: LayerSpec, tp: int) -> float:
-    h = (arch.get("n_heads") or 0) / tp
     mech = construct(s.mixer)
-    width = mech.profile_width(arch, h) if mech else None
-    if width is not None:
+    width = mech.profile_width(arch, tp) if mech else None
+    if width is not None:  # the mechanism's own (MLA's latent, linear attention's heads)
         return width
-    if s.mixer == "linear_attention":
-        nk, nv = (arch.get("linear_n_k_heads") or 0) / tp, (arch.get("linear_n_v_heads") or 0) / tp
-        dk, dv = arch.get("linear_k_head_dim") or 0, arch.get("linear_v_head_dim") or 0
-        return 2 * (2 * nk * dk + 2 * nv * dv)
+    h = (arch.get("n_heads") or 0) / tp
     hd = s.head_dim or arch.get("head_dim") or 0
     g = max(1.0, (s.n_kv_heads or arch.get("n_kv_heads") or 0) / tp)
     return (2 * h + 2 * g) * hd

@@ -36,7 +36,7 @@ def cell_size(arch: Architecture, tp: int, kv_dtype: str) -> tuple[float, int]:
         if fixed is not None:  # a latent cache (MLA): the same on every rank
             total += fixed * b
             layers += 1
-        elif mech and not s.kv_shared:
+        elif mech and mech.softmax and not s.kv_shared:
             total += attention_token_bytes(arch, s, tp, b)
             layers += 1
     return total, layers

@@ -17,7 +17,7 @@ def attention_kv(arch: Architecture) -> Fill:
     if not attn:
         return ev.fill("attention.kv", "none", "no attention layers: no KV cache")
     mech = construct(attn[0].mixer)
-    if mech is None:  # a weight-shared block's attention (Zamba2): plain attention's fill
+    if mech is None or not mech.softmax:  # a weight-shared block's attention (Zamba2): plain
         mech = PLAIN
     return mech.kv_fill(ev, attn)
 
@@ -81,6 +81,12 @@ def attention_range(arch: Architecture) -> Fill:
     return ev.fill("attention.range", "full", f"full causal{suffix}", attrs)
 
 
+def _ssm(mixer: str | None) -> bool:
+    """A state-space mixer (Mamba), not a linear-attention or convolution one."""
+    mech = construct(mixer)
+    return bool(mech and mech.ssm)
+
+
 def attention_mixer(arch: Architecture) -> Fill:
     ev = Collector(arch)
     counts = Counter(s.mixer for s in arch.layers if s.mixer)
@@ -101,7 +107,7 @@ def attention_mixer(arch: Architecture) -> Fill:
         return ev.fill("attention.mixer", "softmax", f"softmax attention in every layer{extra}")
     ev.use("layer_types")
     names = ", ".join(v.replace("_", " ") for v in variants)
-    linear = any(v not in ("mamba", "mamba2") for v in variants)
+    linear = any(not _ssm(s.mixer) for s in recurrent) or any(not _ssm(s.parallel) for s in parallel)
     if n_attn == 0:
         kind = "ssm" if not linear else "recurrent"
         return ev.fill(

@@ -18,7 +18,7 @@ from functools import cache, cached_property
 from pathlib import Path
 from typing import Any
 
-from ..constructs import of_fill
+from ..constructs import construct, of_fill
 from ..core.bundle import bundled, listing
 from ..core.errors import SlotdiffError
 from ..core.files import read_capped
@@ -275,7 +275,8 @@ def label(fills: Fills) -> str:
         if mixer.kind in ("linear-hybrid", "ssm-hybrid"):
             parts.append(f"Hybrid {names} {mixer.size('recurrent_layers')}:{mixer.size('attention_layers')}")
         else:
-            parts.append({"mamba": "Mamba", "mamba2": "Mamba-2"}.get(names, names))
+            mech = construct(names)  # one mechanism throughout: its name ("Mamba-2")
+            parts.append(mech.label if mech else names)
     if mech := of_fill(kv.kind):
         parts.append(mech.short(kv))
     elif kv.kind in ("gqa", "mqa"):

@@ -136,7 +136,7 @@ def adapted_matrices(arch: Architecture, spec: LayerSpec, targets: frozenset[str
     r-wide A output (the B matmul's input) per token it processes."""
     out: list[tuple[str, int]] = []
     mech = construct(spec.mixer)
-    if mech:
+    if mech and mech.softmax:
         out += mech.lora_matrices(arch, targets)
     if spec.mixer is not None and "o" in targets:
         out.append(("o", 1))

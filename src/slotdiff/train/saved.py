@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from dataclasses import replace
 
-from ..constructs import construct
+from ..constructs import construct, softmax
 from ..constructs.saved import (
     NORM_FP32_TYPES,
     PYTHON_ACTIVATION_SAVES,
@@ -124,7 +124,7 @@ def layer(arch: Architecture, spec: LayerSpec, c: Conventions) -> list[Saved]:
     """Everything one decoder layer keeps for backward (no recomputation of the layer)."""
     what = (
         f"{spec.mixer} layers"
-        if spec.mixer is not None and construct(spec.mixer) is None
+        if spec.mixer is not None and not softmax(spec.mixer)
         else f"a {spec.parallel} mixer beside the attention"
         if spec.parallel
         else "a weight-shared block"
@@ -138,8 +138,8 @@ def layer(arch: Architecture, spec: LayerSpec, c: Conventions) -> list[Saved]:
     placement = arch.get("norm_placement")
     d = arch.get("d_model")
     out: list[Saved] = []
-    mech = construct(spec.mixer)  # a mixer no construct owns was refused above
-    if mech is not None:
+    mech = construct(spec.mixer)  # any other than softmax attention was refused above
+    if mech is not None and mech.softmax:
         if placement in ("pre", "post", "sandwich", "parallel", "parallel2"):
             out += norm(arch, "attention norm", d, 1, c, first=True)
         out += mech.saved(arch, spec, c)

@@ -12,7 +12,6 @@ from ...schema.arch import Architecture, LayerSpec
 from .attention import cross_attention
 from .compressed import hyper_connections
 from .ffn import altup_laurel, dense_ffn, moe, per_layer_inputs
-from .recurrent import linear_attention, mamba, short_conv
 from .tensor import Builder, Tensor, Unsupported, group_runs, need_int
 
 
@@ -21,12 +20,6 @@ def _mixer(b: Builder, n: int, kind: str | None, layer: LayerSpec) -> None:
     mech = construct(kind)
     if mech:
         mech.tensors(b, n, layer)
-    elif kind == "linear_attention":
-        linear_attention(b, n, layer)
-    elif kind in ("mamba", "mamba2"):
-        mamba(b, n, 2 if kind == "mamba2" else 1)
-    elif kind == "conv":
-        short_conv(b, n)
     elif kind == "cross_attention":
         cross_attention(b, n, layer)
     elif kind is not None:

@@ -21,7 +21,7 @@ def mtp_tensors(arch: Architecture) -> tuple[Tensor, ...]:
     sub = Builder(arch)
     d = need_int(arch, "d_model")
     mech = construct(last.mixer)
-    if mech:
+    if mech and mech.softmax:
         mech.tensors(sub, n, last)
     if last.ffn == "moe":
         moe(sub, n)

@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from slotdiff.constructs import CONSTRUCTS, PLAIN, Construct, construct, latent, recurrent, softmax
+from slotdiff.constructs import CONSTRUCTS, PLAIN, Construct, construct, is_cross, latent, recurrent, softmax
 
 PKG = Path(__file__).resolve().parents[1] / "src" / "slotdiff"
 
@@ -123,7 +123,8 @@ def test_each_construct_is_one_module_keyed_by_its_mixer(name: str) -> None:
     module = type(mech).__module__
     assert module == f"slotdiff.constructs.{name}" or (mech.ssm and module == "slotdiff.constructs.mamba")
     assert construct(name) is mech
-    assert softmax(name) == mech.softmax != recurrent(name)
+    assert softmax(name) == mech.softmax
+    assert recurrent(name) == (not mech.softmax and not is_cross(name))
     assert latent(name) == mech.latent_kv
 
 
@@ -133,7 +134,9 @@ def test_each_construct_answers_every_stage(name: str) -> None:
     and counterfactual hooks where it declares a latent cache or is not plain attention."""
     cls = type(CONSTRUCTS[name])
     if not cls.softmax:  # a recurrence: its state and its tensors (and vLLM's page of it)
-        required = ["mixer_state", "tensors"] + (["vllm_state_page"] if cls.vllm_kind else [])
+        required = ["tensors"]
+        if CONSTRUCTS[name].recurrent:
+            required += ["mixer_state"] + (["vllm_state_page"] if cls.vllm_kind else [])
         missing = [m for m in required if getattr(cls, m) is getattr(Construct, m)]
         assert not missing, f"{name} does not implement {missing}"
         return
@@ -150,8 +153,9 @@ def test_each_construct_answers_every_stage(name: str) -> None:
 
 def test_exactly_one_plain_attention() -> None:
     assert [n for n, c in CONSTRUCTS.items() if c.plain] == [PLAIN.name]
-    assert construct(None) is None and construct("cross_attention") is None
+    assert construct(None) is None and construct("retention") is None
     assert not softmax("linear_attention") and recurrent("mamba2") and not recurrent("mla")
+    assert is_cross("cross_attention") and not softmax("cross_attention") and not recurrent("cross_attention")
 
 
 def _literal(node: ast.AST) -> bool:

@@ -8,12 +8,14 @@ from __future__ import annotations
 from .attention import ATTENTION
 from .base import Construct
 from .conv import SHORT_CONV
+from .cross_attention import CROSS_ATTENTION
 from .linear_attention import LINEAR_ATTENTION
 from .mamba import MAMBA, MAMBA2
 from .mla import MLA_CONSTRUCT
 
 CONSTRUCTS: dict[str, Construct] = {
-    c.name: c for c in (ATTENTION, MLA_CONSTRUCT, LINEAR_ATTENTION, MAMBA, MAMBA2, SHORT_CONV)
+    c.name: c
+    for c in (ATTENTION, MLA_CONSTRUCT, LINEAR_ATTENTION, MAMBA, MAMBA2, SHORT_CONV, CROSS_ATTENTION)
 }
 PLAIN: Construct = ATTENTION  # plain softmax attention: what a counterfactual turns the others into
 
@@ -33,7 +35,13 @@ def recurrent(mixer: str | None) -> bool:
     """A mixer with a fixed state per sequence instead of a KV cache (linear attention, SSM,
     short convolution)."""
     mech = construct(mixer)
-    return bool(mech and not mech.softmax)
+    return bool(mech and mech.recurrent)
+
+
+def is_cross(mixer: str | None) -> bool:
+    """A cross-attention mixer: attends to image states, caches none of its own tokens."""
+    mech = construct(mixer)
+    return bool(mech and mech.cross)
 
 
 def latent(mixer: str | None) -> bool:
@@ -47,4 +55,14 @@ def of_fill(kind: str) -> Construct | None:
     return CONSTRUCTS.get(kind)
 
 
-__all__ = ["CONSTRUCTS", "PLAIN", "Construct", "construct", "latent", "of_fill", "recurrent", "softmax"]
+__all__ = [
+    "CONSTRUCTS",
+    "PLAIN",
+    "Construct",
+    "construct",
+    "is_cross",
+    "latent",
+    "of_fill",
+    "recurrent",
+    "softmax",
+]

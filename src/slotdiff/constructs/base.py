@@ -37,6 +37,7 @@ class Construct:
     softmax = True  # softmax attention over a KV cache; False: a recurrence with a fixed state
     recurrent_heads = False  # its linear / SSM heads are what tensor parallelism splits
     ssm = False  # a state-space model (Mamba), not linear attention or a convolution
+    cross = False  # attends to another modality's states (no cache of its own tokens)
     label = ""  # how tables name a layer of it ("MLA")
     # The cache has no heads to split: every tensor-parallel rank holds all of it (MLA's latent).
     latent_kv = False
@@ -48,6 +49,11 @@ class Construct:
 
     # What the cost report notes about a model with such layers ("" none).
     price_note = ""
+
+    @property
+    def recurrent(self) -> bool:
+        """A recurrence with a fixed state per sequence instead of a KV cache."""
+        return not self.softmax and not self.cross
 
     def kv_kind(self, layer: LayerSpec) -> str:
         """The KVCost.by_kind bucket of a layer: its range (full, sliding, chunked)."""

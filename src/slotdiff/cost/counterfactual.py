@@ -13,7 +13,7 @@ from dataclasses import dataclass, replace
 from functools import cache
 from typing import Any
 
-from ..constructs import PLAIN, construct, softmax
+from ..constructs import PLAIN, construct, is_cross, softmax
 from ..core.resources import load_schema_file
 from ..schema.arch import Architecture, LayerSpec, Value, evolve, with_layers
 from ..slots.fill import Fill
@@ -72,7 +72,7 @@ def _mixer(arch: Architecture, base: Fill) -> Architecture | None:
     mixer = attn.mixer if attn else "attention"
     layers = tuple(
         evolve(s, mixer=mixer, variant=None)
-        if s.mixer not in (None, "cross_attention") and s.mixer != mixer
+        if s.mixer is not None and not is_cross(s.mixer) and s.mixer != mixer
         else s
         for s in arch.layers
     )
@@ -205,7 +205,7 @@ def _precision(arch: Architecture, base: Fill) -> Architecture | None:
 def _modality(arch: Architecture, base: Fill) -> Architecture | None:
     if base.kind != "text":
         return None
-    layers = tuple(s for s in arch.layers if s.mixer != "cross_attention")
+    layers = tuple(s for s in arch.layers if not is_cross(s.mixer))
     layers = tuple(evolve(s, index=i) for i, s in enumerate(layers))
     return replace(arch, vision=None, layers=layers)
 

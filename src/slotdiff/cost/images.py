@@ -23,7 +23,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from ..constructs import PLAIN, construct, softmax
+from ..constructs import PLAIN, construct, is_cross, softmax
 from ..schema.arch import Architecture
 from ..schema.tower_spec import ExprError, as_int, evaluate, multimodal_types
 from .flops import flops_cost
@@ -214,7 +214,7 @@ def vision_flops(
         kv = img.total * kv_bytes_per_token
         if img.cross_tokens:
             self_layers = sum(1 for s in arch.layers if construct(s.mixer) is PLAIN)
-            cross_layers = sum(1 for s in arch.layers if s.mixer == "cross_attention")
+            cross_layers = sum(1 for s in arch.layers if is_cross(s.mixer))
             per_layer = kv_bytes_per_token // self_layers if self_layers else 0
             cross = img.cross_tokens * cross_layers * per_layer
             notes.append(
@@ -247,7 +247,7 @@ def injection_unit(
     """The image path of ``arch`` (the modality it reads through cross-attention layers or as
     tokens) and its per-state costs."""
     d = int(arch.get("d_model") or 0)
-    cross = sum(1 for s in arch.layers if s.mixer == "cross_attention")
+    cross = sum(1 for s in arch.layers if is_cross(s.mixer))
     if cross:
         self_layers = sum(1 for s in arch.layers if softmax(s.mixer))
         h, g = arch.get("n_heads") or 0, arch.get("n_kv_heads") or arch.get("n_heads") or 0

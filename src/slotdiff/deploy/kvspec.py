@@ -144,10 +144,10 @@ def _kind(arch: Architecture, layer: LayerSpec, version: Version, hybrid_manager
     mech = construct(layer.mixer)
     if mech and mech.engine_token_elements(arch) is not None:  # a latent cache: its own kind
         return mech.vllm_kind
-    if mech and not mech.softmax and mech.vllm_kind:  # a recurrent state in one page
+    if mech and mech.recurrent and mech.vllm_kind:  # a recurrent state in one page
         return mech.vllm_kind if version.v1 else None
-    if layer.mixer == "cross_attention":
-        return "full" if not version.v1 else None  # V0 sizes cross-attention layers like any other
+    if mech and mech.cross:
+        return mech.vllm_kind if not version.v1 else None  # V0 sizes cross-attention layers like any other
     if not (mech and mech.softmax) and layer.shared_block is None:
         return None
     if layer.window and hybrid_manager:

@@ -43,7 +43,7 @@ def runner(arch: Architecture, version: tuple[int, ...]) -> str:
     """``v1`` or ``v2``: the model runner vLLM ``version`` uses by default for ``arch`` (CUDA)."""
     moe = bool(arch.get("n_experts"))
     # a recurrent state vLLM keeps in its own pages (linear attention, Mamba)
-    hybrid = any((m := construct(s.mixer)) and not m.softmax and m.vllm_kind for s, _ in arch.layer_runs)
+    hybrid = any((m := construct(s.mixer)) and m.recurrent and m.vllm_kind for s, _ in arch.layer_runs)
     quantized = weight_format(arch).quantized
     if version >= (0, 29):
         return "v2"

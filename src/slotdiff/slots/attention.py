@@ -3,10 +3,9 @@ sparse, sinks), mixer (softmax or recurrent, hybrid ratio), q/k norms and biases
 
 from __future__ import annotations
 
-from collections import Counter
 from typing import Any
 
-from ..constructs import PLAIN, construct, softmax
+from ..constructs import PLAIN, construct, is_cross, softmax
 from ..schema.arch import Architecture
 from .fill import Collector, Fill, attention_layers
 
@@ -89,8 +88,10 @@ def _ssm(mixer: str | None) -> bool:
 
 def attention_mixer(arch: Architecture) -> Fill:
     ev = Collector(arch)
-    counts = Counter(s.mixer for s in arch.layers if s.mixer)
-    recurrent = [s for s in arch.layers if not softmax(s.mixer) and s.mixer not in ("cross_attention", None)]
+    n_cross = sum(1 for s in arch.layers if is_cross(s.mixer))
+    recurrent = [
+        s for s in arch.layers if s.mixer is not None and not (softmax(s.mixer) or is_cross(s.mixer))
+    ]
     variants = sorted(
         {s.variant or s.mixer for s in recurrent} | {s.parallel for s in arch.layers if s.parallel}
     )
@@ -98,12 +99,10 @@ def attention_mixer(arch: Architecture) -> Fill:
     other = len(recurrent)
     parallel = [s for s in arch.layers if s.parallel]
     shared = [s for s in arch.layers if s.shared_block is not None]
-    if counts.get("cross_attention"):
+    if n_cross:
         ev.use("cross_attention_layers")
     if not variants:
-        extra = (
-            f", {counts['cross_attention']} cross-attention layers" if counts.get("cross_attention") else ""
-        )
+        extra = f", {n_cross} cross-attention layers" if n_cross else ""
         return ev.fill("attention.mixer", "softmax", f"softmax attention in every layer{extra}")
     ev.use("layer_types")
     names = ", ".join(v.replace("_", " ") for v in variants)

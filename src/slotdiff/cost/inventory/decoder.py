@@ -9,7 +9,6 @@ from typing import Any
 
 from ...constructs import PLAIN, construct
 from ...schema.arch import Architecture, LayerSpec
-from .attention import cross_attention
 from .compressed import hyper_connections
 from .ffn import altup_laurel, dense_ffn, moe, per_layer_inputs
 from .tensor import Builder, Tensor, Unsupported, group_runs, need_int
@@ -20,8 +19,6 @@ def _mixer(b: Builder, n: int, kind: str | None, layer: LayerSpec) -> None:
     mech = construct(kind)
     if mech:
         mech.tensors(b, n, layer)
-    elif kind == "cross_attention":
-        cross_attention(b, n, layer)
     elif kind is not None:
         raise Unsupported(
             b.arch.name,

@@ -1,10 +1,30 @@
-"""Tensors of decoder cross-attention layers (Mllama). A self-attention mechanism's tensors
-are its construct's (constructs/: plain attention's in attention_tensors.py, MLA's in mla.py)."""
+"""Decoder cross-attention layers (Mllama): text queries attend to image states already
+projected to the text width. K and V run per image state, not per text token, so the layer
+caches no text-token KV and holds no recurrent state; vLLM's V0 engine sizes it like any
+full-attention layer. Its image-state cache is priced with the image costs (cost/images)."""
 
 from __future__ import annotations
 
-from ...schema.arch import LayerSpec
+from ..schema.arch import LayerSpec
+from .base import Construct
 from .tensor import Builder, need_int
+
+
+class CrossAttention(Construct):
+    """Cross-attention to image states."""
+
+    name = "cross_attention"
+    label = "cross_attention"
+    softmax = False  # no text-token cache, no decode-time attention FLOPs of its own here
+    cross = True
+    vllm_kind = "full"  # V0 only; the V1 engine keeps no page for it
+
+    def tensors(self, b: Builder, n: int, layer: LayerSpec) -> None:
+        """q from the text, k and v from the image states, o, and Mllama's norms and gates."""
+        cross_attention(b, n, layer)
+
+
+CROSS_ATTENTION = CrossAttention()
 
 
 def cross_attention(b: Builder, n: int, layer: LayerSpec) -> None:

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import ast
 import inspect
+import json
 from pathlib import Path
 
 import pytest
@@ -193,3 +194,31 @@ def test_family_facts_are_data_not_code() -> None:
         for line in _model_type_literals(p.read_text(encoding="utf-8"))
     ]
     assert not wrong, "family facts belong in schemas/:\n" + "\n".join(wrong)
+
+
+def _data_mixers(node: object) -> set[str]:
+    """Every ``"mixer"`` value a data file assigns (layer rules, layer maps, overrides)."""
+    if isinstance(node, dict):
+        own = {v for k, v in node.items() if k == "mixer" and isinstance(v, str)}
+        return own.union(*(_data_mixers(v) for v in node.values()))
+    if isinstance(node, list):
+        return set().union(*(_data_mixers(v) for v in node))
+    return set()
+
+
+def test_every_mixer_the_data_or_the_layer_rules_assign_has_a_construct() -> None:
+    """A mixer a family's data names, or a layer rule maps a layer type to, is priced by its
+    construct: none falls through to a stage's own branch."""
+    schemas = PKG.parents[1] / "schemas"
+    named = set().union(
+        *(_data_mixers(json.loads(p.read_text(encoding="utf-8"))) for p in schemas.rglob("*.json"))
+    )
+    tree = ast.parse((PKG / "schema" / "layer_rules.py").read_text(encoding="utf-8"))
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Dict):
+            for k, v in zip(node.keys, node.values, strict=True):
+                if isinstance(k, ast.Constant) and k.value == "mixer" and isinstance(v, ast.Constant):
+                    named.add(v.value)
+    named.discard(None)
+    assert {"attention", "mla", "mamba2"} <= named  # the scan reads the data
+    assert named <= set(CONSTRUCTS), sorted(named - set(CONSTRUCTS))

@@ -143,7 +143,7 @@ def test_each_construct_answers_every_stage(name: str) -> None:
         return
     required = ["kv_elements", "qk_v_dims", "tensors", "saved", "lora_matrices", "kv_fill"]
     if CONSTRUCTS[name].latent_kv:
-        required += ["engine_token_elements", "vllm_token_bytes"]
+        required += ["engine_token_elements", "vllm_token_bytes", "tp_note"]
     if not cls.plain:
         required += ["as_attention"]
     missing = [m for m in required if getattr(cls, m) is getattr(Construct, m)]

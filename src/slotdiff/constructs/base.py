@@ -132,6 +132,10 @@ class Construct:
         """Bytes per token of a layer's page in vLLM at ``b`` bytes per element (latent caches)."""
         raise NotImplementedError
 
+    def tp_note(self, tp: int) -> str:
+        """The fit's note on a latent cache that ``tp`` tensor-parallel ranks each hold whole."""
+        raise NotImplementedError
+
     def profile_width(self, arch: Architecture, tp: int) -> float | None:
         """Activation width per token of the layer in vLLM's profile run on one of ``tp`` ranks
         (None: per-head softmax attention's)."""

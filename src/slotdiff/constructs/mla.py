@@ -225,6 +225,13 @@ class MLA(Construct):
         latent = (arch.get("kv_lora_rank") or 0) + (arch.get("qk_rope_head_dim") or 0)
         return DS_MLA_FP8_BYTES if (layer.sparse and b == 1) else latent * b
 
+    def tp_note(self, tp: int) -> str:
+        """The latent has no heads: TP replicates it; data-parallel attention would not."""
+        return (
+            f"MLA's latent KV has no heads to split: every TP rank holds the whole cache (×{tp} in all); "
+            "data-parallel attention (--data-parallel-size with --enable-expert-parallel) would avoid that"
+        )
+
     def profile_width(self, arch: Architecture, tp: int) -> float | None:
         """q and k per head (nope + rope), v per head, both twice, and the latent with its key."""
         h = (arch.get("n_heads") or 0) / tp

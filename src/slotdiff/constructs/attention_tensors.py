@@ -7,6 +7,7 @@ attention.py (the construct) only to keep modules short."""
 from __future__ import annotations
 
 from ..schema.arch import LayerSpec
+from . import indexer
 from .tensor import Builder, need_int
 
 
@@ -100,13 +101,7 @@ def attention(b: Builder, n: int, layer: LayerSpec) -> None:
         if a.get("qkv_bias"):
             b.add("attention/dyn_mask.dt.bias", g, 1, n, "vector", f"{mod}.dt_proj", slot)
     if layer.sparse and not layer.index_shared:
-        # A lightning indexer on a softmax-attention layer (MiniMax-M3): index-head queries
-        # and one index key per token, each RMS-normed.
-        ih, idim = need_int(a, "index_n_heads"), need_int(a, "index_head_dim")
-        b.add("attention/indexer.q", ih * idim, d, n, "linear", f"{mod}.indexer.q_proj", slot)
-        b.add("attention/indexer.k", idim, d, n, "linear", f"{mod}.indexer.k_proj", slot)
-        b.add("attention/indexer.q_norm", idim, 1, n, "vector", f"{mod}.indexer.q_norm", slot)
-        b.add("attention/indexer.k_norm", idim, 1, n, "vector", f"{mod}.indexer.k_norm", slot)
+        indexer.softmax_indexer(b, n, f"{mod}.indexer")
     gate = a.get("attn_gate")
     if gate in ("channel", "head"):
         # A separate output-gate projection without bias (AFMoE, Laguna).

@@ -1,7 +1,7 @@
 """The DSA lightning indexer (DeepSeek-V3.2, GLM-5, Mistral Large 4): the part of a sparse
 attention layer that scores every cached token and picks ``index_topk`` of them. It sits on
 an MLA layer (and, as MiniMax-M3's, on softmax attention); this module owns what it caches,
-the FLOPs of its scores and its tensors on an MLA layer."""
+the FLOPs of its scores and its tensors on either."""
 
 from __future__ import annotations
 
@@ -53,6 +53,19 @@ def dsa_indexer(b: Builder, n: int, q_in: int) -> None:
         b.add("attention/indexer.q_input_norm", 2 * q_in, 1, n, "vector", f"{mod}.q_input_norm", slot)
     if a.get("softmax_scaling"):
         b.add("attention/indexer.softmax_scaling", 2 * ih, 1, n, "vector", f"{mod}.softmax_scaling", slot)
+
+
+def softmax_indexer(b: Builder, n: int, mod: str) -> None:
+    """``n`` lightning indexers on softmax-attention layers (MiniMax-M3): index-head queries
+    and one index key per token from the hidden state, each RMS-normed."""
+    a = b.arch
+    d = need_int(a, "d_model")
+    ih, idim = need_int(a, "index_n_heads"), need_int(a, "index_head_dim")
+    slot = "attention"
+    b.add("attention/indexer.q", ih * idim, d, n, "linear", f"{mod}.q_proj", slot)
+    b.add("attention/indexer.k", idim, d, n, "linear", f"{mod}.k_proj", slot)
+    b.add("attention/indexer.q_norm", idim, 1, n, "vector", f"{mod}.q_norm", slot)
+    b.add("attention/indexer.k_norm", idim, 1, n, "vector", f"{mod}.k_norm", slot)
 
 
 def decode_flops(arch: Architecture, layer: LayerSpec, context: int) -> int:

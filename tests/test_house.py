@@ -22,18 +22,19 @@ RANKS: dict[str, int] = {
     "core": 0,
     "read": 1,
     "schema": 2,
-    "slots": 3,
-    "render": 3,  # renderers take the Report duck-typed: they need only schema's types
-    "cost": 4,
-    "deploy": 5,
-    "analysis": 5,
-    "train": 5,  # training memory: prices parameters with cost/, beside deploy/
-    "lint": 6,
-    "scan": 6,
-    "commands": 7,
-    "cli": 8,
-    "__main__": 9,
-    "": 9,  # slotdiff/__init__.py: the public API, on top of the stages it names
+    "constructs": 3,  # one module per mechanism (MLA, ...): what cost/, train/, slots/ ask of it
+    "slots": 4,
+    "render": 4,  # renderers take the Report duck-typed: they need only schema's types
+    "cost": 5,
+    "deploy": 6,
+    "analysis": 6,
+    "train": 6,  # training memory: prices parameters with cost/, beside deploy/
+    "lint": 7,
+    "scan": 7,
+    "commands": 8,
+    "cli": 9,
+    "__main__": 10,
+    "": 10,  # slotdiff/__init__.py: the public API, on top of the stages it names
 }
 
 # Third-party libraries heavy enough to load on first use only (a local `slotdiff CONFIG

@@ -13,6 +13,7 @@ from dataclasses import dataclass, replace
 from functools import cache
 from typing import Any
 
+from ..constructs import PLAIN, construct, is_cross, softmax
 from ..core.resources import load_schema_file
 from ..schema.arch import Architecture, LayerSpec, Value, evolve, with_layers
 from ..slots.fill import Fill
@@ -34,25 +35,18 @@ def with_fields(
 
 def _kv(arch: Architecture, base: Fill) -> Architecture | None:
     h = arch.get("n_heads") or 0
-    if arch.layers and any(s.mixer == "mla" for s in arch.layers):
-        nope, rope = arch.get("qk_nope_head_dim") or 0, arch.get("qk_rope_head_dim") or 0
-        layers = tuple(evolve(s, mixer="attention") if s.mixer == "mla" else s for s in arch.layers)
+    mech = next((m for s in arch.layers if (m := construct(s.mixer)) and m.softmax and not m.plain), None)
+    if arch.layers and mech:  # another mechanism (MLA) as plain attention with the base's sharing
+        layers = tuple(
+            evolve(s, mixer=PLAIN.name) if (m := construct(s.mixer)) and m.softmax and not m.plain else s
+            for s in arch.layers
+        )
         g = (
             h
             if base.kind == "mha"
             else max(1, h // max(1, (base.size("n_heads") or 1) // max(1, base.size("n_kv_heads") or 1)))
         )
-        return with_fields(
-            arch,
-            layers,
-            n_kv_heads=g,
-            head_dim=nope + rope,
-            v_head_dim=arch.get("v_head_dim"),
-            kv_lora_rank=None,
-            q_lora_rank=None,
-            qkv_bias=False,
-            o_bias=False,
-        )
+        return with_fields(arch, layers, **mech.as_attention(arch, g))
     if base.kind == "mha":
         return with_fields(arch, tuple(evolve(s, n_kv_heads=None) for s in arch.layers), n_kv_heads=h)
     if base.kind in ("gqa", "mqa"):
@@ -74,11 +68,11 @@ def _range(arch: Architecture, base: Fill) -> Architecture | None:
 def _mixer(arch: Architecture, base: Fill) -> Architecture | None:
     if base.kind != "softmax":
         return None
-    attn = next((s for s in arch.layers if s.mixer in ("attention", "mla")), None)
+    attn = next((s for s in arch.layers if softmax(s.mixer)), None)
     mixer = attn.mixer if attn else "attention"
     layers = tuple(
         evolve(s, mixer=mixer, variant=None)
-        if s.mixer not in (None, "cross_attention") and s.mixer != mixer
+        if s.mixer is not None and not is_cross(s.mixer) and s.mixer != mixer
         else s
         for s in arch.layers
     )
@@ -211,7 +205,7 @@ def _precision(arch: Architecture, base: Fill) -> Architecture | None:
 def _modality(arch: Architecture, base: Fill) -> Architecture | None:
     if base.kind != "text":
         return None
-    layers = tuple(s for s in arch.layers if s.mixer != "cross_attention")
+    layers = tuple(s for s in arch.layers if not is_cross(s.mixer))
     layers = tuple(evolve(s, index=i) for i, s in enumerate(layers))
     return replace(arch, vision=None, layers=layers)
 

@@ -5,19 +5,18 @@ experts at top_k/n_experts; the head included even when tied; the embedding gath
 excluded). Attention: per softmax layer, q·kᵀ and p·v over the tokens it sees,
 2·h·(d_qk + d_v) per key, with the span capped by the layer's window or chunk.
 
-MLA decode is counted in the absorbed form inference engines run (W_UK folded into the
-query, W_UV into the output: attention is an MQA over the cached latent, d_qk = r_kv + rope,
-d_v = r_kv, and the weights are used once per token). transformers instead caches the latent
-and re-expands every cached token through kv_b_proj at each step; that form is reported
-beside it (``attention_per_token_transformers``) and is what the FLOP-counter oracle checks.
-Prefill uses the decompressed form (d_qk = nope + rope, d_v = v_head_dim) in both.
+A construct's widths are its own (constructs/): MLA decode is counted in the absorbed form
+inference engines run; where transformers runs another form (MLA re-expands every cached
+latent at each step) that form is reported beside it (``attention_per_token_transformers``)
+and is what the FLOP-counter oracle checks.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
 
-from ..schema.arch import Architecture, LayerSpec, layer_size
+from ..constructs import construct, indexer
+from ..schema.arch import Architecture, LayerSpec
 from .params import ParamCount
 
 
@@ -35,22 +34,6 @@ def weight_flops_per_token(arch: Architecture, params: ParamCount) -> int:
     if arch.get("tie_embeddings"):
         total += (arch.get("vocab") or 0) * (arch.get("d_model") or 0)
     return 2 * total
-
-
-def _qk_v_dims(arch: Architecture, layer: LayerSpec, absorbed: bool = False) -> tuple[int, int, int]:
-    """(heads, q·k width, v width) of an attention layer's score and mix products."""
-    h = layer.n_heads or arch.get("n_heads") or 0
-    if layer.mixer == "mla":
-        rope = layer_size(arch, layer, "qk_rope_head_dim") or 0
-        nope = layer_size(arch, layer, "qk_nope_head_dim") or 0
-        rank = layer_size(arch, layer, "kv_lora_rank") or 0
-        if not layer.rope:  # a NoPE MLA layer: the RoPE width joins the nope part
-            nope, rope = nope + rope, 0
-        if absorbed:
-            return h, rank + rope, rank
-        return h, nope + rope, layer_size(arch, layer, "v_head_dim") or 0
-    hd = layer.head_dim or arch.get("head_dim") or 0
-    return h, hd, arch.get("v_head_dim") or hd
 
 
 def _cap(arch: Architecture, layer: LayerSpec) -> int | None:
@@ -93,17 +76,15 @@ def attention_flops(arch: Architecture, context: int, form: str = "absorbed") ->
     """
     total = 0
     for layer, n in arch.layer_runs:  # n identical layers at once
-        if layer.mixer not in ("attention", "mla"):
+        mech = construct(layer.mixer)
+        if mech is None or not mech.softmax:  # no softmax attention on this layer
             continue
-        h, dqk, dv = _qk_v_dims(arch, layer, absorbed=form == "absorbed")
+        h, dqk, dv = mech.qk_v_dims(arch, layer, absorbed=form == "absorbed")
         keys = attended(arch, layer, context)
         flops = 2 * h * (dqk + dv) * keys
-        if layer.mixer == "mla" and form == "transformers":
-            rank = arch.get("kv_lora_rank") or 0
-            nope, hv = arch.get("qk_nope_head_dim") or 0, arch.get("v_head_dim") or 0
-            flops += 2 * rank * h * (nope + hv) * (keys - 1)
-        if layer.sparse and not layer.index_shared:  # a shared layer reuses another's scores
-            flops += 2 * (arch.get("index_n_heads") or 0) * (arch.get("index_head_dim") or 0) * context
+        if form == "transformers":
+            flops += mech.reexpand_flops(arch, layer, keys)
+        flops += indexer.decode_flops(arch, layer, context)  # a shared layer reuses another's scores
         total += n * flops
     return total
 
@@ -112,14 +93,13 @@ def prefill_attention_flops(arch: Architecture, s: int, causal: bool = True) -> 
     """Attention FLOPs of a whole ``s``-token prompt; ``causal=False`` counts the full s×s."""
     total = 0
     for layer, n in arch.layer_runs:  # n identical layers at once
-        if layer.mixer not in ("attention", "mla"):
+        mech = construct(layer.mixer)
+        if mech is None or not mech.softmax:
             continue
-        h, dqk, dv = _qk_v_dims(arch, layer, absorbed=False)
+        h, dqk, dv = mech.qk_v_dims(arch, layer, absorbed=False)
         keys = _span_sum(arch, layer, s) if causal else s * s
         flops = 2 * h * (dqk + dv) * keys
-        if layer.sparse and not layer.index_shared:
-            idx = (arch.get("index_n_heads") or 0) * (arch.get("index_head_dim") or 0)
-            flops += 2 * idx * (s * (s + 1) // 2 if causal else s * s)
+        flops += indexer.prefill_flops(arch, layer, s, causal)
         total += n * flops
     return total
 
@@ -158,12 +138,14 @@ class FlopsCost:
 def flops_cost(arch: Architecture, params: ParamCount, context: int) -> FlopsCost:
     """Per-token and prefill FLOPs at ``context``."""
     w = weight_flops_per_token(arch, params)
-    mla = any(layer.mixer == "mla" for layer in arch.layers)
+    other_form = any((m := construct(layer.mixer)) and m.transformers_form for layer in arch.layers)
     return FlopsCost(
         context=context,
         weights_per_token=w,
         attention_per_token=attention_flops(arch, context),
-        attention_per_token_transformers=attention_flops(arch, context, "transformers") if mla else None,
+        attention_per_token_transformers=attention_flops(arch, context, "transformers")
+        if other_form
+        else None,
         prefill=w * context + prefill_attention_flops(arch, context),
         prefill_no_mask=w * context + prefill_attention_flops(arch, context, causal=False),
     )

@@ -23,6 +23,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+from ..constructs import PLAIN, construct, is_cross, softmax
 from ..schema.arch import Architecture
 from ..schema.tower_spec import ExprError, as_int, evaluate, multimodal_types
 from .flops import flops_cost
@@ -212,8 +213,8 @@ def vision_flops(
     if kv_bytes_per_token is not None:
         kv = img.total * kv_bytes_per_token
         if img.cross_tokens:
-            self_layers = sum(1 for s in arch.layers if s.mixer == "attention")
-            cross_layers = sum(1 for s in arch.layers if s.mixer == "cross_attention")
+            self_layers = sum(1 for s in arch.layers if construct(s.mixer) is PLAIN)
+            cross_layers = sum(1 for s in arch.layers if is_cross(s.mixer))
             per_layer = kv_bytes_per_token // self_layers if self_layers else 0
             cross = img.cross_tokens * cross_layers * per_layer
             notes.append(
@@ -246,9 +247,9 @@ def injection_unit(
     """The image path of ``arch`` (the modality it reads through cross-attention layers or as
     tokens) and its per-state costs."""
     d = int(arch.get("d_model") or 0)
-    cross = sum(1 for s in arch.layers if s.mixer == "cross_attention")
+    cross = sum(1 for s in arch.layers if is_cross(s.mixer))
     if cross:
-        self_layers = sum(1 for s in arch.layers if s.mixer in ("attention", "mla"))
+        self_layers = sum(1 for s in arch.layers if softmax(s.mixer))
         h, g = arch.get("n_heads") or 0, arch.get("n_kv_heads") or arch.get("n_heads") or 0
         hd = arch.get("head_dim") or 0
         # each cross-attention layer projects a state to K and V once (d → g·hd, twice) and

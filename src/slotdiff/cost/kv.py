@@ -1,8 +1,8 @@
 """KV cache and recurrent state, per layer kind.
 
 Softmax attention holds K and V per token: 2·g·hd bytes-per-element per layer (V with its
-own width when v_head_dim differs). MLA holds the latent and the decoupled RoPE key:
-(kv_lora_rank + qk_rope_head_dim) per layer. Sliding and chunked layers never hold more
+own width when v_head_dim differs); another mechanism caches what its construct module
+says (constructs/: MLA's latent and decoupled RoPE key). Sliding and chunked layers never hold more
 than their window. Linear-attention and SSM layers hold a fixed state per sequence,
 reported apart because it does not grow with context.
 """
@@ -11,7 +11,9 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from ..schema.arch import Architecture, LayerSpec, layer_size
+from ..constructs import construct
+from ..constructs.attention import kv_head_elements
+from ..schema.arch import Architecture, LayerSpec
 from ..schema.precision import canonical_dtype, storage_bits
 
 
@@ -19,49 +21,16 @@ def _b(dtype: str) -> float:
     return storage_bits(dtype) / 8  # block-scaled formats (MXFP4, NVFP4) carry their scales
 
 
-def _attention_elements(arch: Architecture, layer: LayerSpec) -> int:
-    g = layer.n_kv_heads or arch.get("n_kv_heads") or 0
-    hd = layer.head_dim or arch.get("head_dim") or 0
-    hv = arch.get("v_head_dim") or hd
-    # K and V are cached as two tensors even where the model computes V = K (Gemma 4's
-    # global layers), as transformers' cache stores them.
-    return g * (hd + hv)
-
-
-def index_key_elements(arch: Architecture) -> int:
-    """Elements a DSA indexer caches per token: its key, and with k-pools (``index_kpool``)
-    also the token's gate score (index_head_dim) and a validity flag, packed beside it
-    (GLM-5.3-Flash's indexer state)."""
-    idim = arch.get("index_head_dim") or 0
-    return idim + (idim + 1 if arch.get("index_kpool") else 0)
-
-
 def layer_kv_elements(arch: Architecture, layer: LayerSpec) -> int:
     """Elements cached per token by one layer (0 for recurrent layers and layers that
     reuse another layer's K/V)."""
+    mech = construct(layer.mixer)
     if layer.kv_shared:
-        # K/V (or the latent) come from an earlier layer; an indexer of its own still caches
-        # its keys (Mistral Large 4's "reuse_but_indexer" layers).
-        own = layer.sparse and not layer.index_shared and layer.mixer == "mla"
-        return index_key_elements(arch) if own else 0
-    elems = 0
-    if layer.mixer == "attention" and arch.get("attn_shared_kv"):
-        # One head read as both key and value, cached once (its compressed entries are
-        # counted by compressed_kv_elements, per compress tokens); a layer without a
-        # compressor may go through a generic cache that keeps key and value apart.
-        twice = arch.get("shared_kv_split_cache") and not layer.compress
-        elems += (2 if twice else 1) * (layer.head_dim or arch.get("head_dim") or 0)
-    elif layer.mixer == "attention":
-        elems += _attention_elements(arch, layer)
-        if layer.sparse and not layer.index_shared:  # a lightning indexer's key per token (MiniMax-M3)
-            elems += index_key_elements(arch)
-    elif layer.mixer == "mla":
-        extra = index_key_elements(arch) if layer.sparse and not layer.index_shared else 0
-        rank = layer_size(arch, layer, "kv_lora_rank") or 0
-        rope = (layer_size(arch, layer, "qk_rope_head_dim") or 0) if layer.rope else 0  # NoPE: latent only
-        elems += rank + rope + extra
+        # K/V (or the latent) come from an earlier layer: what the construct still caches
+        return mech.shared_kv_elements(arch, layer) if mech else 0
+    elems = mech.kv_elements(arch, layer) if mech and mech.softmax else 0
     if layer.shared_block is not None:  # a weight-shared attention block run on this layer
-        elems += _attention_elements(arch, layer)
+        elems += kv_head_elements(arch, layer)
     return elems
 
 
@@ -80,67 +49,15 @@ def layer_span(layer: LayerSpec, context: int) -> int:
     return min(context, cap)
 
 
-def _mixer_state(arch: Architecture, mixer: str | None, variant: str | None) -> tuple[int, int]:
-    """Elements of one recurrent mixer's state: (held in the state dtype, held in the model
-    dtype). SSM and delta-rule states are the first; convolution windows, and lightning
-    attention's d×d state (which transformers keeps in the model dtype), the second."""
-    d = arch.get("d_model") or 0
-    if mixer == "linear_attention" and variant == "lightning":
-        h = arch.get("n_heads") or 0
-        hd = arch.get("head_dim") or (d // h if h else 0)
-        return 0, h * hd * hd
-    if mixer == "linear_attention" and variant == "rglru":
-        # The RG-LRU state (lru_width, fp32) and the conv window over x.
-        lru = arch.get("recurrent_width") or 0
-        return lru, lru * max((arch.get("linear_conv_kernel") or 1) - 1, 0)
-    if mixer == "linear_attention" and variant == "rwkv":
-        # RWKV-4: numerator, denominator and running max of the WKV recurrence (fp32), and
-        # the previous token of the time mix and the channel mix (token shift).
-        return 3 * (arch.get("recurrent_width") or d), 2 * d
-    if mixer == "linear_attention" and variant == "mlstm":
-        # Per head the matrix memory C (dk × dv), the normaliser n (dk) and the stabiliser m.
-        h = arch.get("linear_n_v_heads") or 0
-        dk, dv = arch.get("linear_k_head_dim") or 0, arch.get("linear_v_head_dim") or 0
-        return h * (dk * dv + dk + 1), 0
-    if mixer == "linear_attention":
-        nk, nv = arch.get("linear_n_k_heads") or 0, arch.get("linear_n_v_heads") or 0
-        dk, dv = arch.get("linear_k_head_dim") or 0, arch.get("linear_v_head_dim") or 0
-        kernel = arch.get("linear_conv_kernel") or 0
-        return nv * dk * dv, (2 * nk * dk + nv * dv) * kernel
-    if mixer in ("mamba", "mamba2"):
-        state, kernel = arch.get("ssm_state") or 0, arch.get("ssm_conv_kernel") or 0
-        inner = arch.get("ssm_inner") or int((arch.get("ssm_expand") or 2) * d)
-        if mixer == "mamba":
-            return inner * state, inner * kernel
-        groups = arch.get("ssm_n_groups") or 0
-        return inner * state, (inner + 2 * groups * state) * kernel
-    if mixer == "conv":
-        return 0, d * (arch.get("short_conv_kernel") or 0)
-    return 0, 0
-
-
 def layer_state_elements(arch: Architecture, layer: LayerSpec) -> tuple[int, int]:
-    """Fixed per-sequence state of a layer's recurrent mixers: (in the state dtype, in the
-    model dtype), as :func:`_mixer_state`."""
-    rec, conv = _mixer_state(arch, layer.mixer, layer.variant)
-    if layer.mixer == "attention" and arch.get("attn_cca"):
-        # ZAYA's CCA keeps the q/k conv inputs (cca_time0 + cca_time1 - 2 positions) and the
-        # previous token's delayed value half, both in the model dtype.
-        h = layer.n_heads or arch.get("n_heads") or 0
-        g = layer.n_kv_heads or arch.get("n_kv_heads") or 0
-        hd = layer.head_dim or arch.get("head_dim") or 0
-        taps = (arch.get("cca_time0") or 1) - 1 + (arch.get("cca_time1") or 1) - 1
-        conv += (h + g) * hd * taps + g * hd // 2
-    if layer.mixer == "attention" and (arch.get("kv_short_conv") or arch.get("residual_short_convs")):
-        # Inkling's short convolutions around softmax attention keep their last kernel inputs,
-        # in the state dtype: the keys' and values' (g·hd each) and the d-wide residual ones.
-        kernel = arch.get("short_conv_kernel") or 0
-        g = layer.n_kv_heads or arch.get("n_kv_heads") or 0
-        hd = layer.head_dim or arch.get("head_dim") or 0
-        kv = 2 * g * hd if arch.get("kv_short_conv") else 0
-        rec += kernel * (kv + (arch.get("residual_short_convs") or 0) * (arch.get("d_model") or 0))
+    """Fixed per-sequence state of a layer's mixers: (in the state dtype, in the model dtype),
+    as each construct says (a recurrence's state; ZAYA's CCA or Inkling's convolutions beside
+    softmax attention), with a recurrent mixer run beside the attention (``parallel``)."""
+    mech = construct(layer.mixer)
+    rec, conv = mech.state_elements(arch, layer) if mech else (0, 0)
     if layer.parallel:
-        prec, pconv = _mixer_state(arch, layer.parallel, None)
+        side = construct(layer.parallel)
+        prec, pconv = side.mixer_state(arch, None) if side else (0, 0)
         rec, conv = rec + prec, conv + pconv
     return rec, conv
 
@@ -209,18 +126,21 @@ def kv_cost(arch: Architecture, context: int, dtype: str = "bfloat16") -> KVCost
     read = 0.0
     long_rate = 0.0
     state = 0.0
-    topk = arch.get("index_topk") or 0
-    index_elems = index_key_elements(arch)
     by_kind: dict[str, float] = {}
     n_attn = n_rec = 0
     for layer, n in arch.layer_runs:  # n identical layers at once (sums of exact products)
         elems = layer_kv_elements(arch, layer)
         if elems:
             n_attn += n
+            mech = construct(layer.mixer)
             kind = (
-                "mla"
-                if layer.mixer == "mla"
-                else ("sliding" if layer.window else "chunked" if layer.chunk else "full")
+                mech.kv_kind(layer)
+                if mech
+                else "sliding"
+                if layer.window
+                else "chunked"
+                if layer.chunk
+                else "full"
             )
             by_kind[kind] = by_kind.get(kind, 0) + elems * b * n
             per_token += elems * b * n
@@ -231,10 +151,9 @@ def kv_cost(arch: Architecture, context: int, dtype: str = "bfloat16") -> KVCost
                 compressed_kv_elements(arch, layer) * b * (context // (layer.compress or context)) * n
             )
             at_context += compressed
-            if layer.sparse and topk and layer.mixer == "mla":
-                keys = 0 if layer.index_shared else index_elems  # a shared layer scores nothing
-                latent = elems - keys
-                read += (keys * span + latent * min(span, topk)) * b * n
+            selected = mech.selected_read(arch, layer, elems, span) if mech else None
+            if selected is not None:  # a top-k selection reads less than the span holds (DSA)
+                read += selected * b * n
             else:
                 read += elems * b * span * n
             read += compressed

@@ -29,6 +29,7 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
+from ..constructs import construct, latent, softmax
 from ..schema.arch import Architecture
 from ..schema.precision import WeightFormat
 from .inventory.tensor import Tensor
@@ -86,7 +87,7 @@ def kv_heads_of(arch: Architecture) -> set[int]:
     """Distinct KV-head counts of the softmax layers (MLA has none to split)."""
     out = set()
     for s, _ in arch.layer_runs:
-        if s.mixer == "attention" or s.shared_block is not None:
+        if (softmax(s.mixer) and not latent(s.mixer)) or s.shared_block is not None:
             g = s.n_kv_heads or arch.get("n_kv_heads") or arch.get("n_heads") or 0
             if g:
                 out.add(g)
@@ -102,14 +103,14 @@ def _widths(arch: Architecture) -> list[tuple[str, int]]:
     """(what, size) that TP must divide."""
     out = []
     h = arch.get("n_heads") or 0
-    if h and any(s.mixer in ("attention", "mla") for s, _ in arch.layer_runs):
+    if h and any(softmax(s.mixer) for s, _ in arch.layer_runs):
         out.append(("attention heads", h))
     for key, what in (
         ("linear_n_v_heads", "linear-attention value heads"),
         ("linear_n_k_heads", "linear-attention key heads"),
         ("ssm_n_heads", "SSM heads"),
     ):
-        if arch.get(key) and any(s.mixer in ("linear_attention", "mamba2") for s, _ in arch.layer_runs):
+        if arch.get(key) and any((m := construct(s.mixer)) and m.recurrent_heads for s, _ in arch.layer_runs):
             out.append((what, arch.get(key)))
     widths = {s.d_ff or arch.get("d_ff") for s, _ in arch.layer_runs if s.ffn == "dense"}
     for f in sorted(w for w in widths if w):

@@ -14,6 +14,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass, fields, replace
 from functools import cached_property
 
+from ..constructs import latent
 from ..schema.arch import Architecture, LayerSpec, evolve, with_layers
 from ..schema.precision import WeightFormat, storage_bits
 from .inventory.decoder import tensors
@@ -177,7 +178,7 @@ class MemoryPlan:
         for spec in self.designs:
             elems = layer_kv_elements(arch, spec)
             cap = min((x for x in (spec.window, spec.chunk) if x), default=None)
-            groups = [(spec.mixer == "mla", _g(arch, spec), cap, elems * self.b)] if elems else []
+            groups = [(latent(spec.mixer), _g(arch, spec), cap, elems * self.b)] if elems else []
             self.kv_groups.append(groups)
             rec, conv = layer_state_elements(arch, spec)
             self.state.append(rec * self.b_state + conv * self.b)
@@ -204,8 +205,8 @@ class MemoryPlan:
 
     def _stage_sums(self, pp: int) -> list[tuple[Bytes, dict[tuple[bool, int, int | None], float], float]]:
         """Per stage of ``pp``: weight bytes by (share class, KV heads), KV bytes per token by
-        (MLA, KV heads, window), recurrent state per sequence — independent of the layout's
-        TP / DP / EP, so computed once per PP degree."""
+        (held whole on every TP rank, as MLA's latent; KV heads; window), recurrent state per
+        sequence — independent of the layout's TP / DP / EP, so computed once per PP degree."""
         cached = self._sums.get(pp)
         if cached is not None:
             return cached
@@ -226,8 +227,8 @@ class MemoryPlan:
             st = 0.0
             for d, n in enumerate(c):
                 if n:
-                    for mla, g, cap, per_token in self.kv_groups[d]:
-                        kv[(mla, g, cap)] = kv.get((mla, g, cap), 0.0) + n * per_token
+                    for whole, g, cap, per_token in self.kv_groups[d]:
+                        kv[(whole, g, cap)] = kv.get((whole, g, cap), 0.0) + n * per_token
                     st += n * self.state[d]
             out.append((w, kv, st))
         self._sums[pp] = out
@@ -245,9 +246,9 @@ class MemoryPlan:
                     experts += v * share
                 else:
                     weights += v * share
-            for (mla, g, cap), per_token in kvs.items():
+            for (whole, g, cap), per_token in kvs.items():
                 span = min(context, cap) if cap else context
-                kv += per_token * span * (1.0 if mla else class_share("kv", layout, g))
+                kv += per_token * span * (1.0 if whole else class_share("kv", layout, g))
             yield weights, experts, kv, st / layout.tp
 
     def need(

@@ -10,6 +10,7 @@ from __future__ import annotations
 from dataclasses import dataclass, replace
 from typing import Any
 
+from ..constructs import construct
 from ..core.errors import SlotdiffError
 from ..schema.arch import Architecture
 from ..slots.fill import Fills, slot_table
@@ -147,12 +148,9 @@ def cost_of(
             "decode step reads take every top_k choice to be a computing expert, the most a token "
             "uses; a token routed to zero-compute experts uses fewer"
         )
-    if any(s.mixer == "mla" for s in arch.layers):
-        notes.append(
-            "MLA caches the latent and RoPE key; decode attention FLOPs in the absorbed form, prefill "
-            "in the decompressed form (transformers' re-expanding decode form is in "
-            "flops.attention_per_token_transformers)"
-        )
+    for mech in dict.fromkeys(m for s in arch.layers if (m := construct(s.mixer))):
+        if mech.price_note:
+            notes.append(mech.price_note)
     head = active_headline(arch, params) if searches else None
     bound = None
     if searches and bounds and not wl.bound:  # the lower bound beside the estimate, and their ratio

@@ -14,6 +14,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
+from ..constructs import of_fill
 from ..core.errors import SlotdiffError
 from ..cost.counterfactual import TRANSFORMS, rule_text
 from ..cost.kv import kv_cost
@@ -78,7 +79,8 @@ def _figures(arch: Architecture, target: Target, rung: Rung) -> dict[str, Any]:
 
 def _label(facet: str, fill: Fill) -> str:
     if facet == "attention.kv":
-        return "MLA" if fill.kind == "mla" else fill.detail.split(",")[0]
+        mech = of_fill(fill.kind)
+        return mech.label if mech else fill.detail.split(",")[0]
     if facet == "ffn.experts":
         return fill.detail.split(",")[0]
     return fill.detail

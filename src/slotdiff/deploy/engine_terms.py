@@ -31,6 +31,7 @@ import math
 import re
 from dataclasses import dataclass
 
+from ..constructs import construct, latent
 from ..core.errors import UsageError
 from ..cost.gpus import GPU
 from ..cost.layout import Layout
@@ -121,8 +122,7 @@ def vllm_defaults(version: Version, gpu: GPU, max_model_len: int, multimodal: bo
 
 def vllm_block_size(arch: Architecture, version: Version, gpu: GPU) -> tuple[int, str]:
     """The default block size vLLM's attention backend picks."""
-    mla = any(s.mixer == "mla" for s, _ in arch.layer_runs)
-    if not mla:
+    if not any(latent(s.mixer) for s, _ in arch.layer_runs):  # a latent cache runs on vLLM's MLA backends
         return 16, "16 (CUDA default)"
     cc = compute_capability(gpu)
     if any(s.sparse for s, _ in arch.layer_runs):
@@ -144,14 +144,11 @@ def non_torch(gpu: GPU, layout: Layout) -> float:
 
 
 def _attention_width(arch: Architecture, s: LayerSpec, tp: int) -> float:
+    mech = construct(s.mixer)
+    width = mech.profile_width(arch, tp) if mech else None
+    if width is not None:  # the mechanism's own (MLA's latent, linear attention's heads)
+        return width
     h = (arch.get("n_heads") or 0) / tp
-    if s.mixer == "mla":
-        nope, rope, hv = (arch.get(k) or 0 for k in ("qk_nope_head_dim", "qk_rope_head_dim", "v_head_dim"))
-        return h * (nope + rope) * 2 + h * hv * 2 + (arch.get("kv_lora_rank") or 0) + rope
-    if s.mixer == "linear_attention":
-        nk, nv = (arch.get("linear_n_k_heads") or 0) / tp, (arch.get("linear_n_v_heads") or 0) / tp
-        dk, dv = arch.get("linear_k_head_dim") or 0, arch.get("linear_v_head_dim") or 0
-        return 2 * (2 * nk * dk + 2 * nv * dv)
     hd = s.head_dim or arch.get("head_dim") or 0
     g = max(1.0, (s.n_kv_heads or arch.get("n_kv_heads") or 0) / tp)
     return (2 * h + 2 * g) * hd

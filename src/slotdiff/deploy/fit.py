@@ -8,6 +8,7 @@ from __future__ import annotations
 from dataclasses import dataclass, replace
 from typing import Any
 
+from ..constructs import construct
 from ..core.errors import UsageError
 from ..cost.context import context_limit
 from ..cost.kv import kv_cost
@@ -249,11 +250,9 @@ def fit_assumptions(
         dep.precision.note(),
         wl.efficiency_note,
     ]
-    if any(s.mixer == "mla" for s in arch.layers) and n > 1 and lay.dp == 1:
-        notes.append(
-            f"MLA's latent KV has no heads to split: every TP rank holds the whole cache (×{n} in all); "
-            "data-parallel attention (--data-parallel-size with --enable-expert-parallel) would avoid that"
-        )
+    if n > 1 and lay.dp == 1:  # a latent cache (MLA's) is held whole on every TP rank
+        whole = dict.fromkeys(m for s in arch.layers if (m := construct(s.mixer)) and m.latent_kv)
+        notes += [m.tp_note(n) for m in whole]
     for g in sorted(kv_heads_of(arch)):
         if g < n:
             notes.append(f"{g} KV heads < TP {n}: each GPU holds one head, KV replicated ×{n / g:g}")

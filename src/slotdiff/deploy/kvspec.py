@@ -17,12 +17,10 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
+from ..constructs import construct
 from ..schema.arch import Architecture, LayerSpec
 from ..schema.precision import canonical_dtype, storage_bits
 from .engine_terms import Version
-
-# vLLM's fp8_ds_mla cache (DeepSeek-V3.2 with --kv-cache-dtype fp8): 656 bytes per token.
-DS_MLA_FP8_BYTES = 656
 
 
 @dataclass(frozen=True)
@@ -60,20 +58,10 @@ def attention_token_bytes(arch: Architecture, layer: LayerSpec, tp: int, kv_byte
 
 
 def mamba_page(arch: Architecture, layer: LayerSpec, tp: int, conv_bytes: float, state_bytes: float) -> float:
-    """One mamba / gated-DeltaNet layer's state on a TP rank: the convolution keeps kernel − 1
-    inputs per channel, the recurrent state heads × d_k × d_v (or inner × state)."""
-    d = arch.get("d_model") or 0
-    if layer.mixer == "linear_attention":
-        nk, nv = (arch.get("linear_n_k_heads") or 0) // tp, (arch.get("linear_n_v_heads") or 0) // tp
-        dk, dv = arch.get("linear_k_head_dim") or 0, arch.get("linear_v_head_dim") or 0
-        kernel = arch.get("linear_conv_kernel") or 0
-        conv = (2 * nk * dk + nv * dv) * max(0, kernel - 1)
-        return conv * conv_bytes + nv * dk * dv * state_bytes
-    inner = (arch.get("ssm_inner") or int((arch.get("ssm_expand") or 2) * d)) // tp
-    n, kernel = arch.get("ssm_state") or 0, arch.get("ssm_conv_kernel") or 0
-    groups = (arch.get("ssm_n_groups") or 0) if layer.mixer == "mamba2" else 0
-    conv = (inner + 2 * groups * n) * max(0, kernel - 1)
-    return conv * conv_bytes + inner * n * state_bytes
+    """One recurrent layer's state on a TP rank, as its construct sizes vLLM's page (the
+    convolution's kernel − 1 inputs per channel and the recurrent state)."""
+    mech = construct(layer.mixer)
+    return mech.vllm_state_page(arch, layer, tp, conv_bytes, state_bytes) if mech else 0.0
 
 
 @dataclass(frozen=True)
@@ -153,13 +141,14 @@ class KVLayout:
 def _kind(arch: Architecture, layer: LayerSpec, version: Version, hybrid_manager: bool) -> str | None:
     if layer.kv_shared:
         return None
-    if layer.mixer == "mla":
-        return "mla"
-    if layer.mixer in ("mamba", "mamba2", "linear_attention"):
-        return "mamba" if version.v1 else None
-    if layer.mixer == "cross_attention":
-        return "full" if not version.v1 else None  # V0 sizes cross-attention layers like any other
-    if layer.mixer != "attention" and layer.shared_block is None:
+    mech = construct(layer.mixer)
+    if mech and mech.engine_token_elements(arch) is not None:  # a latent cache: its own kind
+        return mech.vllm_kind
+    if mech and mech.recurrent and mech.vllm_kind:  # a recurrent state in one page
+        return mech.vllm_kind if version.v1 else None
+    if mech and mech.cross:
+        return mech.vllm_kind if not version.v1 else None  # V0 sizes cross-attention layers like any other
+    if not (mech and mech.softmax) and layer.shared_block is None:
         return None
     if layer.window and hybrid_manager:
         return "sliding"
@@ -196,10 +185,9 @@ def kv_layout(
         note = f"attention block size raised to {block} tokens so a page holds a mamba state (vLLM does so)"
     specs: list[Spec] = []
     for k, s in typed:
-        if k == "mla":
-            latent = (arch.get("kv_lora_rank") or 0) + (arch.get("qk_rope_head_dim") or 0)
-            per = DS_MLA_FP8_BYTES if (s.sparse and b == 1) else latent * b
-            specs.append(Spec("mla", int(block * per)))
+        mech = construct(s.mixer)
+        if mech and k == mech.vllm_kind and mech.engine_token_elements(arch) is not None:
+            specs.append(Spec(k, int(block * mech.vllm_token_bytes(arch, s, b))))
         elif k == "mamba":
             specs.append(Spec("mamba", 0))
         else:

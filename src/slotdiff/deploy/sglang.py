@@ -12,6 +12,7 @@ dtype bytes), capped by ``--max-total-tokens`` and floored to a multiple of the 
 
 from __future__ import annotations
 
+from ..constructs import construct, latent
 from ..cost.gpus import GPU
 from ..cost.memory import MemoryPlan
 from ..schema.arch import Architecture
@@ -30,10 +31,12 @@ def cell_size(arch: Architecture, tp: int, kv_dtype: str) -> tuple[float, int]:
     b = storage_bits(kv_dtype) / 8
     total, layers = 0.0, 0
     for s in arch.layers:
-        if s.mixer == "mla":
-            total += ((arch.get("kv_lora_rank") or 0) + (arch.get("qk_rope_head_dim") or 0)) * b
+        mech = construct(s.mixer)
+        fixed = mech.engine_token_elements(arch) if mech else None
+        if fixed is not None:  # a latent cache (MLA): the same on every rank
+            total += fixed * b
             layers += 1
-        elif s.mixer == "attention" and not s.kv_shared:
+        elif mech and mech.softmax and not s.kv_shared:
             total += attention_token_bytes(arch, s, tp, b)
             layers += 1
     return total, layers
@@ -98,7 +101,7 @@ def sglang_fit(arch: Architecture, plan: MemoryPlan, gpu: GPU, args: EngineArgs)
     spec = Spec("full", int(cell * page))
     kv = KVLayout(page, (spec,), 1, ((0, 1),), (spec,), f"page size {page}")
     pool = StagePool(0, layers, terms, rest, tokens // page, kv)
-    per_layer_k = cell / 2 / max(1, layers) if not any(s.mixer == "mla" for s in arch.layers) else 0.0
+    per_layer_k = cell / 2 / max(1, layers) if not any(latent(s.mixer) for s in arch.layers) else 0.0
     k_size = (tokens + page) * per_layer_k * layers
     notes = [
         f"SGLang {version.text} accounting; mem_fraction_static {frac:.3f} ({frac_why})",

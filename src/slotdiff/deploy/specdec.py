@@ -15,6 +15,7 @@ from __future__ import annotations
 from dataclasses import dataclass, replace
 from typing import Any
 
+from ..constructs import latent
 from ..core.errors import UsageError
 from ..cost.comm import NONE
 from ..cost.context import context_limit
@@ -166,7 +167,7 @@ def mtp_stage(dep: Deployment, context: int) -> StageCost:
     last = arch.layers[-1]
     kv = layer_kv_elements(arch, last) * storage_bits(dep.workload.kv_dtype) / 8
     g = last.n_kv_heads or arch.get("n_kv_heads") or 1
-    kv *= layer_span(last, context) * (1.0 if last.mixer == "mla" else kv_share(g, lay.tp))
+    kv *= layer_span(last, context) * (1.0 if latent(last.mixer) else kv_share(g, lay.tp))
     split = lay.ep_size if lay.ep else lay.tp
     return StageCost(
         layers=1,

@@ -24,6 +24,7 @@ runner ``vllm/v1/worker/gpu/model_runner.py`` and ``gpu/sample/``):
 
 from __future__ import annotations
 
+from ..constructs import construct
 from ..schema.arch import Architecture
 from ..schema.precision import weight_format
 
@@ -41,7 +42,8 @@ V2_FIRST = {(0, 22): frozenset({"qwen3"}), (0, 23): frozenset({"qwen3", "llama",
 def runner(arch: Architecture, version: tuple[int, ...]) -> str:
     """``v1`` or ``v2``: the model runner vLLM ``version`` uses by default for ``arch`` (CUDA)."""
     moe = bool(arch.get("n_experts"))
-    hybrid = any(s.mixer in ("linear_attention", "mamba", "mamba2") for s, _ in arch.layer_runs)
+    # a recurrent state vLLM keeps in its own pages (linear attention, Mamba)
+    hybrid = any((m := construct(s.mixer)) and m.recurrent and m.vllm_kind for s, _ in arch.layer_runs)
     quantized = weight_format(arch).quantized
     if version >= (0, 29):
         return "v2"

@@ -3,9 +3,9 @@ sparse, sinks), mixer (softmax or recurrent, hybrid ratio), q/k norms and biases
 
 from __future__ import annotations
 
-from collections import Counter
 from typing import Any
 
+from ..constructs import PLAIN, construct, is_cross, softmax
 from ..schema.arch import Architecture
 from .fill import Collector, Fill, attention_layers
 
@@ -15,37 +15,10 @@ def attention_kv(arch: Architecture) -> Fill:
     attn = attention_layers(arch)
     if not attn:
         return ev.fill("attention.kv", "none", "no attention layers: no KV cache")
-    if attn[0].mixer == "mla":
-        kv_rank, rope = ev.use("kv_lora_rank"), ev.use("qk_rope_head_dim")
-        q_rank, h = ev.use("q_lora_rank"), ev.use("n_heads")
-        nope, v = ev.use("qk_nope_head_dim"), ev.use("v_head_dim")
-        rotated = ev.use("position") not in ("none",) and any(s.rope for s in attn)
-        key = "RoPE key" if rotated else "decoupled key (not rotated: no positions)"
-        detail = f"MLA: latent {kv_rank} + {key} {rope} per token, {h} heads"
-        if nope is not None and rope is not None:
-            detail += f"; q/k {nope + rope} ({nope} + {rope}) and v {v} per head"
-        detail += f", q rank {q_rank}" if q_rank else ", full q projection"
-        return ev.fill(
-            "attention.kv",
-            "mla",
-            detail,
-            {},
-            {
-                "kv_lora_rank": kv_rank,
-                "qk_rope_head_dim": rope,
-                "q_lora_rank": q_rank,
-                "n_heads": h,
-                "qk_nope_head_dim": nope,
-                "v_head_dim": v,
-            },
-        )
-    h, g, hd = ev.use("n_heads"), ev.use("n_kv_heads"), ev.use("head_dim")
-    kind = "mha" if g == h else ("mqa" if g == 1 else "gqa")
-    detail = f"{kind.upper()} {h}/{g}, head_dim {hd}"
-    layer_g = {s.n_kv_heads for s in attn if s.n_kv_heads}
-    if layer_g:
-        detail += f" (some layers {'/'.join(str(x) for x in sorted(layer_g))} KV heads)"
-    return ev.fill("attention.kv", kind, detail, {}, {"n_heads": h, "n_kv_heads": g, "head_dim": hd})
+    mech = construct(attn[0].mixer)
+    if mech is None or not mech.softmax:  # a weight-shared block's attention (Zamba2): plain
+        mech = PLAIN
+    return mech.kv_fill(ev, attn)
 
 
 def attention_range(arch: Architecture) -> Fill:
@@ -107,10 +80,18 @@ def attention_range(arch: Architecture) -> Fill:
     return ev.fill("attention.range", "full", f"full causal{suffix}", attrs)
 
 
+def _ssm(mixer: str | None) -> bool:
+    """A state-space mixer (Mamba), not a linear-attention or convolution one."""
+    mech = construct(mixer)
+    return bool(mech and mech.ssm)
+
+
 def attention_mixer(arch: Architecture) -> Fill:
     ev = Collector(arch)
-    counts = Counter(s.mixer for s in arch.layers if s.mixer)
-    recurrent = [s for s in arch.layers if s.mixer not in ("attention", "mla", "cross_attention", None)]
+    n_cross = sum(1 for s in arch.layers if is_cross(s.mixer))
+    recurrent = [
+        s for s in arch.layers if s.mixer is not None and not (softmax(s.mixer) or is_cross(s.mixer))
+    ]
     variants = sorted(
         {s.variant or s.mixer for s in recurrent} | {s.parallel for s in arch.layers if s.parallel}
     )
@@ -118,16 +99,14 @@ def attention_mixer(arch: Architecture) -> Fill:
     other = len(recurrent)
     parallel = [s for s in arch.layers if s.parallel]
     shared = [s for s in arch.layers if s.shared_block is not None]
-    if counts.get("cross_attention"):
+    if n_cross:
         ev.use("cross_attention_layers")
     if not variants:
-        extra = (
-            f", {counts['cross_attention']} cross-attention layers" if counts.get("cross_attention") else ""
-        )
+        extra = f", {n_cross} cross-attention layers" if n_cross else ""
         return ev.fill("attention.mixer", "softmax", f"softmax attention in every layer{extra}")
     ev.use("layer_types")
     names = ", ".join(v.replace("_", " ") for v in variants)
-    linear = any(v not in ("mamba", "mamba2") for v in variants)
+    linear = any(not _ssm(s.mixer) for s in recurrent) or any(not _ssm(s.parallel) for s in parallel)
     if n_attn == 0:
         kind = "ssm" if not linear else "recurrent"
         return ev.fill(

@@ -18,6 +18,7 @@ from functools import cache, cached_property
 from pathlib import Path
 from typing import Any
 
+from ..constructs import construct, of_fill
 from ..core.bundle import bundled, listing
 from ..core.errors import SlotdiffError
 from ..core.files import read_capped
@@ -274,9 +275,10 @@ def label(fills: Fills) -> str:
         if mixer.kind in ("linear-hybrid", "ssm-hybrid"):
             parts.append(f"Hybrid {names} {mixer.size('recurrent_layers')}:{mixer.size('attention_layers')}")
         else:
-            parts.append({"mamba": "Mamba", "mamba2": "Mamba-2"}.get(names, names))
-    if kv.kind == "mla":
-        parts.append(f"MLA {kv.size('kv_lora_rank')}+{kv.size('qk_rope_head_dim')}")
+            mech = construct(names)  # one mechanism throughout: its name ("Mamba-2")
+            parts.append(mech.label if mech else names)
+    if mech := of_fill(kv.kind):
+        parts.append(mech.short(kv))
     elif kv.kind in ("gqa", "mqa"):
         parts.append(f"{kv.kind.upper()} {kv.size('n_heads')}/{kv.size('n_kv_heads')}")
     elif kv.kind == "mha":

@@ -3,6 +3,7 @@ weight precision and input modality."""
 
 from __future__ import annotations
 
+from ..constructs import is_cross
 from ..schema.arch import Architecture
 from ..schema.precision import weight_format
 from .fill import Collector, Fill
@@ -54,7 +55,7 @@ def precision_weights(arch: Architecture) -> Fill:
 def modality_input(arch: Architecture) -> Fill:
     ev = Collector(arch)
     vis = arch.vision
-    cross = [s for s in arch.layers if s.mixer == "cross_attention"]
+    cross = [s for s in arch.layers if is_cross(s.mixer)]
     audio = arch.get("audio", None)
     if not vis:
         return ev.fill("modality.input", "text", "text tokens")

@@ -8,6 +8,7 @@ from dataclasses import dataclass, field
 from functools import cache, cached_property
 from typing import Any
 
+from ..constructs import softmax
 from ..core.resources import load_schema_file
 from ..schema.arch import Architecture
 
@@ -134,7 +135,7 @@ def num(x: float | int | None) -> str:
 
 def attention_layers(arch: Architecture) -> list[Any]:
     """Layers that run softmax attention (their own, or a weight-shared block's)."""
-    return [s for s in arch.layers if s.mixer in ("attention", "mla") or s.shared_block is not None]
+    return [s for s in arch.layers if softmax(s.mixer) or s.shared_block is not None]
 
 
 @dataclass(frozen=True)

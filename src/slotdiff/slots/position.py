@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 
+from ..constructs import softmax
 from ..schema.arch import Architecture
 from .fill import Collector, Fill, attention_layers, num
 
@@ -51,7 +52,7 @@ def position_encoding(arch: Architecture) -> Fill:
         isinstance(arch.get("rope_scaling"), Mapping) and "mrope_section" in arch.get("rope_scaling")
     )
     partial = frac < 1.0 or bool(rotary and rotary < (arch.get("head_dim") or rotary + 1))
-    nope = [s.index for s in arch.layers if s.mixer in ("attention", "mla") and not s.rope]
+    nope = [s.index for s in arch.layers if softmax(s.mixer) and not s.rope]
     detail = ("M-RoPE" if mrope else "RoPE") + f" θ={num(theta)}"
     if partial:
         detail += f", rotary {rotary} dims" if rotary else f", partial {frac:g}"

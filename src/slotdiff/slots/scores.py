@@ -4,6 +4,7 @@ attention, Kimi K3's gated MLA) and how the scores are scaled and capped before 
 
 from __future__ import annotations
 
+from ..constructs import construct
 from ..schema.arch import Architecture
 from .fill import Collector, Fill, attention_layers
 
@@ -39,11 +40,11 @@ def attention_gate(arch: Architecture) -> Fill:
 
 
 def _qk_width(arch: Architecture) -> int | None:
-    """The width q·k runs over: MLA's nope + rope dims, else head_dim."""
-    if any(s.mixer == "mla" for s in arch.layers):
-        nope, rope = arch.get("qk_nope_head_dim"), arch.get("qk_rope_head_dim")
-        if nope is not None and rope is not None:
-            return int(nope) + int(rope)
+    """The width q·k runs over: a construct's (MLA's nope + rope dims), else head_dim."""
+    for mech in dict.fromkeys(m for s in arch.layers if (m := construct(s.mixer))):
+        width = mech.qk_width(arch)
+        if width is not None:
+            return width
     return arch.get("head_dim")
 
 

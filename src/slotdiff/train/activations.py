@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from ..constructs import construct
 from ..schema.arch import Architecture, LayerSpec
 from .saved import (
     ROUTER_FP32_TYPES,
@@ -92,8 +93,10 @@ def trainable_groups(setup: TrainSetup) -> frozenset[str]:
 
 
 def _rope_dim(arch: Architecture) -> int:
-    if any(s.mixer == "mla" for s in arch.layers):
-        return arch.get("qk_rope_head_dim") or 0
+    for mech in dict.fromkeys(m for s in arch.layers if (m := construct(s.mixer))):
+        fixed = mech.rope_dim(arch)
+        if fixed is not None:  # the mechanism fixes the rotated width (MLA's decoupled key)
+            return fixed
     hd = arch.get("head_dim") or arch.get("d_model") // arch.get("n_heads")
     return arch.get("rotary_dim") or int(hd * (arch.get("partial_rotary_factor") or 1.0))
 
@@ -132,16 +135,9 @@ def adapted_matrices(arch: Architecture, spec: LayerSpec, targets: frozenset[str
     """(target, matrices per token) a LoRA adapter wraps in this layer: each adds its
     r-wide A output (the B matmul's input) per token it processes."""
     out: list[tuple[str, int]] = []
-    if spec.mixer == "attention":
-        if arch.get("fused_qkv") and targets & {"q", "k", "v"}:
-            out.append(("qkv", 1))
-        else:
-            out += [(t, 1) for t in ("q", "k", "v") if t in targets]
-    elif spec.mixer == "mla":
-        if "q" in targets:
-            out.append(("q", 2 if arch.get("q_lora_rank") else 1))
-        if targets & {"k", "v"}:
-            out.append(("kv", 2))
+    mech = construct(spec.mixer)
+    if mech and mech.softmax:
+        out += mech.lora_matrices(arch, targets)
     if spec.mixer is not None and "o" in targets:
         out.append(("o", 1))
     gated = arch.get("ffn_gated")
@@ -173,7 +169,8 @@ def _priced(entries: list[Saved], layers: int, setup: TrainSetup) -> list[Row]:
 
 
 def _label(spec: LayerSpec) -> str:
-    mixer = {"attention": "attention", "mla": "MLA"}.get(spec.mixer or "", spec.mixer)
+    mech = construct(spec.mixer)
+    mixer = mech.label if mech else spec.mixer
     ffn = {"dense": "dense FFN", "moe": "MoE FFN"}.get(spec.ffn or "", spec.ffn)
     return " + ".join(p for p in (mixer, ffn) if p) or "empty"
 

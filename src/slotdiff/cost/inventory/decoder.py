@@ -7,28 +7,18 @@ from __future__ import annotations
 from dataclasses import replace
 from typing import Any
 
+from ...constructs import PLAIN, construct
 from ...schema.arch import Architecture, LayerSpec
-from .attention import attention, cross_attention, mla
 from .compressed import hyper_connections
 from .ffn import altup_laurel, dense_ffn, moe, per_layer_inputs
-from .recurrent import linear_attention, mamba, short_conv
 from .tensor import Builder, Tensor, Unsupported, group_runs, need_int
 
 
 def _mixer(b: Builder, n: int, kind: str | None, layer: LayerSpec) -> None:
     """The tensors of ``n`` sequence mixers of ``kind`` shaped like ``layer``."""
-    if kind == "attention":
-        attention(b, n, layer)
-    elif kind == "mla":
-        mla(b, n, layer)
-    elif kind == "linear_attention":
-        linear_attention(b, n, layer)
-    elif kind in ("mamba", "mamba2"):
-        mamba(b, n, 2 if kind == "mamba2" else 1)
-    elif kind == "conv":
-        short_conv(b, n)
-    elif kind == "cross_attention":
-        cross_attention(b, n, layer)
+    mech = construct(kind)
+    if mech:
+        mech.tensors(b, n, layer)
     elif kind is not None:
         raise Unsupported(
             b.arch.name,
@@ -151,7 +141,7 @@ def _attention_residuals(b: Builder, runs: tuple[tuple[LayerSpec, int], ...]) ->
     own mix, each with its own input norm, so two norms more), and one before the final norm."""
     d = need_int(b.arch, "d_model")
     n_layers = sum(n for _, n in runs)
-    full = sum(n for s, n in runs if s.mixer == "attention" and s.window is None)
+    full = sum(n for s, n in runs if construct(s.mixer) is PLAIN and s.window is None)
     first_full = any(s.index == 0 and s.window is None for s, _ in runs)
     queries = n_layers + (n_layers - 1) + 2 * (full - first_full) + 1
     b.add("norms/attn_res.query", d, 1, queries, "vector", "model.layers.0.mlp_input.query")

@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
+from ...constructs import construct
 from ...schema.arch import Architecture
-from .attention import attention, mla
 from .ffn import dense_ffn, moe
 from .tensor import Builder, Tensor, need_int
 
@@ -20,10 +20,9 @@ def mtp_tensors(arch: Architecture) -> tuple[Tensor, ...]:
     last = arch.layers[-1]
     sub = Builder(arch)
     d = need_int(arch, "d_model")
-    if last.mixer == "mla":
-        mla(sub, n, last)
-    elif last.mixer == "attention":
-        attention(sub, n, last)
+    mech = construct(last.mixer)
+    if mech and mech.softmax:
+        mech.tensors(sub, n, last)
     if last.ffn == "moe":
         moe(sub, n)
     elif last.ffn == "dense":

@@ -1,10 +1,13 @@
-"""Tensors of the softmax-attention mixers: grouped-query attention with its family options,
-cross-attention layers, and MLA's low-rank projections."""
+"""Tensors of plain softmax attention (MHA / GQA / MQA) with its family options: fused or
+split q/k/v, biases, q/k norms, sinks, output gates, ZAYA's CCA convolutions, Inkling's
+short convolutions and relative logits, a lightning indexer (MiniMax-M3), JetMoE's mixture of
+attention heads, and DeepSeek-V4's shared-KV attention with its compressor. Split from
+attention.py (the construct) only to keep modules short."""
 
 from __future__ import annotations
 
-from ...schema.arch import Architecture, LayerSpec, layer_size
-from .compressed import shared_kv_attention
+from ..schema.arch import LayerSpec
+from . import indexer
 from .tensor import Builder, need_int
 
 
@@ -98,13 +101,7 @@ def attention(b: Builder, n: int, layer: LayerSpec) -> None:
         if a.get("qkv_bias"):
             b.add("attention/dyn_mask.dt.bias", g, 1, n, "vector", f"{mod}.dt_proj", slot)
     if layer.sparse and not layer.index_shared:
-        # A lightning indexer on a softmax-attention layer (MiniMax-M3): index-head queries
-        # and one index key per token, each RMS-normed.
-        ih, idim = need_int(a, "index_n_heads"), need_int(a, "index_head_dim")
-        b.add("attention/indexer.q", ih * idim, d, n, "linear", f"{mod}.indexer.q_proj", slot)
-        b.add("attention/indexer.k", idim, d, n, "linear", f"{mod}.indexer.k_proj", slot)
-        b.add("attention/indexer.q_norm", idim, 1, n, "vector", f"{mod}.indexer.q_norm", slot)
-        b.add("attention/indexer.k_norm", idim, 1, n, "vector", f"{mod}.indexer.k_norm", slot)
+        indexer.softmax_indexer(b, n, f"{mod}.indexer")
     gate = a.get("attn_gate")
     if gate in ("channel", "head"):
         # A separate output-gate projection without bias (AFMoE, Laguna).
@@ -130,128 +127,6 @@ def cca(b: Builder, n: int, h: int, g: int, hd: int) -> None:
     b.add("attention/cca.key_scale", g, 1, n, "vector", "model.layers.0.self_attn.qk_norm.temp", slot)
 
 
-def cross_attention(b: Builder, n: int, layer: LayerSpec) -> None:
-    """Decoder cross-attention to image states already projected to the text width (Mllama).
-
-    q reads text tokens; k and v read the image states, so they run per image state, not per
-    text token, and the layer caches no text-token KV.
-    """
-    a = b.arch
-    d, h = need_int(a, "d_model"), need_int(a, "n_heads")
-    g = layer.n_kv_heads or need_int(a, "n_kv_heads")
-    hd = layer.head_dim or need_int(a, "head_dim")
-    mod = "model.layers.0.cross_attn"
-    b.add("attention/cross.q", h * hd, d, n, "linear", f"{mod}.q_proj")
-    b.add("attention/cross.k", g * hd, d, n, "linear", f"{mod}.k_proj")
-    b.add("attention/cross.v", g * hd, d, n, "linear", f"{mod}.v_proj")
-    b.add("attention/cross.o", d, h * hd, n, "linear", f"{mod}.o_proj")
-    if a.get("cross_attn_qk_norm"):
-        b.add("attention/cross.q_norm", hd, 1, n, "vector", f"{mod}.q_norm")
-        b.add("attention/cross.k_norm", hd, 1, n, "vector", f"{mod}.k_norm")
-    gates = a.get("cross_attn_gates") or 0
-    b.add("attention/cross.gates", 1, 1, gates * n, "vector", "model.layers.0.cross_attn_attn_gate")
-
-
-def _size(a: Architecture, layer: LayerSpec, name: str) -> int:
-    """A size field on ``layer`` (its own, else the model's), which must be known."""
-    value = layer_size(a, layer, name)
-    return value if isinstance(value, int) and not isinstance(value, bool) else need_int(a, name)
-
-
-def mla(b: Builder, n: int, layer: LayerSpec) -> None:
-    a = b.arch
-    d, h = need_int(a, "d_model"), layer.n_heads or need_int(a, "n_heads")
-    kv_rank, rope, nope = (
-        _size(a, layer, "kv_lora_rank"),
-        _size(a, layer, "qk_rope_head_dim"),
-        _size(a, layer, "qk_nope_head_dim"),
-    )
-    hv = _size(a, layer, "v_head_dim")
-    qk = (a.get("qk_head_dim") if not layer.sizes else None) or nope + rope
-    q_rank = layer_size(a, layer, "q_lora_rank")
-    mod = "model.layers.0.self_attn"
-    slot = "attention"
-    bias = bool(a.get("qkv_bias"))
-    if q_rank and a.get("mla_q_gate"):
-        # One fused projection from [q_a, its norm] to the queries and a per-channel output
-        # gate (A.X-K2's q_gate_proj), in place of q_b.
-        b.add("attention/q_a", q_rank, d, n, "linear", f"{mod}.q_a_proj", slot)
-        b.add("attention/q_a_norm", q_rank, 1, n, "vector", f"{mod}.q_a_layernorm", slot)
-        b.add("attention/q_gate", h * (qk + hv), 2 * q_rank, n, "linear", f"{mod}.q_gate_proj", slot)
-        if bias:
-            b.add("attention/q_a.bias", q_rank, 1, n, "vector", f"{mod}.q_a_proj", slot)
-    elif q_rank:
-        b.add("attention/q_a", q_rank, d, n, "linear", f"{mod}.q_a_proj", slot)
-        b.add("attention/q_a_norm", q_rank, 1, n, "vector", f"{mod}.q_a_layernorm", slot)
-        b.add(
-            "attention/q_b",
-            h * qk,
-            q_rank,
-            n,
-            "linear",
-            f"{mod}.q_b_proj",
-            slot,
-        )
-        if bias:
-            b.add("attention/q_a.bias", q_rank, 1, n, "vector", f"{mod}.q_a_proj", slot)
-    else:
-        b.add("attention/q", h * qk, d, n, "linear", f"{mod}.q_proj", slot)
-    if not layer.rope:
-        nope, rope = nope + rope, 0  # a NoPE layer: no decoupled RoPE key, its width joins nope
-    if not layer.kv_shared:  # a layer reading an earlier layer's latent has no kv_a of its own
-        b.add("attention/kv_a", kv_rank + rope, d, n, "linear", f"{mod}.kv_a_proj_with_mqa", slot)
-        b.add("attention/kv_a_norm", kv_rank, 1, n, "vector", f"{mod}.kv_a_layernorm", slot)
-        if bias:
-            b.add("attention/kv_a.bias", kv_rank + rope, 1, n, "vector", f"{mod}.kv_a_proj_with_mqa", slot)
-    b.add("attention/kv_b", h * (nope + hv), kv_rank, n, "linear", f"{mod}.kv_b_proj", slot)
-    b.add("attention/o", d, h * hv, n, "linear", f"{mod}.o_proj", slot)
-    if bias:
-        b.add("attention/o.bias", d, 1, n, "vector", f"{mod}.o_proj", slot)
-    gate = a.get("attn_gate")
-    if gate in ("channel", "head"):  # an output gate from the input: per channel (HY-V4), per head (Dots3)
-        b.add("attention/gate", h * hv if gate == "channel" else h, d, n, "linear", f"{mod}.gate_proj", slot)
-    if a.get("mla_rope_k_norm"):  # an RMSNorm on the decoupled RoPE key (Dots3 k_rope_only_layernorm)
-        b.add("attention/k_rope_norm", rope, 1, n, "vector", f"{mod}.k_rope_only_layernorm", slot)
-    if a.get("sinks"):
-        b.add("attention/sinks", h, 1, n, "vector", f"{mod}.sinks", slot)
-    if a.get("softmax_scaling"):  # a learned scale and bias per head on the scores (Mistral Large 4)
-        b.add("attention/softmax_scaling", 2 * h, 1, n, "vector", f"{mod}.softmax_scaling", slot)
-    if layer.sparse and not layer.index_shared:
-        dsa_indexer(b, n, q_rank or d)
-
-
-def dsa_indexer(b: Builder, n: int, q_in: int) -> None:
-    """``n`` DSA lightning indexers (DeepSeek-V3.2 as transformers builds it): index-head queries
-    from ``q_in`` (the query LoRA bottleneck, else the hidden state), one index key per token
-    with its LayerNorm, and per-head weights; ``indexer_input_norm`` adds a LayerNorm on the
-    query side's input and ``softmax_scaling`` a scale and bias per index head (Mistral Large 4)."""
-    a = b.arch
-    d = need_int(a, "d_model")
-    ih, idim = need_int(a, "index_n_heads"), need_int(a, "index_head_dim")
-    mod = "model.layers.0.self_attn.indexer"
-    slot = "attention"
-    b.add("attention/indexer.wq_b", ih * idim, q_in, n, "linear", f"{mod}.wq_b", slot)
-    b.add("attention/indexer.wk", idim, d, n, "linear", f"{mod}.wk", slot)
-    b.add("attention/indexer.k_norm", 2 * idim, 1, n, "vector", f"{mod}.k_norm", slot)
-    b.add("attention/indexer.weights", ih, d, n, "linear", f"{mod}.weights_proj", slot)
-    kpool = a.get("index_kpool") or 0
-    if kpool:  # k-pool compression: a position table per pool slot and a gate from d (GLM-5.3-Flash)
-        b.add(
-            "attention/indexer.kpool_ape",
-            kpool * idim,
-            1,
-            n,
-            "vector",
-            f"{mod}.index_kpool_compress_ape",
-            slot,
-        )
-        b.add("attention/indexer.kpool_gate", idim, d, n, "linear", f"{mod}.index_kpool_compress_gate", slot)
-    if a.get("indexer_input_norm"):
-        b.add("attention/indexer.q_input_norm", 2 * q_in, 1, n, "vector", f"{mod}.q_input_norm", slot)
-    if a.get("softmax_scaling"):
-        b.add("attention/indexer.softmax_scaling", 2 * ih, 1, n, "vector", f"{mod}.softmax_scaling", slot)
-
-
 def attention_experts(b: Builder, n: int, d: int, g: int, hd: int) -> None:
     """Mixture of attention heads (JetMoE MoA): per expert a query projection to g heads and
     an output projection back (routed: top_k of n_experts per token), one fused k/v projection
@@ -264,3 +139,43 @@ def attention_experts(b: Builder, n: int, d: int, g: int, hd: int) -> None:
     b.add("attention/moa.o", d, g * hd, n * e, "linear", f"{mod}.experts.output_linear", slot, True)
     b.add("attention/moa.router", e, d, n, "linear", f"{mod}.experts.router.layer", "router")
     b.add("attention/moa.bias", d, 1, n, "vector", f"{mod}.experts.bias", slot)
+
+
+def shared_kv_attention(b: Builder, n: int, layer: LayerSpec) -> None:
+    """``n`` shared-KV attention layers shaped like ``layer`` (structure ``attn_shared_kv``)."""
+    a = b.arch
+    d, h = need_int(a, "d_model"), layer.n_heads or need_int(a, "n_heads")
+    hd = layer.head_dim or need_int(a, "head_dim")
+    q_rank = need_int(a, "q_lora_rank")
+    groups, o_rank = need_int(a, "o_groups"), need_int(a, "o_lora_rank")
+    mod = "model.layers.0.self_attn"
+    slot = "attention"
+    b.add("attention/q_a", q_rank, d, n, "linear", f"{mod}.q_a_proj", slot)
+    b.add("attention/q_a_norm", q_rank, 1, n, "vector", f"{mod}.q_a_norm", slot)
+    b.add("attention/q_b", h * hd, q_rank, n, "linear", f"{mod}.q_b_proj", slot)
+    b.add("attention/kv", hd, d, n, "linear", f"{mod}.kv_proj", slot)
+    b.add("attention/kv_norm", hd, 1, n, "vector", f"{mod}.kv_norm", slot)
+    # Grouped output: each of `groups` head groups to o_rank, then all groups to d.
+    b.add("attention/o_a", groups * o_rank, h * hd // groups, n, "linear", f"{mod}.o_a_proj", slot)
+    b.add("attention/o_b", d, groups * o_rank, n, "linear", f"{mod}.o_b_proj", slot)
+    if a.get("sinks"):
+        b.add("attention/sinks", h, 1, n, "vector", f"{mod}.sinks", slot)
+    rate = layer.compress
+    if not rate:
+        return
+    cmod = f"{mod}.compressor"
+    series = 2 if layer.sparse else 1  # overlapping windows keep two series per token
+    b.add("attention/compressor.kv", series * hd, d, n, "linear", f"{cmod}.kv_proj", slot)
+    b.add("attention/compressor.gate", series * hd, d, n, "linear", f"{cmod}.gate_proj", slot)
+    b.add("attention/compressor.position_bias", rate * series * hd, 1, n, "vector", cmod, slot)
+    b.add("attention/compressor.kv_norm", hd, 1, n, "vector", f"{cmod}.kv_norm", slot)
+    if not layer.sparse:
+        return
+    ih, idim = need_int(a, "index_n_heads"), need_int(a, "index_head_dim")
+    imod = f"{cmod}.indexer"
+    b.add("attention/indexer.kv", 2 * idim, d, n, "linear", f"{imod}.kv_proj", slot)
+    b.add("attention/indexer.gate", 2 * idim, d, n, "linear", f"{imod}.gate_proj", slot)
+    b.add("attention/indexer.position_bias", rate * 2 * idim, 1, n, "vector", imod, slot)
+    b.add("attention/indexer.kv_norm", idim, 1, n, "vector", f"{imod}.kv_norm", slot)
+    b.add("attention/indexer.q_b", ih * idim, q_rank, n, "linear", f"{imod}.q_b_proj", slot)
+    b.add("attention/indexer.weights", ih, d, n, "linear", f"{imod}.scorer.weights_proj", slot)

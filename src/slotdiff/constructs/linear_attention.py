@@ -1,10 +1,76 @@
-"""Tensors of the recurrent mixers: linear attention (gated delta rule, KDA, lightning), Mamba
-1 and 2, and short convolutions."""
+"""Linear attention, the recurrent mixers whose state is a matrix per head (or a vector per
+channel): Gated DeltaNet (Qwen3-Next, Qwen3.5), KDA (Kimi Linear), lightning attention
+(MiniMax-01), Griffin's RG-LRU (RecurrentGemma), RWKV-4's time mix and xLSTM's mLSTM, picked by
+``LayerSpec.variant``. It caches no KV: a fixed state per sequence (and its convolution's last
+inputs), what vLLM keeps in one mamba page; its tensors are below.
+"""
 
 from __future__ import annotations
 
-from ...schema.arch import LayerSpec
+from ..schema.arch import Architecture, LayerSpec
+from .base import Construct
 from .tensor import Builder, Unsupported, need_int
+
+
+class LinearAttention(Construct):
+    """Linear attention and the other matrix- or vector-state recurrences, by variant."""
+
+    name = "linear_attention"
+    label = "linear_attention"
+    softmax = False
+    vllm_kind = "mamba"
+    recurrent_heads = True
+
+    def mixer_state(self, arch: Architecture, variant: str | None) -> tuple[int, int]:
+        """(held in the state dtype, held in the model dtype): delta-rule states the first;
+        convolution windows, and lightning attention's d×d state (which transformers keeps in
+        the model dtype), the second."""
+        d = arch.get("d_model") or 0
+        if variant == "lightning":
+            h = arch.get("n_heads") or 0
+            hd = arch.get("head_dim") or (d // h if h else 0)
+            return 0, h * hd * hd
+        if variant == "rglru":
+            # The RG-LRU state (lru_width, fp32) and the conv window over x.
+            lru = arch.get("recurrent_width") or 0
+            return lru, lru * max((arch.get("linear_conv_kernel") or 1) - 1, 0)
+        if variant == "rwkv":
+            # RWKV-4: numerator, denominator and running max of the WKV recurrence (fp32), and
+            # the previous token of the time mix and the channel mix (token shift).
+            return 3 * (arch.get("recurrent_width") or d), 2 * d
+        if variant == "mlstm":
+            # Per head the matrix memory C (dk × dv), the normaliser n (dk) and the stabiliser m.
+            h = arch.get("linear_n_v_heads") or 0
+            dk, dv = arch.get("linear_k_head_dim") or 0, arch.get("linear_v_head_dim") or 0
+            return h * (dk * dv + dk + 1), 0
+        nk, nv = arch.get("linear_n_k_heads") or 0, arch.get("linear_n_v_heads") or 0
+        dk, dv = arch.get("linear_k_head_dim") or 0, arch.get("linear_v_head_dim") or 0
+        kernel = arch.get("linear_conv_kernel") or 0
+        return nv * dk * dv, (2 * nk * dk + nv * dv) * kernel
+
+    def vllm_state_page(
+        self, arch: Architecture, layer: LayerSpec, tp: int, conv_bytes: float, state_bytes: float
+    ) -> float:
+        """A gated-DeltaNet layer's state on a TP rank: the convolution's kernel − 1 inputs per
+        channel and heads × d_k × d_v."""
+        nk, nv = (arch.get("linear_n_k_heads") or 0) // tp, (arch.get("linear_n_v_heads") or 0) // tp
+        dk, dv = arch.get("linear_k_head_dim") or 0, arch.get("linear_v_head_dim") or 0
+        kernel = arch.get("linear_conv_kernel") or 0
+        conv = (2 * nk * dk + nv * dv) * max(0, kernel - 1)
+        return conv * conv_bytes + nv * dk * dv * state_bytes
+
+    def profile_width(self, arch: Architecture, tp: int) -> float | None:
+        """q, k, v and their gates per rank (the profile run's activations)."""
+        nk, nv = (arch.get("linear_n_k_heads") or 0) / tp, (arch.get("linear_n_v_heads") or 0) / tp
+        dk, dv = arch.get("linear_k_head_dim") or 0, arch.get("linear_v_head_dim") or 0
+        return 2 * (2 * nk * dk + 2 * nv * dv)
+
+    def tensors(self, b: Builder, n: int, layer: LayerSpec) -> None:
+        """The tensor set of ``layer.variant``."""
+        linear_attention(b, n, layer)
+
+
+LINEAR_ATTENTION = LinearAttention()
 
 
 def linear_attention(b: Builder, n: int, layer: LayerSpec) -> None:
@@ -94,75 +160,6 @@ def linear_attention(b: Builder, n: int, layer: LayerSpec) -> None:
         f"cannot count parameters of {variant.replace('_', ' ')} layers yet",
         key=a.key("layer_types"),
     )
-
-
-def mamba(b: Builder, n: int, version: int) -> None:
-    """Mamba-1 (selective scan, per-channel state) or Mamba-2 (per-head scalar decay)."""
-    a = b.arch
-    d = need_int(a, "d_model")
-    mod = "model.layers.0.mixer"
-    kernel = need_int(a, "ssm_conv_kernel")
-    state = need_int(a, "ssm_state")
-    inner = need_int(a, "ssm_inner")
-    conv_bias = bool(a.get("ssm_conv_bias"))
-    proj_bias = bool(a.get("ssm_proj_bias"))
-    out_bias = bool(a.get("ssm_out_bias"))
-    if version == 2:
-        heads, groups = need_int(a, "ssm_n_heads"), need_int(a, "ssm_n_groups")
-        conv_dim = inner + 2 * groups * state
-        width = inner + conv_dim + heads  # z, x/B/C, dt
-        b.add("attention/ssm.in_proj", width, d, n, "linear", f"{mod}.in_proj")
-        if proj_bias:
-            b.add("attention/ssm.in_proj.bias", width, 1, n, "vector", f"{mod}.in_proj")
-        b.add("attention/ssm.conv", conv_dim, kernel, n, "conv", f"{mod}.conv1d")
-        if conv_bias:
-            b.add("attention/ssm.conv.bias", conv_dim, 1, n, "vector", f"{mod}.conv1d")
-        for name in ("dt_bias", "A_log", "D"):
-            b.add(f"attention/ssm.{name}", heads, 1, n, "vector", f"{mod}.{name}")
-        if a.get("ssm_norm", True):
-            b.add("attention/ssm.norm", inner, 1, n, "vector", f"{mod}.norm")
-        b.add("attention/ssm.out_proj", d, inner, n, "linear", f"{mod}.out_proj")
-        if out_bias:
-            b.add("attention/ssm.out_proj.bias", d, 1, n, "vector", f"{mod}.out_proj")
-        return
-    dt_rank = a.get("ssm_dt_rank")
-    if dt_rank in (None, "auto"):
-        dt_rank = -(-d // 16)
-    if not isinstance(dt_rank, int):
-        raise Unsupported(a.name, f"cannot read Δ rank {dt_rank!r}", key=a.key("ssm_dt_rank"))
-    b.add("attention/ssm.in_proj", 2 * inner, d, n, "linear", f"{mod}.in_proj")
-    if proj_bias:
-        b.add("attention/ssm.in_proj.bias", 2 * inner, 1, n, "vector", f"{mod}.in_proj")
-    b.add("attention/ssm.conv", inner, kernel, n, "conv", f"{mod}.conv1d")
-    if conv_bias:
-        b.add("attention/ssm.conv.bias", inner, 1, n, "vector", f"{mod}.conv1d")
-    b.add("attention/ssm.x_proj", dt_rank + 2 * state, inner, n, "linear", f"{mod}.x_proj")
-    b.add("attention/ssm.dt_proj", inner, dt_rank, n, "linear", f"{mod}.dt_proj")
-    b.add("attention/ssm.dt_proj.bias", inner, 1, n, "vector", f"{mod}.dt_proj")
-    b.add("attention/ssm.A_log", inner, state, n, "vector", f"{mod}.A_log")
-    b.add("attention/ssm.D", inner, 1, n, "vector", f"{mod}.D")
-    b.add("attention/ssm.out_proj", d, inner, n, "linear", f"{mod}.out_proj")
-    if out_bias:
-        b.add("attention/ssm.out_proj.bias", d, 1, n, "vector", f"{mod}.out_proj")
-    if a.get("ssm_inner_norms"):
-        b.add("attention/ssm.dt_norm", dt_rank, 1, n, "vector", f"{mod}.dt_layernorm")
-        b.add("attention/ssm.bc_norm", state, 1, 2 * n, "vector", f"{mod}.b_layernorm")
-
-
-def short_conv(b: Builder, n: int) -> None:
-    """Gated short convolution (LFM2): in_proj to B, C, x; depthwise conv; out_proj."""
-    a = b.arch
-    d = need_int(a, "d_model")
-    kernel = need_int(a, "short_conv_kernel")
-    bias = bool(a.get("short_conv_bias"))
-    mod = "model.layers.0.conv"
-    b.add("attention/conv.in_proj", 3 * d, d, n, "linear", f"{mod}.in_proj")
-    b.add("attention/conv.conv", d, kernel, n, "conv", f"{mod}.conv")
-    b.add("attention/conv.out_proj", d, d, n, "linear", f"{mod}.out_proj")
-    if bias:
-        b.add("attention/conv.in_proj.bias", 3 * d, 1, n, "vector", f"{mod}.in_proj")
-        b.add("attention/conv.conv.bias", d, 1, n, "vector", f"{mod}.conv")
-        b.add("attention/conv.out_proj.bias", d, 1, n, "vector", f"{mod}.out_proj")
 
 
 def rglru(b: Builder, n: int) -> None:

@@ -8,9 +8,11 @@ with a cheap duplicate-key check, and positions are computed when a diagnostic a
 
 from __future__ import annotations
 
+import hashlib
 import json
 import re
 from collections.abc import Mapping
+from dataclasses import replace
 from functools import cached_property
 from pathlib import Path
 from typing import Any
@@ -58,14 +60,60 @@ class _Duplicates:
         return out
 
 
+Built = tuple[Architecture | None, Any, SlotdiffError | None]  # (arch, fills, why not)
+
+
+class Builds:
+    """Architectures one lint run has built, by the SHA-256 of the file's bytes: a folder of
+    training checkpoints holds the same config.json many times, and each copy is read once.
+
+    The schema layer reads only the JSON (never the file's name or place), so a copy's build
+    is the first one's with the copy's name: ``Architecture.name`` and the error's source are
+    the only places a name enters. At most ``SIZE`` builds are kept (first in, first out)."""
+
+    SIZE = 256
+
+    def __init__(self) -> None:
+        self._by_digest: dict[bytes, tuple[str, Built]] = {}
+
+    def get(self, doc: Document) -> Built | None:
+        """``doc``'s build when an identical file was built before, under ``doc``'s name."""
+        hit = self._by_digest.get(hashlib.sha256(doc.text).digest())
+        if hit is None:
+            return None
+        first, (arch, fills, err) = hit
+        if arch is not None and arch.name == first != doc.name:
+            arch = replace(arch, name=doc.name)
+        if err is not None and err.source == first != doc.name:
+            err = _with_source(err, doc.name)
+        return arch, fills, err
+
+    def put(self, doc: Document, built: Built) -> None:
+        if len(self._by_digest) >= self.SIZE:
+            self._by_digest.pop(next(iter(self._by_digest)))
+        self._by_digest[hashlib.sha256(doc.text).digest()] = (doc.name, built)
+
+
+def _with_source(err: SlotdiffError, source: str) -> SlotdiffError:
+    """A copy of ``err`` (its class and attributes) naming ``source``."""
+    new = err.__class__.__new__(err.__class__)
+    new.__dict__.update(vars(err))
+    new.source = source
+    new.args = (new.line(),)
+    return new
+
+
 class Document:
     """A config file (or its version at a git revision) read lazily, stage by stage."""
 
-    def __init__(self, name: str, text: bytes, location: str | None = None) -> None:
+    def __init__(
+        self, name: str, text: bytes, location: str | None = None, builds: Builds | None = None
+    ) -> None:
         self.name = name  # as the user wrote it; every diagnostic names it
         self.text = text
         self.location = location or name
         self._costs: dict[Any, Any] = {}
+        self._builds = builds  # shared by the files of one run: identical bytes built once
 
     # ------------------------------------------------------------------ JSON
 
@@ -129,7 +177,16 @@ class Document:
         )
 
     @cached_property
-    def _built(self) -> tuple[Architecture | None, Any, SlotdiffError | None]:
+    def _built(self) -> Built:
+        if self._builds is None:
+            return self._build()
+        built = self._builds.get(self)
+        if built is None:
+            built = self._build()
+            self._builds.put(self, built)
+        return built
+
+    def _build(self) -> Built:
         # Fills are part of the build: reading them refuses what the schema layer lets
         # through (an unknown dtype, a broken quantization_config), and a rule that needs
         # the architecture may rely on its fills.
@@ -204,7 +261,7 @@ class Document:
         return self._costs[workload]
 
 
-def read(path: Path, name: str) -> Document:
+def read(path: Path, name: str, builds: Builds | None = None) -> Document:
     """Read a file for linting; SlotdiffError when it cannot be read at all."""
 
-    return Document(name, read_bytes(path, name), str(path))
+    return Document(name, read_bytes(path, name), str(path), builds)

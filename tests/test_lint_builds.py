@@ -82,20 +82,22 @@ def test_the_copy_is_the_first_build_under_its_own_name() -> None:
         )
 
 
-def test_identical_bytes_are_built_once(monkeypatch: pytest.MonkeyPatch) -> None:
+@pytest.mark.parametrize("stage", ["_load", "_parse", "_build"])
+def test_identical_bytes_are_read_once(monkeypatch: pytest.MonkeyPatch, stage: str) -> None:
     calls: list[str] = []
-    real = Document._build
+    real = getattr(Document, stage)
 
     def counted(self: Document):  # type: ignore[no-untyped-def]
         calls.append(self.name)
         return real(self)
 
-    monkeypatch.setattr(Document, "_build", counted)
-    text = (CORPUS / "raw" / "Qwen__Qwen3-8B.json").read_bytes()
-    other = (CORPUS / "raw" / "openai-community__gpt2.json").read_bytes()
+    monkeypatch.setattr(Document, stage, counted)
+    text = (EXAMPLES / "negative" / "SD105" / "kv-heads-typo.json").read_bytes()  # positions needed
+    other = (EXAMPLES / "negative" / "SD110" / "uneven-gqa.json").read_bytes()
     texts = {"a.json": text, "b.json": other, "c.json": text, "d.json": text}
-    engine.lint(list(texts), Policy(), texts=texts)
+    run = engine.lint(list(texts), Policy(), texts=texts)
     assert calls == ["a.json", "b.json"]
+    assert all(f.diagnostics for f in run.files)
 
 
 def test_the_memo_is_bounded() -> None:
@@ -103,4 +105,6 @@ def test_the_memo_is_bounded() -> None:
     for i in range(Builds.SIZE + 10):
         doc = Document(f"{i}.json", json.dumps({"model_type": "llama", "i": i}).encode(), builds=builds)
         assert doc.arch is not None  # built: llama's defaults fill in the rest
+    assert len(builds._by_digest) == Builds.SIZE
+    assert Document("new.json", b"{}", builds=builds)._copies == {"name": "new.json"}
     assert len(builds._by_digest) == Builds.SIZE

@@ -64,34 +64,38 @@ Built = tuple[Architecture | None, Any, SlotdiffError | None]  # (arch, fills, w
 
 
 class Builds:
-    """Architectures one lint run has built, by the SHA-256 of the file's bytes: a folder of
-    training checkpoints holds the same config.json many times, and each copy is read once.
+    """What one lint run has read of each file's bytes (by SHA-256): a folder of training
+    checkpoints holds the same config.json many times, and each copy is read once.
 
-    The schema layer reads only the JSON (never the file's name or place), so a copy's build
-    is the first one's with the copy's name: ``Architecture.name`` and the error's source are
-    the only places a name enters. At most ``SIZE`` builds are kept (first in, first out)."""
+    Parsing, key positions and the schema layer read only the bytes (never the file's name
+    or place), so a copy's stages are the first one's; the build alone names the file
+    (``Architecture.name``, an error's source) and is handed on under the copy's name. At
+    most ``SIZE`` files are kept (first in, first out)."""
 
     SIZE = 256
 
     def __init__(self) -> None:
-        self._by_digest: dict[bytes, tuple[str, Built]] = {}
+        self._by_digest: dict[bytes, dict[str, Any]] = {}
 
-    def get(self, doc: Document) -> Built | None:
-        """``doc``'s build when an identical file was built before, under ``doc``'s name."""
-        hit = self._by_digest.get(hashlib.sha256(doc.text).digest())
-        if hit is None:
-            return None
-        first, (arch, fills, err) = hit
-        if arch is not None and arch.name == first != doc.name:
-            arch = replace(arch, name=doc.name)
-        if err is not None and err.source == first != doc.name:
-            err = _with_source(err, doc.name)
-        return arch, fills, err
+    def entry(self, doc: Document) -> dict[str, Any]:
+        """The stages read so far of ``doc``'s bytes (``name``: the first file with them)."""
+        digest = hashlib.sha256(doc.text).digest()
+        entry = self._by_digest.get(digest)
+        if entry is None:
+            if len(self._by_digest) >= self.SIZE:
+                self._by_digest.pop(next(iter(self._by_digest)))
+            entry = self._by_digest[digest] = {"name": doc.name}
+        return entry
 
-    def put(self, doc: Document, built: Built) -> None:
-        if len(self._by_digest) >= self.SIZE:
-            self._by_digest.pop(next(iter(self._by_digest)))
-        self._by_digest[hashlib.sha256(doc.text).digest()] = (doc.name, built)
+
+def _renamed(built: Built, first: str, name: str) -> Built:
+    """The build of a file named ``first`` as the build of its copy ``name``."""
+    arch, fills, err = built
+    if arch is not None and arch.name == first != name:
+        arch = replace(arch, name=name)
+    if err is not None and err.source == first != name:
+        err = _with_source(err, name)
+    return arch, fills, err
 
 
 def _with_source(err: SlotdiffError, source: str) -> SlotdiffError:
@@ -113,12 +117,28 @@ class Document:
         self.text = text
         self.location = location or name
         self._costs: dict[Any, Any] = {}
-        self._builds = builds  # shared by the files of one run: identical bytes built once
+        self._builds = builds  # shared by the files of one run: identical bytes read once
+
+    @cached_property
+    def _copies(self) -> dict[str, Any] | None:
+        return None if self._builds is None else self._builds.entry(self)
+
+    def _stage(self, stage: str, compute: Any) -> Any:
+        """``compute()``, or what it gave for an identical file earlier in the run."""
+        entry = self._copies
+        if entry is None:
+            return compute()
+        if stage not in entry:
+            entry[stage] = compute()
+        return entry[stage]
 
     # ------------------------------------------------------------------ JSON
 
     @cached_property
     def _loaded(self) -> tuple[Any, bool, JSONInputError | None]:
+        return self._stage("loaded", self._load)
+
+    def _load(self) -> tuple[Any, bool, JSONInputError | None]:
         hook = _Duplicates()
         try:
             # The caps (size, depth, key count) hold before json builds anything.
@@ -158,6 +178,9 @@ class Document:
     @cached_property
     def parsed(self) -> Parsed:
         """Values with key positions and duplicate keys (jsonpos); computed when first needed."""
+        return self._stage("parsed", self._parse)
+
+    def _parse(self) -> Parsed:
         try:
             return parse(self.text)
         except JSONInputError:  # within json's limits but over jsonpos's caps: no positions
@@ -178,13 +201,8 @@ class Document:
 
     @cached_property
     def _built(self) -> Built:
-        if self._builds is None:
-            return self._build()
-        built = self._builds.get(self)
-        if built is None:
-            built = self._build()
-            self._builds.put(self, built)
-        return built
+        built = self._stage("built", self._build)
+        return built if self._copies is None else _renamed(built, self._copies["name"], self.name)
 
     def _build(self) -> Built:
         # Fills are part of the build: reading them refuses what the schema layer lets

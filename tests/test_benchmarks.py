@@ -13,7 +13,8 @@ ROOT = Path(__file__).resolve().parent.parent
 ROWS = (
     "parameter count per config",
     "whole cost pass per config",
-    "`slotdiff lint` on 5 configs",
+    "`slotdiff lint` on 5 configs (the corpus round-robin",
+    "`slotdiff lint` on 5 configs (no two alike)",
     "`slotdiff CONFIG --json`",
     "`slotdiff CONFIG` (table)",
     "`slotdiff lint CONFIG`",
@@ -22,6 +23,7 @@ ROWS = (
     "`slotdiff fit` on a 16,384-layer config",
     "scan classification, ",
     "scan classification as a scan runs it",
+    "scan classification of distinct config bytes",
     "first scan of 20 models, local fake Hub, no added latency",
     "first scan of 20 models, local fake Hub, 20 ms added",
     "first scan of 20 models, local fake Hub, 100 ms added",

@@ -329,6 +329,28 @@ def test_caps_hold_before_the_full_parse(monkeypatch: pytest.MonkeyPatch, text: 
     assert why in str(Document("c.json", doc.encode()).error)
 
 
+def test_positions_are_exact_and_linear_on_any_text() -> None:
+    """Keys (escaped or not), array items, duplicates, every kind of whitespace; and a run of
+    whitespace before a character no token starts with is read once (the tokenizer takes
+    whitespace possessively: no backtracking over a 4 MB run)."""
+    text = '{\n  "a\\u0062": 1,\n\t"c": [1, {"d": 2}],\r\n "c": 3,\n  "e" :\n   [ "x",\n  7 ]\n}'
+    parsed = jsonpos.parse(text)
+    assert dict(parsed.positions) == {
+        (): (1, 1),
+        ("ab",): (2, 3),
+        ("c",): (3, 2),
+        ("c", 0): (3, 8),
+        ("c", 1): (3, 11),
+        ("c", 1, "d"): (3, 12),
+        ("e",): (5, 3),
+        ("e", 0): (6, 6),
+        ("e", 1): (7, 3),
+    }
+    assert parsed.duplicates == ((("c",), (4, 2)),)
+    with pytest.raises(JSONInputError, match="invalid JSON"):
+        jsonpos.parse(" " * (MAX_BYTES - 10) + "\x01")
+
+
 def test_caps_through_the_cli(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     for text in ('{"a": ' + DEEP + "}", MANY_KEYS):
         code, _, err = cli(tmp_path, capsys, text)

@@ -8,9 +8,11 @@ with a cheap duplicate-key check, and positions are computed when a diagnostic a
 
 from __future__ import annotations
 
+import hashlib
 import json
 import re
 from collections.abc import Mapping
+from dataclasses import replace
 from functools import cached_property
 from pathlib import Path
 from typing import Any
@@ -58,19 +60,85 @@ class _Duplicates:
         return out
 
 
+Built = tuple[Architecture | None, Any, SlotdiffError | None]  # (arch, fills, why not)
+
+
+class Builds:
+    """What one lint run has read of each file's bytes (by SHA-256): a folder of training
+    checkpoints holds the same config.json many times, and each copy is read once.
+
+    Parsing, key positions and the schema layer read only the bytes (never the file's name
+    or place), so a copy's stages are the first one's; the build alone names the file
+    (``Architecture.name``, an error's source) and is handed on under the copy's name. At
+    most ``SIZE`` files are kept (first in, first out)."""
+
+    SIZE = 256
+
+    def __init__(self) -> None:
+        self._by_digest: dict[bytes, dict[str, Any]] = {}
+
+    def entry(self, doc: Document) -> dict[str, Any]:
+        """The stages read so far of ``doc``'s bytes (``name``: the first file with them)."""
+        digest = hashlib.sha256(doc.text).digest()
+        entry = self._by_digest.get(digest)
+        if entry is None:
+            if len(self._by_digest) >= self.SIZE:
+                self._by_digest.pop(next(iter(self._by_digest)))
+            entry = self._by_digest[digest] = {"name": doc.name}
+        return entry
+
+
+def _renamed(built: Built, first: str, name: str) -> Built:
+    """The build of a file named ``first`` as the build of its copy ``name``."""
+    arch, fills, err = built
+    if arch is not None and arch.name == first != name:
+        arch = replace(arch, name=name)
+    if err is not None and err.source == first != name:
+        err = _with_source(err, name)
+    return arch, fills, err
+
+
+def _with_source(err: SlotdiffError, source: str) -> SlotdiffError:
+    """A copy of ``err`` (its class and attributes) naming ``source``."""
+    new = err.__class__.__new__(err.__class__)
+    new.__dict__.update(vars(err))
+    new.source = source
+    new.args = (new.line(),)
+    return new
+
+
 class Document:
     """A config file (or its version at a git revision) read lazily, stage by stage."""
 
-    def __init__(self, name: str, text: bytes, location: str | None = None) -> None:
+    def __init__(
+        self, name: str, text: bytes, location: str | None = None, builds: Builds | None = None
+    ) -> None:
         self.name = name  # as the user wrote it; every diagnostic names it
         self.text = text
         self.location = location or name
         self._costs: dict[Any, Any] = {}
+        self._builds = builds  # shared by the files of one run: identical bytes read once
+
+    @cached_property
+    def _copies(self) -> dict[str, Any] | None:
+        return None if self._builds is None else self._builds.entry(self)
+
+    def _stage(self, stage: str, compute: Any) -> Any:
+        """``compute()``, or what it gave for an identical file earlier in the run."""
+        entry = self._copies
+        if entry is None:
+            return compute()
+        if stage not in entry:
+            entry[stage] = compute()
+        return entry[stage]
 
     # ------------------------------------------------------------------ JSON
 
     @cached_property
     def _loaded(self) -> tuple[Any, bool, JSONInputError | None]:
+        return self._stage("loaded", self._load)
+
+    def _load(self) -> tuple[Any, bool, JSONInputError | None]:
         hook = _Duplicates()
         try:
             # The caps (size, depth, key count) hold before json builds anything.
@@ -110,6 +178,9 @@ class Document:
     @cached_property
     def parsed(self) -> Parsed:
         """Values with key positions and duplicate keys (jsonpos); computed when first needed."""
+        return self._stage("parsed", self._parse)
+
+    def _parse(self) -> Parsed:
         try:
             return parse(self.text)
         except JSONInputError:  # within json's limits but over jsonpos's caps: no positions
@@ -129,7 +200,11 @@ class Document:
         )
 
     @cached_property
-    def _built(self) -> tuple[Architecture | None, Any, SlotdiffError | None]:
+    def _built(self) -> Built:
+        built = self._stage("built", self._build)
+        return built if self._copies is None else _renamed(built, self._copies["name"], self.name)
+
+    def _build(self) -> Built:
         # Fills are part of the build: reading them refuses what the schema layer lets
         # through (an unknown dtype, a broken quantization_config), and a rule that needs
         # the architecture may rely on its fills.
@@ -204,7 +279,7 @@ class Document:
         return self._costs[workload]
 
 
-def read(path: Path, name: str) -> Document:
+def read(path: Path, name: str, builds: Builds | None = None) -> Document:
     """Read a file for linting; SlotdiffError when it cannot be read at all."""
 
-    return Document(name, read_bytes(path, name), str(path))
+    return Document(name, read_bytes(path, name), str(path), builds)

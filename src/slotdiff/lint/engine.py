@@ -19,7 +19,7 @@ from ..core.errors import SlotdiffError
 from ..core.printable import one_line
 from ..read.jsonpos import dotted
 from . import budgets, diffmode, rules  # noqa: F401  (importing registers the rules)
-from .document import Document, KeyPath, read
+from .document import Builds, Document, KeyPath, read
 from .policy import Policy
 from .registry import RULES, Hit, Pos, by_code, table
 
@@ -182,9 +182,15 @@ def lint(
             where = policy.source or "policy"
             raise SlotdiffError(where, f"baseline {policy.baseline!r} cannot be read: {broken}", "baseline")
 
+    builds = Builds()
+
     def one(name: str) -> FileResult:
         try:
-            doc = Document(name, texts[name]) if texts and name in texts else read(Path(name), name)
+            doc = (
+                Document(name, texts[name], builds=builds)
+                if texts and name in texts
+                else read(Path(name), name, builds)
+            )
         except SlotdiffError as err:
             return _unreadable(name, err)
         base_text = bases.get(name)

@@ -27,12 +27,18 @@ MAX_MEMBERS = 100_000
 # (4,300 digits) raises something no caller expects.
 MAX_INT_DIGITS = 100
 
+# One token with the whitespace before it (whitespace is never a token of its own: half the
+# matches of an indented file saved). The whitespace is taken possessively and the token is
+# optional, so a character no token starts with is an empty match, skipped, and a run of
+# whitespace is read once whatever follows it (linear on any input).
 _TOKEN = re.compile(
     r"""
-    (?P<ws>[ \t\r\n]+)
-  | (?P<str>"(?:[^"\\\x00-\x1f]|\\.)*")
-  | (?P<punct>[{}\[\]:,])
-  | (?P<atom>[^ \t\r\n{}\[\]:,"]+)
+    [ \t\r\n]*+
+    (?:
+        (?P<str>"(?:[^"\\\x00-\x1f]|\\.)*")
+      | (?P<punct>[{}\[\]:,])
+      | (?P<atom>[^ \t\r\n{}\[\]:,"]+)
+    )?
     """,
     re.VERBOSE,
 )
@@ -86,15 +92,16 @@ def _scan(text: str) -> tuple[dict[Path, tuple[int, int]], list[tuple[Path, tupl
     expect_key = False
     for m in _TOKEN.finditer(text):
         kind = m.lastgroup
-        if kind == "ws":
-            continue
-        tok = m.group()
+        if kind is None:
+            continue  # whitespace alone, or a character no token starts with
+        tok = m.group(kind)
+        start = m.start(kind)
         if kind == "punct":
             if tok in "{[":
                 if len(stack) >= MAX_DEPTH:
-                    line, col = lines.at(m.start())
+                    line, col = lines.at(start)
                     raise JSONInputError(f"nesting deeper than {MAX_DEPTH} levels", line, col)
-                path = _value_path(stack, positions, lines, m.start())
+                path = _value_path(stack, positions, lines, start)
                 stack.append([path, tok == "{", 0, None, set()])
                 expect_key = tok == "{"
             elif tok in "}]":
@@ -108,11 +115,14 @@ def _scan(text: str) -> tuple[dict[Path, tuple[int, int]], list[tuple[Path, tupl
             continue
         if expect_key and kind == "str":
             frame = stack[-1]
-            try:
-                key = json.loads(tok)
-            except ValueError:
-                key = tok[1:-1]
-            pos = lines.at(m.start())
+            if "\\" not in tok:
+                key = tok[1:-1]  # what json.loads gives a string without escapes
+            else:
+                try:
+                    key = json.loads(tok)
+                except ValueError:
+                    key = tok[1:-1]
+            pos = lines.at(start)
             kpath = (*frame[0], key)
             if key in frame[4]:
                 duplicates.append((kpath, pos))
@@ -125,7 +135,9 @@ def _scan(text: str) -> tuple[dict[Path, tuple[int, int]], list[tuple[Path, tupl
                 raise JSONInputError(f"more than {MAX_MEMBERS} keys", *pos)
             expect_key = False
             continue
-        _value_path(stack, positions, lines, m.start())
+        if stack and stack[-1][1]:
+            continue  # an object member's value: its position is its key's
+        _value_path(stack, positions, lines, start)
     return positions, duplicates
 
 

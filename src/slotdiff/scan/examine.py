@@ -1,9 +1,11 @@
 """One model's work in a scan's worker thread: fetch its config (and card), read and classify
-it (identical config bytes once, in a bounded memo), judge it against what is known."""
+it (identical config bytes once, and configs that differ only in values no stage reads once,
+in bounded memos), judge it against what is known."""
 
 from __future__ import annotations
 
 import hashlib
+import json
 import re
 import threading
 from dataclasses import replace
@@ -18,13 +20,15 @@ from .lineage import wants_card, with_lineage
 from .listing import Listed
 from .options import ScanOptions
 from .verdict import (
+    Analysis,
     Knowledge,
     NotALanguageModel,
     Record,
-    analyze_config,
+    analyze_parsed,
     failure_record,
     judge,
     judge_unreadable,
+    parse_config,
     skipped,
 )
 
@@ -32,6 +36,27 @@ _SHA = re.compile(r"[0-9a-f]{40}")
 # Analyses kept for identical config bytes (re-uploads, mirrors): about 7 KB each, so 1,024
 # of them cap the memo near 7 MB however many distinct configs a week lists (FIFO).
 MEMO_SIZE = 1024
+# Top-level keys whose values no stage reads (the key map's ``ignored``) and in which the
+# copies of one model on the Hub differ (a fine-tune's own path, the transformers release that
+# saved it): configs equal but for their values share one analysis (design_key).
+INERT_KEYS = ("_name_or_path", "transformers_version")
+
+
+def design_key(config: dict[str, Any]) -> str | None:
+    """SHA-256 of a parsed config with the INERT_KEYS' values blanked (key order kept: the
+    analysis lists keys in the config's order); None when it cannot be written back."""
+    blanked = {k: None if k in INERT_KEYS else v for k, v in config.items()}
+    try:
+        text = json.dumps(blanked)
+    except (ValueError, RecursionError):  # within the reader's caps, but never share a doubt
+        return None
+    return hashlib.sha256(text.encode()).hexdigest()
+
+
+def _remember(memo: dict[str, Analysis], key: str, analysis: Analysis) -> None:
+    if len(memo) >= MEMO_SIZE:  # bounded: a week of unique configs is large (FIFO)
+        memo.pop(next(iter(memo)))
+    memo[key] = analysis
 
 
 class Examiner:
@@ -44,7 +69,8 @@ class Examiner:
         self.know = know
         self.retrier = retrier
         self.previous = previous
-        self._memo: dict[str, Any] = {}  # identical config bytes are classified once
+        self._memo: dict[str, Analysis] = {}  # identical config bytes are classified once
+        self._designs: dict[str, Analysis] = {}  # so are configs equal but for INERT_KEYS
         self._bytes: dict[str, bytes] = {}  # config bytes a card read may need (relation)
         self._lock = threading.Lock()
 
@@ -99,11 +125,9 @@ class Examiner:
             analysis = self._memo.get(digest)
         try:
             if analysis is None:
-                analysis = analyze_config(data, listed.repo_id)
+                analysis = self._analyze(data, listed.repo_id)
                 with self._lock:
-                    if len(self._memo) >= MEMO_SIZE:  # bounded: a week of unique configs is large
-                        self._memo.pop(next(iter(self._memo)))
-                    self._memo[digest] = analysis
+                    _remember(self._memo, digest, analysis)
         except JSONInputError as err:
             reason = "too_large" if "bytes, over the" in err.message else "invalid_json"
             return skipped(listed, reason, f"{err.message} (line {err.line}, column {err.col})", **facts)
@@ -120,3 +144,18 @@ class Examiner:
         if prev and prev.get("fingerprint") and prev.get("fingerprint") != rec.fingerprint:
             rec = replace(rec, previous={"fingerprint": prev["fingerprint"], "verdict": prev.get("verdict")})
         return rec
+
+    def _analyze(self, data: bytes, name: str) -> Analysis:
+        """The analysis of config bytes not seen before: an earlier one where the config
+        differs from that one's only in INERT_KEYS' values, else a new one."""
+        parsed = parse_config(data)  # the same caps and refusals whether or not a copy is known
+        key = design_key(parsed.value)
+        with self._lock:
+            known = self._designs.get(key) if key else None
+        if known is not None:
+            return known
+        analysis = analyze_parsed(parsed, name)
+        if key and name not in repr(analysis):  # one that quotes its repo (an error's source) is its own
+            with self._lock:
+                _remember(self._designs, key, analysis)
+        return analysis

@@ -28,7 +28,7 @@ from typing import Any
 from ..analysis.analyze import analyze, load
 from ..core.errors import SlotdiffError
 from ..read.hub_errors import HubFailure
-from ..read.jsonpos import JSONInputError, parse
+from ..read.jsonpos import JSONInputError, Parsed, parse
 from ..read.source import RawConfig
 from ..slots.classify import (
     Family,
@@ -178,12 +178,21 @@ class NotALanguageModel(Exception):
     pass
 
 
-def analyze_config(data: bytes, name: str) -> Analysis:
-    """Parse and classify config bytes; raises JSONInputError, NotALanguageModel or SlotdiffError."""
-
+def parse_config(data: bytes) -> Parsed:
+    """Config bytes as a JSON object, under the reader's caps; raises JSONInputError."""
     parsed = parse(data, with_positions=False)  # positions are for diagnostics; a scan has none
     if not isinstance(parsed.value, dict):
         raise JSONInputError(f"top level is a {type(parsed.value).__name__}, not a JSON object", 1, 1)
+    return parsed
+
+
+def analyze_config(data: bytes, name: str) -> Analysis:
+    """Parse and classify config bytes; raises JSONInputError, NotALanguageModel or SlotdiffError."""
+    return analyze_parsed(parse_config(data), name)
+
+
+def analyze_parsed(parsed: Parsed, name: str) -> Analysis:
+    """Classify a parsed config (``parse_config``); raises NotALanguageModel or SlotdiffError."""
     raw = RawConfig(name=name, data=parsed.value, parsed=parsed, origin="hub", location=name)
     try:
         model = load(raw)

@@ -177,10 +177,11 @@ def price(
     arch: Architecture,
     workload: Workload | None,
     fills: Fills | None,
-    baseline_arch: Architecture,
+    baseline_arch: Architecture | None,
     baseline_fills: Fills,
 ) -> tuple[CostReport | None, tuple[Change, ...]]:
-    """Cost of ``arch`` and the price of each facet that differs in design from the baseline."""
+    """Cost of ``arch`` and the price of each facet that differs in design from the baseline
+    (its fills decide; ``baseline_arch`` may be None, as for the bundle's precomputed GPT-2)."""
     fills = fills or fill_slots(arch)
     try:
         this = cost_of(arch, workload)

@@ -16,6 +16,14 @@ from slotdiff.analysis.analyze import BASELINE_FILLS, BASELINES, baseline, load
 from slotdiff.core import bundle as bundle_module
 from slotdiff.core.bundle import BUNDLE, SOURCES, sources_digest
 from slotdiff.core.resources import data_dir
+from slotdiff.schema.tower_files import (
+    COMPOSITE_OWN,
+    MULTIMODAL,
+    Composites,
+    _with_extends,
+    multimodal_index,
+    multimodal_types,
+)
 from slotdiff.slots.stored import decode, encode, fills_from_data, fills_to_data
 
 from conftest import all_corpus, raw
@@ -206,3 +214,17 @@ def test_a_family_file_added_after_the_bundle_is_seen(
     shutil.copy(folder / "gpt-2.json", folder / "zz-proposed.json")
     after = classify.families()
     assert len(after) == len(before) + 1 and after[-1].slug == "zz-proposed"
+
+
+def test_composite_files_read_one_at_a_time_are_those_read_all_at_once() -> None:
+    """The composite files a run reads on demand (by the bundle's model_type index) are the
+    ones reading every file merges: same model_types in the same order, same merged specs."""
+    every: dict[str, dict] = {}
+    for stem, spec in _with_extends(MULTIMODAL, own=COMPOSITE_OWN).items():
+        for name in spec.get("model_types", [stem]):
+            every[name] = spec
+    assert list(multimodal_types()) == list(every)
+    for pairs in (multimodal_index(), head()["index"]["multimodal_model_types"]):
+        lazy = Composites(pairs)
+        assert list(lazy) == list(every)
+        assert all(lazy[name] == spec for name, spec in every.items())

@@ -1,7 +1,8 @@
 """Build src/slotdiff/knowledge.bundle: schemas/ and fingerprints/ validated once, in one file.
 
 Every JSON file of the two data sets, parsed, by path; the folder listings; the indexes a
-run would otherwise rebuild (the known keys, with and without the families' ignored keys);
+run would otherwise rebuild (the known keys, with and without the families' ignored keys;
+which composite file describes each multimodal model_type);
 the SHA-256 of the sources; and what every analysis would otherwise compute from them,
 GPT-2's and Llama-3-8B's fills (``derived/baseline_fills.json``, slots/stored.py). Data
 files with a JSON Schema are validated against it here, so a run reads them without
@@ -29,6 +30,7 @@ from slotdiff.core.bundle import BUNDLE, FORMAT, SOURCES, source_files, sources_
 from slotdiff.core.files import atomic_write_text
 from slotdiff.core.resources import data_dir
 from slotdiff.schema.keymap import known_keys
+from slotdiff.schema.tower_files import multimodal_index
 from slotdiff.slots.stored import fills_to_data
 
 # The indexes and the baselines are computed from the sources themselves (nothing has read
@@ -91,6 +93,7 @@ def build() -> str:
         "index": {
             "known_keys": sorted(known_keys(True)),
             "known_keys_without_family_ignored": sorted(known_keys(False)),
+            "multimodal_model_types": multimodal_index(),
         },
     }
     derived = {BASELINE_FILLS: {which: fills_to_data(baseline(which).fills) for which in BASELINES}}

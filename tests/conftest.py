@@ -15,7 +15,8 @@ from typing import TYPE_CHECKING
 import pytest
 from hypothesis import HealthCheck, settings
 
-from slotdiff.core.bundle import BUNDLE, SOURCES, sources_digest
+from slotdiff.analysis.analyze import BASELINES, baseline, stored_baseline_fills
+from slotdiff.core.bundle import BUNDLE, SOURCES, bundle, sources_digest
 from slotdiff.core.resources import data_dir
 
 if TYPE_CHECKING:
@@ -57,12 +58,18 @@ _subprocesses_keep_bytecode()
 
 def _stale_bundle_off() -> None:
     """A knowledge bundle stale against schemas/ or fingerprints/ (a data file edited, the
-    bundle not yet rebuilt) is switched off for the whole run, subprocesses included: the
-    suite then tests the sources, and tests/test_bundle.py alone fails, naming the fix."""
+    bundle not yet rebuilt), or whose GPT-2 or Llama-3-8B fills are not what the code now
+    builds (a slot rule changed), is switched off for the whole run, subprocesses included:
+    the suite then tests the sources and the code, and tests/test_bundle.py alone fails,
+    naming the fix."""
     with open(BUNDLE, "rb") as fh:
         made_from = json.loads(fh.readline()).get("sources_sha256")
-    if made_from != sources_digest({name: data_dir(name) for name in SOURCES}):
+    stale = made_from != sources_digest({name: data_dir(name) for name in SOURCES})
+    if not stale and os.environ.get("SLOTDIFF_NO_BUNDLE", "") in ("", "0"):
+        stale = any(repr(stored_baseline_fills(w)) != repr(baseline(w).fills) for w in BASELINES)
+    if stale:
         os.environ["SLOTDIFF_NO_BUNDLE"] = "1"
+        bundle.cache_clear()  # this process too (the files it decoded are the sources' own)
 
 
 _stale_bundle_off()

@@ -12,10 +12,21 @@ from pathlib import Path
 
 import pytest
 
+from slotdiff.analysis.analyze import BASELINE_FILLS, BASELINES, baseline, load
+from slotdiff.core import bundle as bundle_module
 from slotdiff.core.bundle import BUNDLE, SOURCES, sources_digest
 from slotdiff.core.resources import data_dir
+from slotdiff.schema.tower_files import (
+    COMPOSITE_OWN,
+    MULTIMODAL,
+    Composites,
+    _with_extends,
+    multimodal_index,
+    multimodal_types,
+)
+from slotdiff.slots.stored import decode, encode, fills_from_data, fills_to_data
 
-from conftest import raw
+from conftest import all_corpus, raw
 
 ROOT = Path(__file__).resolve().parent.parent
 ROOTS = {name: data_dir(name) for name in SOURCES}
@@ -57,7 +68,62 @@ def test_every_source_is_in_the_bundle_as_written() -> None:
         for path in files:
             key = f"{name}/{path.relative_to(root).as_posix()}"
             assert json.loads(texts.pop(key)) == json.loads(path.read_text(encoding="utf-8")), key
-    assert not texts, f"bundled files with no source: {sorted(texts)}"
+    assert sorted(texts) == [BASELINE_FILLS], f"bundled files with no source: {sorted(texts)}"
+
+
+def bundled_baselines() -> dict:
+    with open(BUNDLE, "rb") as fh:
+        lines = fh.read().splitlines()[1:]
+    return json.loads(dict(line.decode("utf-8").split("\t", 1) for line in lines)[BASELINE_FILLS])
+
+
+@pytest.mark.parametrize("which", sorted(BASELINES))
+def test_bundled_baseline_fills_are_what_the_code_builds(which: str) -> None:
+    """The precomputed fills equal, value and type, what the pipeline builds from the catalog
+    now: a slot rule that changes GPT-2's or Llama-3-8B's fills makes the bundle stale."""
+    stored = fills_from_data(bundled_baselines()[which])
+    built = baseline(which).fills
+    assert repr(stored) == repr(built), (
+        f"the knowledge bundle's {which} fills are stale against the code: "
+        "run `PYTHONPATH=src python tools/bundle.py` and commit it"
+    )
+
+
+def test_stored_fills_come_back_exactly() -> None:
+    """Every corpus config's fills survive the bundle's JSON with their types (a tuple stays a
+    tuple, True stays True, 1.0 stays a float)."""
+    compact = {"separators": (",", ":"), "ensure_ascii": False, "sort_keys": True}
+    for path in all_corpus():
+        fills = load(path).fills
+        back = fills_from_data(json.loads(json.dumps(fills_to_data(fills), **compact)))
+        assert back == fills and repr(back) == repr(fills), path.name
+    odd = {"a": (1, [True, 1.0, None], {"1": (float("inf"),)}), "l": ["x", ("y",)]}
+    assert repr(decode(json.loads(json.dumps(encode(odd))))) == repr(odd)
+    with pytest.raises(TypeError):
+        encode({1, 2})
+
+
+@pytest.mark.parametrize("ending", [b"\n", b"\r\n"])
+@pytest.mark.parametrize("last_newline", [True, False])
+def test_bundle_lines_read_alike_whatever_their_endings(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, ending: bytes, last_newline: bool
+) -> None:
+    lines = BUNDLE.read_bytes().splitlines()
+    copy = tmp_path / "knowledge.bundle"
+    copy.write_bytes(ending.join(lines) + (ending if last_newline else b""))
+    monkeypatch.setattr(bundle_module, "BUNDLE", copy)
+    monkeypatch.delenv("SLOTDIFF_NO_BUNDLE", raising=False)
+    bundle_module.bundle.cache_clear()
+    try:
+        read = bundle_module.bundle()
+        assert read is not None
+        names = [line.split(b"\t", 1)[0].decode() for line in lines[1:]]
+        assert list(read.spans) == names
+        for line in lines[1:]:
+            name, text = line.decode("utf-8").split("\t", 1)
+            assert read.file(name) == json.loads(text), name
+    finally:
+        bundle_module.bundle.cache_clear()
 
 
 def test_digest_changes_with_one_byte_and_with_a_new_file(tmp_path: Path) -> None:
@@ -148,3 +214,17 @@ def test_a_family_file_added_after_the_bundle_is_seen(
     shutil.copy(folder / "gpt-2.json", folder / "zz-proposed.json")
     after = classify.families()
     assert len(after) == len(before) + 1 and after[-1].slug == "zz-proposed"
+
+
+def test_composite_files_read_one_at_a_time_are_those_read_all_at_once() -> None:
+    """The composite files a run reads on demand (by the bundle's model_type index) are the
+    ones reading every file merges: same model_types in the same order, same merged specs."""
+    every: dict[str, dict] = {}
+    for stem, spec in _with_extends(MULTIMODAL, own=COMPOSITE_OWN).items():
+        for name in spec.get("model_types", [stem]):
+            every[name] = spec
+    assert list(multimodal_types()) == list(every)
+    for pairs in (multimodal_index(), head()["index"]["multimodal_model_types"]):
+        lazy = Composites(pairs)
+        assert list(lazy) == list(every)
+        assert all(lazy[name] == spec for name, spec in every.items())

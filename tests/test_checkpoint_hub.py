@@ -10,6 +10,8 @@ from pathlib import Path
 
 import pytest
 
+from slotdiff.read.hub_weights import thread_map
+
 from checkpoints import stored_layout, write_checkpoint
 from conftest import raw
 from hubserver import Fault, HubServer, Repo, run_slotdiff
@@ -100,3 +102,22 @@ def test_offline_without_cache_and_no_weights(hub: HubServer, tmp_path: Path) ->
     assert "checkpoint" not in json.loads(first.stdout)
     ck = _ck(slotdiff(hub, tmp_path, "acme/one", HF_HUB_OFFLINE="1"))
     assert ck["status"] == "unavailable" and "HF_HUB_OFFLINE" in ck["why"]
+
+
+def test_shard_headers_map_in_order_and_stop_at_a_failure() -> None:
+    """The shard headers' thread map: results in the shards' order, whatever finishes first;
+    after a failure no new shard is asked for, and the first failing shard's error is raised."""
+    names = [f"s{i:03d}" for i in range(100)]
+    assert thread_map(str.upper, names, 8) == [n.upper() for n in names]
+    assert thread_map(str.upper, [], 8) == []
+    asked: list[str] = []
+
+    def header(name: str) -> str:
+        asked.append(name)
+        if name in ("s002", "s005"):
+            raise ValueError(name)
+        return name
+
+    with pytest.raises(ValueError, match="s002"):
+        thread_map(header, names, 1)
+    assert asked == ["s000", "s001", "s002"]

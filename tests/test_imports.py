@@ -103,3 +103,10 @@ def test_offline_catalog_id_without_a_cache_is_the_catalog_copy() -> None:
     source = json.loads(out.stdout)["source"]
     assert source["origin"] == "catalog"
     assert source["note"].startswith("HF_HUB_OFFLINE is set and config.json is not in the HF cache; served")
+
+
+def test_a_local_json_run_loads_no_stdlib_it_does_not_use() -> None:
+    """Start-up (issue 28): the shard-header threads need no concurrent.futures (and with it
+    logging), the style mark no secrets (hmac)."""
+    names = imported(CONFIG, "--json")
+    assert not names & {"concurrent", "logging", "secrets", "hmac"}, sorted(names)

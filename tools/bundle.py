@@ -1,11 +1,15 @@
 """Build src/slotdiff/knowledge.bundle: schemas/ and fingerprints/ validated once, in one file.
 
 Every JSON file of the two data sets, parsed, by path; the folder listings; the indexes a
-run would otherwise rebuild (the known keys, with and without the families' ignored keys);
-the SHA-256 of the sources. Data files with a JSON Schema are validated against it here,
-so a run reads them without jsonschema. Run it after any change to schemas/ or
-fingerprints/ (it is the last of the generators); ``--check`` only says whether the
-bundle is up to date (exit 1 when stale). tests/test_bundle.py fails on a stale bundle.
+run would otherwise rebuild (the known keys, with and without the families' ignored keys;
+which composite file describes each multimodal model_type);
+the SHA-256 of the sources; and what every analysis would otherwise compute from them,
+GPT-2's and Llama-3-8B's fills (``derived/baseline_fills.json``, slots/stored.py). Data
+files with a JSON Schema are validated against it here, so a run reads them without
+jsonschema. Run it after any change to schemas/ or fingerprints/ (it is the last of the
+generators), and after a change to the code that reads a config into fills (schema/,
+slots/) that changes GPT-2's or Llama-3-8B's; ``--check`` only says whether the bundle is
+up to date (exit 1 when stale). tests/test_bundle.py fails on a stale bundle.
 
     PYTHONPATH=src python tools/bundle.py [--check]
 """
@@ -21,12 +25,16 @@ from typing import Any
 
 import jsonschema
 
+from slotdiff.analysis.analyze import BASELINE_FILLS, BASELINES, baseline
 from slotdiff.core.bundle import BUNDLE, FORMAT, SOURCES, source_files, sources_digest
 from slotdiff.core.files import atomic_write_text
 from slotdiff.core.resources import data_dir
 from slotdiff.schema.keymap import known_keys
+from slotdiff.schema.tower_files import multimodal_index
+from slotdiff.slots.stored import fills_to_data
 
-# The indexes are computed from the sources themselves (nothing has read the bundle yet).
+# The indexes and the baselines are computed from the sources themselves (nothing has read
+# the bundle yet).
 os.environ["SLOTDIFF_NO_BUNDLE"] = "1"
 
 # Data files validated against a JSON Schema of schemas/ before they are bundled.
@@ -85,11 +93,13 @@ def build() -> str:
         "index": {
             "known_keys": sorted(known_keys(True)),
             "known_keys_without_family_ignored": sorted(known_keys(False)),
+            "multimodal_model_types": multimodal_index(),
         },
     }
+    derived = {BASELINE_FILLS: {which: fills_to_data(baseline(which).fills) for which in BASELINES}}
     compact = {"separators": (",", ":"), "ensure_ascii": False, "sort_keys": True}
     lines = [json.dumps(head, **compact)]
-    lines += [f"{name}\t{json.dumps(data, **compact)}" for name, data in sorted(files.items())]
+    lines += [f"{name}\t{json.dumps(data, **compact)}" for name, data in sorted({**files, **derived}.items())]
     return "\n".join(lines) + "\n"
 
 

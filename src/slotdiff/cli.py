@@ -12,6 +12,7 @@ found it does not fit); 2 bad input or usage (one line on stderr, never a traceb
 from __future__ import annotations
 
 import argparse
+import gc
 import importlib
 import os
 import sys
@@ -149,4 +150,9 @@ def main(argv: Sequence[str] | None = None) -> int:
 
 def entry() -> None:
     """Console-script entry point."""
-    raise SystemExit(main())
+    code = main()
+    # The process ends here: the collections of interpreter shutdown need not walk every
+    # object it made (about a tenth of a short run's CPU). Shutdown itself still runs
+    # (atexit handlers, stream flushes, threads joined); the objects are freed by refcount.
+    gc.freeze()
+    raise SystemExit(code)

@@ -1,7 +1,9 @@
 """The pipeline: source → Architecture → fills → diff against baselines (+ class, cost).
 
 ``analyze`` is what the CLI and the Python API both call. Baselines (GPT-2 small and
-Llama-3-8B) are read from the bundled catalog through the same pipeline, not hard-coded.
+Llama-3-8B) are read from the bundled catalog through the same pipeline, not hard-coded;
+their fills, all a run compares with, are precomputed in the knowledge bundle
+(tools/bundle.py; tests/test_bundle.py fails when they are stale).
 """
 
 from __future__ import annotations
@@ -13,6 +15,7 @@ from functools import cache
 from pathlib import Path
 from typing import Any
 
+from ..core.bundle import bundled
 from ..core.errors import SlotdiffError
 from ..cost.context import context_limit
 from ..cost.counterfactual import Change
@@ -26,6 +29,7 @@ from ..slots.classify import classify
 from ..slots.differ import facet_status
 from ..slots.fill import Fills, slot_table
 from ..slots.fills import fill_slots
+from ..slots.stored import fills_from_data
 from .coverage import coverage, with_checkpoint
 from .donor import choose_donor
 from .reconcile import Checkpoint, reconcile
@@ -33,6 +37,8 @@ from .report import FacetReport, Report, Shape, SourceInfo
 from .weights_source import checkpoint_lookup
 
 BASELINES = {"gpt2": "openai-community/gpt2", "llama": "meta-llama/Meta-Llama-3-8B"}
+# The baselines' fills as tools/bundle.py stores them in the knowledge bundle (slots/stored.py).
+BASELINE_FILLS = "derived/baseline_fills.json"
 
 
 @dataclass(frozen=True)
@@ -81,9 +87,24 @@ def baseline(which: str) -> Model:
     return Model(raw, arch, fill_slots(arch))
 
 
+def stored_baseline_fills(which: str) -> Fills | None:
+    """GPT-2's or Llama-3-8B's fills as the knowledge bundle keeps them (None: the bundle is off)."""
+    try:
+        return fills_from_data(bundled(BASELINE_FILLS)[which])
+    except KeyError:
+        return None
+
+
+@cache
+def baseline_fills(which: str) -> Fills:
+    """GPT-2's or Llama-3-8B's fills: the bundle's, else built as ``baseline`` builds them."""
+    stored = stored_baseline_fills(which)
+    return baseline(which).fills if stored is None else stored
+
+
 def facet_reports(model: Model, against: Model | None = None) -> tuple[FacetReport, ...]:
     """Each facet of ``model`` with GPT-2's, Llama's (and ``against``'s) fill and status."""
-    gpt2, llama = baseline("gpt2").fills, baseline("llama").fills
+    gpt2, llama = baseline_fills("gpt2"), baseline_fills("llama")
     out = []
     for info, fill, g, ll in zip(slot_table(), model.fills, gpt2, llama, strict=True):
         other = against.fills[fill.id] if against else None
@@ -160,8 +181,8 @@ def analyze(
             model.arch,
             workload,
             model.fills,
-            baseline_arch=(other or baseline("gpt2")).arch,
-            baseline_fills=(other or baseline("gpt2")).fills,
+            baseline_arch=other.arch if other else None,
+            baseline_fills=other.fills if other else baseline_fills("gpt2"),
         )
     refused = next((c.note for c in changes if c.facet == "*"), None) if cost_report is None else None
     trust = coverage(

@@ -12,7 +12,7 @@ import argparse
 import sys
 from collections.abc import Iterator
 
-from ..analysis.analyze import Model, baseline, load
+from ..analysis.analyze import Model, baseline_fills, load
 from ..analysis.coverage import coverage
 from ..core.errors import SlotdiffError, UsageError
 from ..cost.feasibility import RESERVE_FRACTION
@@ -179,7 +179,7 @@ def run(args: argparse.Namespace) -> int:
         optimise=args.optimise,
         reserve=args.reserve,
     )
-    report = choose(list(candidates(args)), target, baseline("gpt2").fills)
+    report = choose(list(candidates(args)), target, baseline_fills("gpt2"))
     if args.json:
         sys.stdout.write(render_json(report))
     elif args.markdown:

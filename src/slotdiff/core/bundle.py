@@ -51,36 +51,48 @@ def sources_digest(roots: Mapping[str, Path]) -> str:
 
 @dataclass(frozen=True, eq=False)
 class Bundle:
-    """The bundle as read: its header (folders, indexes, digest) and each file's JSON text,
-    decoded only when a stage asks for that file."""
+    """The bundle as read: its header (folders, indexes, digest), its bytes, and where each
+    file's JSON text lies in them, decoded only when a stage asks for that file."""
 
     head: dict[str, Any]
-    texts: dict[str, bytes]
+    data: bytes
+    spans: dict[str, tuple[int, int]]  # file name → (start, end) of its JSON text in ``data``
 
     def file(self, name: str) -> Any:
         """The parsed file ``name`` (KeyError when the bundle lacks it); callers cache it."""
-        return json.loads(self.texts[name])
+        start, end = self.spans[name]
+        return json.loads(self.data[start:end])
 
 
 @cache
 def bundle() -> Bundle | None:
     """The bundle, or None when it is absent, of another format, or switched off
-    (SLOTDIFF_NO_BUNDLE): one read, and no JSON decoded but the header."""
+    (SLOTDIFF_NO_BUNDLE): one read, and no JSON decoded but the header. Each line is only
+    located, not copied out (a run uses a fraction of the files)."""
     if os.environ.get("SLOTDIFF_NO_BUNDLE", "") not in ("", "0"):
         return None
     try:
         with open(BUNDLE, "rb") as fh:
-            first, *rest = fh.read().splitlines()
-    except (FileNotFoundError, ValueError):
+            data = fh.read()
+    except FileNotFoundError:
         return None
-    head = json.loads(first)
+    find, size = data.find, len(data)
+    pos = find(b"\n") % (size + 1)  # the header's end (the whole file when it has one line)
+    try:
+        head = json.loads(data[:pos])
+    except ValueError:
+        return None
     if not isinstance(head, dict) or head.get("format") != FORMAT:
         return None
-    texts = {}
-    for line in rest:
-        name, _, text = line.partition(b"\t")
-        texts[name.decode()] = text
-    return Bundle(head, texts)
+    spans = {}
+    while pos + 1 < size:  # each line: name, a tab, the file's JSON text (a CR before LF is whitespace)
+        end = find(b"\n", pos + 1) % (size + 1)
+        tab = find(b"\t", pos + 1, end)
+        if tab < 0:
+            tab = end
+        spans[data[pos + 1 : tab].decode()] = (tab + 1, end)
+        pos = end
+    return Bundle(head, data, spans)
 
 
 def bundled(name: str) -> Any:

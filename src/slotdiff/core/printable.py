@@ -8,8 +8,8 @@ text read differently from what the file says. Everything slotdiff prints goes t
 
 from __future__ import annotations
 
+import os
 import re
-import secrets
 from typing import Any, TextIO
 
 from .errors import OutputError
@@ -23,8 +23,9 @@ _UNSAFE = re.compile(
 # slotdiff's own colours: render/console.py prefixes every Select Graphic Rendition code that
 # rich writes with this mark, after escaping the text rich was given. Only marked codes reach
 # a terminal; an SGR code that came from a config (unmarked) is escaped. The mark is drawn
-# at random per process, so no config can carry one.
-STYLE_MARK = f"\ue000{secrets.token_hex(8)}\ue001"
+# at random per process (the OS's CSPRNG, as ``secrets.token_hex`` reads it: not importing
+# secrets keeps hmac and its hashing out of every run's start-up), so no config can carry one.
+STYLE_MARK = f"\ue000{os.urandom(8).hex()}\ue001"
 _SGR = re.compile("(" + re.escape(STYLE_MARK) + "\x1b\\[[0-9;]*m)")
 
 

@@ -165,7 +165,14 @@ class Deployment:
         for w, e, _, _ in self.flops_plan.stages(one, 1):
             dense, experts = dense + w, experts + e
         total = dense + experts * self._routed_share
-        return self.flops(1).weights_per_token / total if total else 1.0
+        return self._weights_per_token / total if total else 1.0
+
+    @property
+    def _weights_per_token(self) -> float:
+        """The cost pass's weight FLOPs per token: the same at every context, so read off any
+        FLOPs figure already computed (the cost pass seeds one) before computing one."""
+        known = next(iter(self._flops.values()), None)
+        return (known or self.flops(1)).weights_per_token
 
     @cached_property
     def _routed_share(self) -> float:

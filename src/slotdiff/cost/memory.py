@@ -132,14 +132,21 @@ class MemoryPlan:
         g0 = _g(arch, None)
         every, per_run, full_tensors = _inventory(arch)
         zero = tuple(t for t in every if keep(t))
-        self.first: Bytes = _classed(tuple(t for t in zero if t.slot in _FIRST), fmt, g0)
+        # One pass over the tensors outside the layers: the first stage's, the last's, all.
+        self.first: Bytes = {}
+        self.last: Bytes = {}
+        zero_bytes: Bytes = {}
+        for t in zero:
+            key, size = (share_class(t), g0), tensor_bytes(t, fmt)
+            side = self.first if t.slot in _FIRST else self.last
+            side[key] = side.get(key, 0.0) + size
+            zero_bytes[key] = zero_bytes.get(key, 0.0) + size
         if select == "held":
             try:
                 tower = vision_tensors(arch)
             except Unsupported:  # a tower slotdiff has no data for: left out, as the parameter count does
                 tower = ()
             self.first = _classed(tower, fmt, g0, self.first)
-        self.last: Bytes = _classed(tuple(t for t in zero if t.slot not in _FIRST), fmt, g0)
         self.tied_head: Bytes = {}
         if arch.get("tie_embeddings") and select == "held":
             # PP > 1 holds the tied table on the first stage and again as the head on the last.
@@ -151,7 +158,6 @@ class MemoryPlan:
             self.last = _classed(table, fmt, g0, dict(self.last))
         if mtp:
             self.last = _classed(mtp_tensors(arch), fmt, g0, dict(self.last))
-        zero_bytes = _classed(zero, fmt, g0)
         self.designs: list[LayerSpec] = []
         self.counts: list[int] = []
         self.layer_bytes: list[Bytes] = []

@@ -16,7 +16,7 @@ from ..schema.arch import Architecture
 from ..slots.fill import Fills, slot_table
 from ..slots.fills import fill_slots
 from .active import ActiveHeadline, active_headline
-from .compute import Precision, compute_precision, explicit_precision
+from .compute import Precision
 from .context import context_limit
 from .counterfactual import TRANSFORMS, Change, rule_text
 from .deployment import Deployment
@@ -115,14 +115,10 @@ def cost_of(
     kv = kv_cost(arch, wl.context, wl.kv_dtype)
     flops = flops_cost(arch, params, wl.context)
     device = wl.device
-    prec = (
-        explicit_precision(wl.compute_dtype, device)
-        if wl.compute_dtype
-        else compute_precision(arch, wl.weight_dtype, device)
-    )
-    peak, bw = prec.peak * wl.mfu, device.bandwidth * wl.mbu
     dep = Deployment(arch, params, weights, wl, wl.parallel)
     dep.seed(wl.context, flops, kv)  # the step model reads the same figures: not computed twice
+    prec = dep.precision  # the workload's compute precision, as the step model prices it
+    peak, bw = prec.peak * wl.mfu, device.bandwidth * wl.mbu
     decode = decode_cost(dep, wl.batch, wl.context, searches and bounds)
     prefill = prefill_cost(arch, weights, kv, flops, device, peak, bw)
     notes = [*ASSUMPTIONS, prec.note(), wl.efficiency_note, *weights.notes, *layout_notes(dep)]
@@ -179,10 +175,11 @@ def price(
     arch: Architecture,
     workload: Workload | None,
     fills: Fills | None,
-    baseline_arch: Architecture,
+    baseline_arch: Architecture | None,
     baseline_fills: Fills,
 ) -> tuple[CostReport | None, tuple[Change, ...]]:
-    """Cost of ``arch`` and the price of each facet that differs in design from the baseline."""
+    """Cost of ``arch`` and the price of each facet that differs in design from the baseline
+    (its fills decide; ``baseline_arch`` may be None, as for the bundle's precomputed GPT-2)."""
     fills = fills or fill_slots(arch)
     try:
         this = cost_of(arch, workload)

@@ -11,7 +11,8 @@ from __future__ import annotations
 import json
 import os
 import re
-from concurrent.futures import ThreadPoolExecutor
+import threading
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -122,6 +123,43 @@ def hub_index(repo_id: str, revision: str | None, commit: str | None) -> Lookup:
     return read
 
 
+def thread_map(fn: Callable[[str], Any], items: list[str], workers: int) -> list[Any]:
+    """``[fn(x) for x in items]`` on up to ``workers`` threads, in order, as a thread pool's
+    ``map`` inside its ``with`` block: after a failure no new item starts, the started ones
+    finish, and the failure of the first item (in ``items`` order) that failed is raised.
+    (Threads of its own: concurrent.futures would load logging into every run's start-up.)"""
+    results: list[Any] = [None] * len(items)
+    failures: list[BaseException | None] = [None] * len(items)
+    todo = iter(range(len(items)))
+    lock = threading.Lock()
+    failed = threading.Event()
+
+    def work() -> None:
+        while True:
+            with lock:
+                i = None if failed.is_set() else next(todo, None)
+            if i is None:
+                return
+            try:
+                results[i] = fn(items[i])
+            except BaseException as err:  # raised in the caller's thread below
+                failures[i] = err
+                failed.set()
+
+    threads = [
+        threading.Thread(target=work, name=f"slotdiff-headers_{k}", daemon=True)
+        for k in range(max(1, min(workers, len(items))))
+    ]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    first = next((err for err in failures if err is not None), None)
+    if first is not None:
+        raise first
+    return results
+
+
 def _read(repo_id: str, revision: str | None, timeout: float) -> Lookup:
     import huggingface_hub
     from huggingface_hub.errors import RemoteEntryNotFoundError, SafetensorsParsingError
@@ -155,8 +193,7 @@ def _read(repo_id: str, revision: str | None, timeout: float) -> Lookup:
             shards, total = sorted(set(read[0].values())), read[1]
             if len(shards) > MAX_SHARDS:
                 return Unavailable(f"{len(shards):,} shards, over the {MAX_SHARDS:,} cap")
-            with ThreadPoolExecutor(min(WORKERS, len(shards)) or 1, "slotdiff-headers") as pool:
-                metas = dict(zip(shards, pool.map(header, shards), strict=True))
+            metas = dict(zip(shards, thread_map(header, shards, WORKERS), strict=True))
     except SafetensorsParsingError as err:
         return Unavailable(f"a shard's safetensors header cannot be read: {str(err).splitlines()[0][:160]}")
     except Exception as err:

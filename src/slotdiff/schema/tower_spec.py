@@ -28,15 +28,14 @@ from __future__ import annotations
 
 import math
 from collections.abc import Mapping
-from functools import cache
 from typing import Any
 
-from ..core.resources import load_schema_file, schema_folder
 from .arch import Value
 from .expr import Dialect, compiler
 from .hmlp import hmlp_scales
 from .keymap import transformers_defaults
 from .layer_tables import layer_override, overrides_only
+from .tower_files import AUDIO_PREFIX, audio_types, multimodal_types, vision_types
 
 # ------------------------------------------------------------------------- expressions
 
@@ -135,90 +134,7 @@ def as_int(value: Any, expr: Any) -> int:
 
 
 # --------------------------------------------------------------------------- data files
-
-_ITEM_KEYS = {
-    "linear": {"in", "out", "bias", "when", "per", "count", "slot"},
-    "conv": {"in", "out", "bias", "when", "per", "count"},
-    "norm": {"kind", "width", "when", "count", "slot"},
-    "param": {"rows", "cols", "kind", "when", "per", "count", "slot", "routed"},
-    "group": {"count", "tensors", "attention", "when", "each", "over"},
-}
-
-
-def _check_items(items: list[dict[str, Any]], where: str) -> None:
-    for item in items:
-        kinds = [k for k in _ITEM_KEYS if k in item]
-        if len(kinds) != 1:
-            raise ValueError(f"{where}: item {item} must name exactly one of {sorted(_ITEM_KEYS)}")
-        extra = set(item) - {kinds[0]} - _ITEM_KEYS[kinds[0]] - {"doc"}
-        if extra:
-            raise ValueError(f"{where}: item {item[kinds[0]]!r} has unknown keys {sorted(extra)}")
-        if kinds[0] == "group":
-            _check_items(item["tensors"], where)
-
-
-def _with_extends(folder_name: str, own: tuple[str, ...] = ()) -> dict[str, dict[str, Any]]:
-    """Every file of ``schemas/<folder_name>`` by file stem, each ``extends`` chain merged: the
-    child's keys win, its ``fields`` merged key by key; keys in ``own`` are never inherited."""
-    raw = {
-        name.removesuffix(".json"): load_schema_file(f"{folder_name}/{name}")
-        for name in schema_folder(folder_name)
-    }
-
-    def merged(name: str, seen: tuple[str, ...] = ()) -> dict[str, Any]:
-        spec = raw[name]
-        parent = spec.get("extends")
-        if not parent:
-            return spec
-        if parent in seen or parent not in raw:
-            raise ValueError(f"{folder_name}/{name}.json extends unknown or cyclic {parent!r}")
-        base = {k: v for k, v in merged(parent, (*seen, name)).items() if k not in own}
-        out = {**base, **spec}
-        out["fields"] = {**base.get("fields", {}), **spec.get("fields", {})}
-        return out
-
-    return {name: merged(name) for name in raw}
-
-
-def _load_towers(folder_name: str) -> dict[str, dict[str, Any]]:
-    """Every tower file of ``schemas/<folder_name>``, by file stem, its items checked."""
-    out = _with_extends(folder_name)
-    for name, spec in out.items():
-        _check_items(spec.get("tensors", []), f"{folder_name}/{name}.json")
-    return out
-
-
-@cache
-def vision_types() -> dict[str, dict[str, Any]]:
-    """Every vision tower file, by its name (the file stem); ``extends`` chains merged (child wins)."""
-    return _load_towers("vision_types")
-
-
-@cache
-def audio_types() -> dict[str, dict[str, Any]]:
-    """Every audio encoder file (``schemas/audio_types``), in the tower files' grammar.
-
-    A composite model's file names one under ``audio`` (``tower``, ``config_key``,
-    ``tower_module``); its fields are read from that config key and kept in the vision
-    mapping under :data:`AUDIO_PREFIX` so the rest of the model's figures need no new stage.
-    """
-    return _load_towers("audio_types")
-
-
-# Audio encoder fields sit in the vision mapping under this prefix (``audio.hidden``).
-AUDIO_PREFIX = "audio."
-
-
-@cache
-def multimodal_types() -> dict[str, dict[str, Any]]:
-    """Every composite-model file, by the top-level model_type it describes (``extends``: a
-    sibling file's connector, fields and images, as vision_types do; never its model_types)."""
-    out: dict[str, dict[str, Any]] = {}
-    for stem, spec in _with_extends("multimodal", own=("model_types",)).items():
-        _check_items(spec.get("connector", []), f"{stem}.json")
-        for name in spec.get("model_types", [stem]):
-            out[name] = spec
-    return out
+# (read by tower_files: vision_types, audio_types, multimodal_types)
 
 
 def tower_for(parent: Mapping[str, Any], vision_model_type: str | None) -> str | None:

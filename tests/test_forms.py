@@ -41,6 +41,18 @@ FIXED_SAMPLE: tuple[str, ...] = (
     "llava|minimal",
     "deepseek_v4|minimal",
     "llama|drop:head_dim",
+    # one form per class fixed after issue 25's first pass: refusal, loop count, derivations,
+    # composite sub-configs
+    "blt|minimal",
+    "dory|minimal",
+    "dots3_note_text|minimal",
+    "dots3_note|drop:text_config.per_layer_config",
+    "glm5_next|minimal",
+    "mistral3|minimal",
+    "shieldgemma2|minimal",
+    "gemma4_unified_assistant|drop:text_config.num_kv_shared_layers",
+    "hunyuan_vl|drop:vision_config.text_hidden_size",
+    "molmo2|drop:adapter_config.text_hidden_size",
 )
 ROTATING = 12
 

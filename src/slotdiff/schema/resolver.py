@@ -261,10 +261,11 @@ class Resolver:
             top_only = bool(aliases) and name in multimodal_types().get(top_type, {}).get("top_only", ())
             if top_only:
                 scopes, parent = [self.raw.data], {aliases[0]: False, **parent}
-            from_text = parent.get("_tie_from_text") and not top_only  # LLaVA: the text's own
+            # LLaVA: the text config's own value, its class default when the file leaves it out
+            from_text = parent.get("_tie_from_text") and not top_only
             for alias in aliases:
                 if (
-                    (not from_text or lookup(self.text, alias) is MISSING)
+                    (not from_text or lookup(self.text, alias) is lookup(self.defaults, alias) is MISSING)
                     and lookup(parent, alias) is not MISSING
                     and lookup(self.raw.data, alias) is MISSING
                 ):

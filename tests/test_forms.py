@@ -58,6 +58,10 @@ FIXED_SAMPLE: tuple[str, ...] = (
     "glm_moe_dsa|pattern:indexer_types",
     "paligemma|drop:text_config.hidden_size",
     "dory|lists",
+    # per-layer lists as the integer their class derives them from
+    "qwen3_next|int:layer_types",
+    "cohere2|int:layer_types",
+    "mistral_large4|int:text_config.no_rope_layers",
 )
 ROTATING = 12
 
@@ -179,3 +183,14 @@ def test_pattern_strings_are_what_the_classes_read_back(
     config = {"model_type": model_type, **({"text_config": sub} if nested else sub)}
     built = hf_oracle._config_object(config).to_dict()
     assert (built["text_config"] if nested else built)[list_key] == values
+
+
+def test_every_int_key_is_one_a_class_derives_a_list_from() -> None:
+    """Each integer the int forms try is popped by some transformers config class's
+    ``__post_init__`` (the list is kept honest as transformers changes), and int forms exist."""
+    pytest.importorskip("transformers")
+    from transformers import CONFIG_MAPPING
+
+    read = {k for model_type in CONFIG_MAPPING for k in forms._int_keys(model_type)}
+    assert read == set(forms.INT_KEYS)
+    assert any(name.startswith("int:") for e in STORED["rows"].values() for name in e["forms"])

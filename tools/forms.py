@@ -12,7 +12,9 @@ classes, the forms such a file takes (issue 25, point 1):
   the scalar form the class derives them from (the serialized row is the list form);
 * ``drop:KEY`` (default rows): each structural key dropped on its own;
 * ``pattern:KEY``: a per-layer list written as the pattern string its class also accepts
-  (:data:`PATTERNS`: Nemotron-H's ``hybrid_override_pattern``, GLM-5's ``index_topk_pattern``).
+  (:data:`PATTERNS`: Nemotron-H's ``hybrid_override_pattern``, GLM-5's ``index_topk_pattern``);
+* ``int:KEY``: a per-layer list written as the integer its class derives it from
+  (:data:`INT_KEYS`: ``full_attention_interval``, ``sliding_window_pattern`` ...).
 
 A form's truth is transformers': the config class turns the form into a config; when that
 config equals a stored row's, that row's reference (meta-device build, real-cache KV) is the
@@ -34,6 +36,7 @@ from __future__ import annotations
 import argparse
 import copy
 import hashlib
+import inspect
 import json
 import multiprocessing
 import re
@@ -84,7 +87,7 @@ def digest(config: Any) -> str:
 
 #: Bumped when the forms a row gets change (a new family, a new field): stored forms of an
 #: older generation are stale, and ``refresh`` recomputes them.
-GENERATION = 2
+GENERATION = 3
 
 
 def row_digest(row: harness.Row) -> str:
@@ -158,6 +161,53 @@ def per_layer_lists(config: Mapping[str, Any]) -> list[Path_]:
             continue
         out += [(*prefix, k) for k, v in node.items() if isinstance(v, list) and len(v) == n and n > 1]
     return out
+
+
+#: Integer kwargs a config class of transformers 5.24 pops in ``__post_init__`` to derive a
+#: per-layer list it is not given (``kwargs.pop("full_attention_interval", 4)``: Qwen3-Next,
+#: Qwen3.5; ``sliding_window_pattern``: Cohere2, Cohere-Compass; ``no_rope_layer_interval``:
+#: Mistral Large 4; ``moe_layer_freq``: A.X-K1/K2, Dots3 Note, Step-3.7; ``index_topk_freq``:
+#: GLM-5, GLM5-Next, Mistral Large 4). A per-layer list the class rebuilds from one of them is
+#: also published as that integer.
+INT_KEYS: tuple[str, ...] = (
+    "full_attention_interval",
+    "sliding_window_pattern",
+    "no_rope_layer_interval",
+    "moe_layer_freq",
+    "index_topk_freq",
+)
+#: The integers tried for such a key.
+INT_VALUES = range(1, 9)
+
+
+def int_forms(config: Mapping[str, Any], same: str) -> list[tuple[Path_, Path_, int]]:
+    """(list key, int key, value) where the config class, given that integer instead of the
+    per-layer list, makes ``same`` of it again, and another value makes something else (the
+    integer decides the list). Only keys the node's class names in its ``__post_init__``."""
+    out: list[tuple[Path_, Path_, int]] = []
+    for path in per_layer_lists(config):
+        prefix = path[:-1]
+        node = config[prefix[0]] if prefix else config
+        for key in _int_keys(str(node.get("model_type") or config.get("model_type") or "")):
+            if key in node:
+                continue
+            put = (*prefix, key)
+            dotted = ".".join(put)
+            hits = [v for v in INT_VALUES if normalized(edit(config, [path], {dotted: v}), [dotted]) == same]
+            if len(hits) == 1:  # one value restores the list: the integer decides it
+                out.append((path, put, hits[0]))
+    return out
+
+
+def _int_keys(model_type: str) -> tuple[str, ...]:
+    """The :data:`INT_KEYS` the config class of ``model_type`` reads in ``__post_init__``."""
+    from transformers import CONFIG_MAPPING
+
+    try:
+        source = inspect.getsource(CONFIG_MAPPING[model_type].__post_init__)
+    except (KeyError, OSError, TypeError):
+        return ()
+    return tuple(k for k in INT_KEYS if f'"{k}"' in source)
 
 
 def pattern_forms(config: Mapping[str, Any]) -> list[tuple[Path_, Path_, str]]:
@@ -260,6 +310,10 @@ def _row_forms(
         kv = kv_patterns.get(list_path)
         kv_put = {".".join(kv[1]): kv[2]} if kv else {}
         add("pattern:" + ".".join(list_path), [list_path], None, {".".join(pattern_path): text}, kv_put)
+    for list_path, int_path, value in int_forms(row.config, same):
+        kv = [f for f in int_forms(row.kv_config, kv_same) if f[0] == list_path] if kv_same else []
+        kv_put = {".".join(kv[0][1]): kv[0][2]} if kv else {}
+        add("int:" + ".".join(list_path), [list_path], None, {".".join(int_path): value}, kv_put)
     if row.variant == "default":
         for path in paths(row.config):
             if structural(path, ignored):
@@ -367,8 +421,8 @@ def wrong_and_verified(stored: Mapping[str, Any]) -> list[str]:
 
 
 def kind(name: str) -> str:
-    """The form family of a form name: minimal, lists, pattern or dropped."""
-    return "dropped" if name.startswith("drop:") else "pattern" if name.startswith("pattern:") else name
+    """The form family of a form name: minimal, lists, pattern, int or dropped."""
+    return {"drop": "dropped", "pattern": "pattern", "int": "int"}.get(name.split(":")[0], name)
 
 
 def documented(result: Mapping[str, Any]) -> bool:
@@ -411,6 +465,7 @@ FAMILIES = (
     ("dropped", "one key dropped"),
     ("lists", "per-layer lists as scalars"),
     ("pattern", "per-layer lists as pattern strings"),
+    ("int", "per-layer lists as the integer they derive from"),
 )
 
 
@@ -435,7 +490,10 @@ def section(stored: Mapping[str, Any], published: Iterable[Any] = ()) -> list[st
         "config class makes up for (class defaults, `__post_init__` derivations, absent sub-configs); "
         "*per-layer lists as scalars* drops every per-layer list at once (the serialized row is the list "
         "form); *per-layer lists as pattern strings* writes a per-layer list as the pattern string its "
-        "class also accepts (Nemotron-H's `hybrid_override_pattern`, the DSA `index_topk_pattern`); *one "
+        "class also accepts (Nemotron-H's `hybrid_override_pattern`, the DSA `index_topk_pattern`); "
+        "*per-layer lists as the integer they derive from* drops a list and writes the one integer its "
+        "class rebuilds it from (`full_attention_interval`, `sliding_window_pattern`, "
+        "`no_rope_layer_interval`, `moe_layer_freq`, `index_topk_freq`), where exactly one value does; *one "
         "key dropped* drops each structural key of a default row on its own. A form's truth is the stored "
         "reference of the row whose config the class makes of it; a form equal to no stored row (the key's "
         f"absence makes another model: {own}) is compared with transformers' meta-device build of the form "
@@ -463,9 +521,9 @@ def section(stored: Mapping[str, Any], published: Iterable[Any] = ()) -> list[st
         )
     lines += [
         "",
-        "| model_type | minimal | one key dropped | per-layer lists | pattern strings "
+        "| model_type | minimal | one key dropped | per-layer lists | pattern strings | integers "
         "| published configs exact |",
-        "|---|---|---|---|---|---|",
+        "|---|---|---|---|---|---|---|",
     ]
     for model_type, fams in table.items():
         p = pub.get(model_type)

@@ -44,6 +44,7 @@ import sys
 from collections import Counter
 from collections.abc import Iterable, Mapping
 from concurrent.futures import ProcessPoolExecutor, as_completed
+from functools import cache
 from pathlib import Path
 from typing import Any
 
@@ -199,6 +200,7 @@ def int_forms(config: Mapping[str, Any], same: str) -> list[tuple[Path_, Path_, 
     return out
 
 
+@cache  # one source read per class, not per row
 def _int_keys(model_type: str) -> tuple[str, ...]:
     """The :data:`INT_KEYS` the config class of ``model_type`` reads in ``__post_init__``."""
     from transformers import CONFIG_MAPPING

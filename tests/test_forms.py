@@ -41,6 +41,27 @@ FIXED_SAMPLE: tuple[str, ...] = (
     "llava|minimal",
     "deepseek_v4|minimal",
     "llama|drop:head_dim",
+    # one form per class fixed after issue 25's first pass: refusal, loop count, derivations,
+    # composite sub-configs
+    "blt|minimal",
+    "dory|minimal",
+    "dots3_note_text|minimal",
+    "dots3_note|drop:text_config.per_layer_config",
+    "glm5_next|minimal",
+    "mistral3|minimal",
+    "shieldgemma2|minimal",
+    "gemma4_unified_assistant|drop:text_config.num_kv_shared_layers",
+    "hunyuan_vl|drop:vision_config.text_hidden_size",
+    "molmo2|drop:adapter_config.text_hidden_size",
+    # pattern strings, and forms measured on their own (equal to no stored row)
+    "nemotron_h|pattern:layers_block_type",
+    "glm_moe_dsa|pattern:indexer_types",
+    "paligemma|drop:text_config.hidden_size",
+    "dory|lists",
+    # per-layer lists as the integer their class derives them from
+    "qwen3_next|int:layer_types",
+    "cohere2|int:layer_types",
+    "mistral_large4|int:text_config.no_rope_layers",
 )
 ROTATING = 12
 
@@ -56,14 +77,17 @@ def test_every_built_row_has_current_forms(reference: dict[str, Any]) -> None:
     missing = []
     for row in conformance.rows(reference):
         entry = STORED["rows"].get(row.id)
-        if entry is None or entry["digest"] != forms.digest([row.config, row.kv_config]):
+        if entry is None or entry["digest"] != forms.row_digest(row):
             missing.append(row.id)
     assert not missing, f"{HOW}: {missing[:10]}"
 
 
 def test_every_form_has_a_result() -> None:
-    """Each form with a truth has slotdiff's stored result, and only those."""
-    want = {f"{r}|{n}" for r, e in STORED["rows"].items() for n, s in e["forms"].items() if s["truth"]}
+    """Each form with a truth (a stored row's reference or its own) has slotdiff's stored result,
+    and only those; a form without one is one transformers refuses to build, with its reason."""
+    want = {f"{r}|{n}" for r, e in STORED["rows"].items() for n, s in e["forms"].items() if forms.compared(s)}
+    rest = [s for e in STORED["rows"].values() for s in e["forms"].values() if not forms.compared(s)]
+    assert all(s.get("rejected") for s in rest)
     assert want == set(STORED["results"]), HOW
 
 
@@ -128,3 +152,45 @@ def test_minimal_form_of_a_default_row_is_its_bare_name(reference: dict[str, Any
     llama = next(r for r in conformance.rows(reference) if r.id == "llama")
     assert spec["truth"] == "llama"
     assert set(llama.config) - set(spec["drop"]) == {"model_type", "architectures"}
+
+
+@pytest.mark.parametrize(
+    ("model_type", "list_key", "values"),
+    [
+        ("nemotron_h", "layers_block_type", ["linear_attention", "moe", "full_attention", "mlp", "moe"]),
+        ("nemotron_h", "mtp_layers_block_type", ["full_attention", "moe", "mlp"]),
+        ("glm_moe_dsa", "indexer_types", ["full", "shared", "shared", "full"]),
+        ("glm5_next", "indexer_types", ["full", "shared", "full", "shared"]),
+        ("mistral_large4", "indexer_types", ["shared", "full", "full", "shared"]),
+    ],
+)
+def test_pattern_strings_are_what_the_classes_read_back(
+    model_type: str, list_key: str, values: list[str]
+) -> None:
+    """The pattern string a pattern form writes for a mixed list is one transformers' config
+    class turns back into that list (the rows' own lists are often uniform: all 'F')."""
+    pytest.importorskip("transformers")
+    conformance._registry()
+    from oracle import hf_oracle
+
+    nested = model_type in ("glm5_next", "mistral_large4")
+    node = {list_key: values}
+    [(_, pattern_path, text)] = forms.pattern_forms({"text_config": node} if nested else node)
+    assert len(text) == len(values)
+    sub = {pattern_path[-1]: text, "num_hidden_layers": len(values)}
+    if list_key == "layers_block_type":
+        sub.pop("num_hidden_layers")
+    config = {"model_type": model_type, **({"text_config": sub} if nested else sub)}
+    built = hf_oracle._config_object(config).to_dict()
+    assert (built["text_config"] if nested else built)[list_key] == values
+
+
+def test_every_int_key_is_one_a_class_derives_a_list_from() -> None:
+    """Each integer the int forms try is popped by some transformers config class's
+    ``__post_init__`` (the list is kept honest as transformers changes), and int forms exist."""
+    pytest.importorskip("transformers")
+    from transformers import CONFIG_MAPPING
+
+    read = {k for model_type in CONFIG_MAPPING for k in forms._int_keys(model_type)}
+    assert read == set(forms.INT_KEYS)
+    assert any(name.startswith("int:") for e in STORED["rows"].values() for name in e["forms"])

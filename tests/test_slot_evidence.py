@@ -50,8 +50,11 @@ def harness_configs() -> list[tuple[str, dict[str, Any]]]:
 
 
 def shown(model: Model) -> set[str]:
-    """Top-level keys (cited with the text path) some facet's evidence shows."""
-    return {top_key(model.arch, key) for fill in model.fills for key, _ in fill.evidence}
+    """Top-level keys (cited with the text path) some facet's evidence shows, or the
+    ``unsupported`` refusal cites (recognised: the refusal says what they build)."""
+    return {top_key(model.arch, key) for fill in model.fills for key, _ in fill.evidence} | set(
+        model.fills.refused
+    )
 
 
 def text_of(model: Model, config: dict[str, Any]) -> dict[str, Any]:
@@ -164,3 +167,27 @@ def test_gemma2_keys_the_issue_found_missing_are_shown(key: str, value: Any, fac
     assert config[key] == value
     fills = load(config).fills
     assert dict(fills[facet].evidence)[key] == value
+
+
+@pytest.mark.parametrize("model_type", ["blt", "xlnet"])
+def test_keys_an_unsupported_refusal_cites_are_recognised_not_unplaced(model_type: str) -> None:
+    """A declared refusal (the model_type file's ``unsupported``) names its keys: BLT's three
+    sub-stacks (no facet claims them) are recognised by the refusal, never unplaced, and the
+    report says why it gives no figures, whether or not the file writes them (the class builds
+    them by default)."""
+    entry = reference()["types"][model_type]
+    config = entry["rows"]["default"]["config"]
+    cited = {"blt": {"encoder_config", "decoder_config", "patcher_config"}, "xlnet": {"d_head"}}[model_type]
+    assert cited <= set(config)  # transformers' serialized default writes them
+    model = load(config)
+    assert not model.fills.unplaced
+    assert set(model.arch.v("unsupported").keys) == cited
+    assert cited <= shown(model)
+    if model_type == "blt":
+        assert set(model.fills.refused) == cited  # in no facet: the refusal alone places them
+    bare = {k: config[k] for k in ("model_type", "architectures")}
+    for form in (config, bare):
+        report = analyze(form, counterfactuals=False)
+        assert report.cost is None and not load(form).fills.unplaced
+        assert not report.coverage.verified
+        assert any("cannot count parameters" in r for r in report.coverage.reasons)

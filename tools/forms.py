@@ -10,12 +10,19 @@ classes, the forms such a file takes (issue 25, point 1):
   the same config;
 * ``lists``: every per-layer list (one entry per layer) dropped at once: the per-layer fields in
   the scalar form the class derives them from (the serialized row is the list form);
-* ``drop:KEY`` (default rows): each structural key dropped on its own.
+* ``drop:KEY`` (default rows): each structural key dropped on its own;
+* ``pattern:KEY``: a per-layer list written as the pattern string its class also accepts
+  (:data:`PATTERNS`: Nemotron-H's ``hybrid_override_pattern``, GLM-5's ``index_topk_pattern``);
+* ``int:KEY``: a per-layer list written as the integer its class derives it from
+  (:data:`INT_KEYS`: ``full_attention_interval``, ``sliding_window_pattern`` ...).
 
 A form's truth is transformers': the config class turns the form into a config; when that
 config equals a stored row's, that row's reference (meta-device build, real-cache KV) is the
-form's. A form that equals no stored row is counted, not compared. KV figures are compared
-only where the same keys dropped from the row's tiny KV copy give the same tiny config.
+form's. A form that equals no stored row (dropping the key made another model) is measured on
+its own: transformers' meta-device build gives its parameters (``reference``; no KV figures). A
+form the class rejects is counted, not compared (``rejected``: transformers' reason). KV
+figures are compared only where the same edit of the row's tiny KV copy gives the same tiny
+config.
 
     python tools/forms.py refresh [TYPES...]   # transformers: the forms of each row (cached by digest)
     python tools/forms.py report               # slotdiff on every form -> forms.json statuses
@@ -29,12 +36,15 @@ from __future__ import annotations
 import argparse
 import copy
 import hashlib
+import inspect
 import json
 import multiprocessing
+import re
 import sys
 from collections import Counter
 from collections.abc import Iterable, Mapping
 from concurrent.futures import ProcessPoolExecutor, as_completed
+from functools import cache
 from pathlib import Path
 from typing import Any
 
@@ -50,6 +60,18 @@ KEPT = frozenset({"model_type", "architectures"})
 VOLATILE = frozenset({"transformers_version", "_name_or_path", "dtype", "torch_dtype"})
 #: Refusal texts that name the part slotdiff cannot count: a documented refusal.
 DOCUMENTED = ("cannot count", "partial: excludes")
+#: Per-layer lists a config class of transformers 5.24 also accepts as a pattern string, one
+#: character per layer: (list key, pattern key, list entry -> character). Found by reading every
+#: configuration_*.py for a string turned into a per-layer list: NemotronHConfig._pattern_to_list
+#: (hybrid_override_pattern, mtp_hybrid_override_pattern), and index_topk_pattern of
+#: GlmMoeDsaConfig, Glm5NextTextConfig and MistralLarge4TextConfig. (Exaone4's
+#: sliding_window_pattern is documented as a string but used as a period: ``(i + 1) % pattern``.)
+_NEMOTRON = {"linear_attention": "M", "moe": "E", "full_attention": "*", "mlp": "-"}
+PATTERNS: tuple[tuple[str, str, dict[str, str]], ...] = (
+    ("layers_block_type", "hybrid_override_pattern", _NEMOTRON),
+    ("mtp_layers_block_type", "mtp_hybrid_override_pattern", _NEMOTRON),
+    ("indexer_types", "index_topk_pattern", {"full": "F", "shared": "S"}),
+)
 Path_ = tuple[str, ...]
 
 
@@ -62,6 +84,16 @@ def digest(config: Any) -> str:
     """SHA-256 of a config's canonical JSON."""
     text = json.dumps(harness._encode(config), sort_keys=True, separators=(",", ":"))
     return hashlib.sha256(text.encode("utf-8")).hexdigest()
+
+
+#: Bumped when the forms a row gets change (a new family, a new field): stored forms of an
+#: older generation are stale, and ``refresh`` recomputes them.
+GENERATION = 3
+
+
+def row_digest(row: harness.Row) -> str:
+    """What a row's stored forms were computed for: its configs and :data:`GENERATION`."""
+    return digest([row.config, row.kv_config, GENERATION])
 
 
 def paths(config: Mapping[str, Any]) -> list[Path_]:
@@ -94,8 +126,10 @@ def _strip(value: Any) -> Any:
     return value
 
 
-def normalized(config: Mapping[str, Any]) -> str | None:
-    """The config transformers' class makes of ``config``, as canonical JSON (None: rejected)."""
+def normalized(config: Mapping[str, Any], unused: Iterable[str] = ()) -> str | None:
+    """The config transformers' class makes of ``config``, as canonical JSON (None: rejected);
+    ``unused``: dotted keys the class keeps as plain attributes after reading them (GLM-5 reads
+    ``index_topk_pattern`` from its kwargs without popping it), left out of the comparison."""
     harness._registry()  # puts tests/ on the path
     from oracle import hf_oracle
 
@@ -103,6 +137,7 @@ def normalized(config: Mapping[str, Any]) -> str | None:
         built = hf_oracle._config_object(harness._decode(config)).to_dict()
     except Exception:
         return None
+    built = drop(built, [tuple(k.split(".")) for k in unused])
     return json.dumps(harness._encode(_strip(built)), sort_keys=True, default=str)
 
 
@@ -129,6 +164,81 @@ def per_layer_lists(config: Mapping[str, Any]) -> list[Path_]:
     return out
 
 
+#: Integer kwargs a config class of transformers 5.24 pops in ``__post_init__`` to derive a
+#: per-layer list it is not given (``kwargs.pop("full_attention_interval", 4)``: Qwen3-Next,
+#: Qwen3.5; ``sliding_window_pattern``: Cohere2, Cohere-Compass; ``no_rope_layer_interval``:
+#: Mistral Large 4; ``moe_layer_freq``: A.X-K1/K2, Dots3 Note, Step-3.7; ``index_topk_freq``:
+#: GLM-5, GLM5-Next, Mistral Large 4). A per-layer list the class rebuilds from one of them is
+#: also published as that integer.
+INT_KEYS: tuple[str, ...] = (
+    "full_attention_interval",
+    "sliding_window_pattern",
+    "no_rope_layer_interval",
+    "moe_layer_freq",
+    "index_topk_freq",
+)
+#: The integers tried for such a key.
+INT_VALUES = range(1, 9)
+
+
+def int_forms(config: Mapping[str, Any], same: str) -> list[tuple[Path_, Path_, int]]:
+    """(list key, int key, value) where the config class, given that integer instead of the
+    per-layer list, makes ``same`` of it again, and another value makes something else (the
+    integer decides the list). Only keys the node's class names in its ``__post_init__``."""
+    out: list[tuple[Path_, Path_, int]] = []
+    for path in per_layer_lists(config):
+        prefix = path[:-1]
+        node = config[prefix[0]] if prefix else config
+        for key in _int_keys(str(node.get("model_type") or config.get("model_type") or "")):
+            if key in node:
+                continue
+            put = (*prefix, key)
+            dotted = ".".join(put)
+            hits = [v for v in INT_VALUES if normalized(edit(config, [path], {dotted: v}), [dotted]) == same]
+            if len(hits) == 1:  # one value restores the list: the integer decides it
+                out.append((path, put, hits[0]))
+    return out
+
+
+@cache  # one source read per class, not per row
+def _int_keys(model_type: str) -> tuple[str, ...]:
+    """The :data:`INT_KEYS` the config class of ``model_type`` reads in ``__post_init__``."""
+    from transformers import CONFIG_MAPPING
+
+    try:
+        source = inspect.getsource(CONFIG_MAPPING[model_type].__post_init__)
+    except (KeyError, OSError, TypeError):
+        return ()
+    return tuple(k for k in INT_KEYS if f'"{k}"' in source)
+
+
+def pattern_forms(config: Mapping[str, Any]) -> list[tuple[Path_, Path_, str]]:
+    """(list key, pattern key, pattern string) for each per-layer list of :data:`PATTERNS` the
+    config holds (top level or a sub-config) whose every entry has a pattern character."""
+    out: list[tuple[Path_, Path_, str]] = []
+    nodes = [((), config), *(((k,), v) for k, v in config.items() if isinstance(v, Mapping))]
+    for prefix, node in nodes:
+        for list_key, pattern_key, chars in PATTERNS:
+            value = node.get(list_key)
+            if isinstance(value, list) and value and all(isinstance(v, str) and v in chars for v in value):
+                out.append(((*prefix, list_key), (*prefix, pattern_key), "".join(chars[v] for v in value)))
+    return out
+
+
+def edit(
+    config: Mapping[str, Any], gone: Iterable[Path_], put: Mapping[str, Any] | None = None
+) -> dict[str, Any]:
+    """``config`` without the keys at ``gone`` and with ``put`` (dotted key -> value) set."""
+    out = drop(config, gone)
+    for dotted, value in (put or {}).items():
+        *parents, last = dotted.split(".")
+        node = out
+        for key in parents:
+            node = node.setdefault(key, {})
+        node[last] = copy.deepcopy(value)
+    return out
+
+
 def structural(path: Path_, ignored: frozenset[str]) -> bool:
     """A key whose absence may change the model (the key map's structure-free keys are not)."""
     return path[-1] not in ignored and path[-1] not in VOLATILE and path[-1] not in KEPT
@@ -138,7 +248,9 @@ def forms_of_type(entry: Mapping[str, Any], model_type: str, ignored: frozenset[
     """Every form of every row of one type: ``{row_id: {"digest", "forms": {name: spec}}}``.
 
     A spec is ``{"drop": [dotted keys], "truth": row_id or None, "kv_drop": [dotted keys] or
-    None}`` (None: KV figures not compared)."""
+    None}`` (None: KV figures not compared), with ``"set"`` / ``"kv_set"`` (dotted key -> value)
+    for a pattern form, and for a form equal to no stored row ``"reference"`` (transformers'
+    parameters of the form) or ``"rejected"`` (why the class refuses it)."""
     rows = harness.rows({"types": {model_type: entry}})
     by_norm: dict[str, str] = {}
     norms: dict[str, str | None] = {}
@@ -151,7 +263,7 @@ def forms_of_type(entry: Mapping[str, Any], model_type: str, ignored: frozenset[
         same = norms[row.id]
         if same is not None:
             forms = _row_forms(row, same, by_norm, ignored)
-            out[row.id] = {"digest": digest([row.config, row.kv_config]), "forms": forms}
+            out[row.id] = {"digest": row_digest(row), "forms": forms}
     return out
 
 
@@ -162,29 +274,76 @@ def _row_forms(
     kv_same = normalized(row.kv_config) if row.kv_config is not None else None
     specs: dict[str, Any] = {}
 
-    def add(name: str, gone: list[Path_], truth: str | None, kv_gone: list[Path_] | None = None) -> None:
-        """A form; its KV form drops ``kv_gone`` (default: the same keys) from the tiny copy,
-        compared only where the class makes the same tiny config of it."""
+    def add(
+        name: str,
+        gone: list[Path_],
+        kv_gone: list[Path_] | None = None,
+        put: dict[str, Any] | None = None,
+        kv_put: dict[str, Any] | None = None,
+    ) -> None:
+        """A form; its KV form edits the tiny copy the same way (``kv_gone`` / ``kv_put`` where
+        it differs), compared only where the class makes the same tiny config of it."""
+        form = edit(row.config, gone, put)
+        got = normalized(form, put or ())
+        truth = row.id if got == same else by_norm.get(got or "")
         kv_gone = gone if kv_gone is None else kv_gone
+        kv_put = put if kv_put is None else kv_put
         kv_ok = truth == row.id and kv_same is not None and row.kv_config is not None
-        kv_ok = kv_ok and normalized(drop(row.kv_config or {}, kv_gone)) == kv_same
-        specs[name] = {
+        kv_ok = kv_ok and normalized(edit(row.kv_config or {}, kv_gone, kv_put), kv_put or ()) == kv_same
+        spec: dict[str, Any] = {
             "drop": [".".join(p) for p in gone],
             "truth": truth,
             "kv_drop": [".".join(p) for p in kv_gone] if kv_ok else None,
         }
+        if put:
+            spec["set"] = put
+            spec["kv_set"] = kv_put if kv_ok else None
+        if truth is None:
+            spec.update(measured(form) if got is not None else {"rejected": rejection(form)})
+        specs[name] = spec
 
     kv_minimal = minimal(row.kv_config, kv_same) if row.kv_config is not None and kv_same else []
-    add("minimal", minimal(row.config, same), row.id, kv_minimal)
+    add("minimal", minimal(row.config, same), kv_minimal)
     lists = per_layer_lists(row.config)
     if lists:
-        add("lists", lists, by_norm.get(normalized(drop(row.config, lists)) or ""))
+        add("lists", lists)
+    kv_patterns = {p[0]: p for p in pattern_forms(row.kv_config or {})}
+    for list_path, pattern_path, text in pattern_forms(row.config):
+        kv = kv_patterns.get(list_path)
+        kv_put = {".".join(kv[1]): kv[2]} if kv else {}
+        add("pattern:" + ".".join(list_path), [list_path], None, {".".join(pattern_path): text}, kv_put)
+    for list_path, int_path, value in int_forms(row.config, same):
+        kv = [f for f in int_forms(row.kv_config, kv_same) if f[0] == list_path] if kv_same else []
+        kv_put = {".".join(kv[0][1]): kv[0][2]} if kv else {}
+        add("int:" + ".".join(list_path), [list_path], None, {".".join(int_path): value}, kv_put)
     if row.variant == "default":
         for path in paths(row.config):
             if structural(path, ignored):
-                got = normalized(drop(row.config, [path]))
-                add("drop:" + ".".join(path), [path], by_norm.get(got or ""))
+                add("drop:" + ".".join(path), [path])
     return specs
+
+
+def measured(form: Mapping[str, Any]) -> dict[str, Any]:
+    """transformers' parameters of a form equal to no stored row (its meta-device build), or
+    why it builds no model."""
+    try:
+        params = harness._registry().measure_params(form)
+    except Exception as err:  # transformers' own failure to build: the form is not compared
+        return {"rejected": f"{type(err).__name__}: {err}"[:300]}
+    keep = ("total", "active", "parts", "unread_expert_params", "active_note")
+    return {"reference": {"params": {k: params[k] for k in keep if k in params}}}
+
+
+def rejection(form: Mapping[str, Any]) -> str:
+    """Why transformers' config class refuses a form (its error, first line)."""
+    harness._registry()  # puts tests/ on the path
+    from oracle import hf_oracle
+
+    try:
+        hf_oracle._config_object(harness._decode(form))
+    except Exception as err:
+        return " ".join(f"{type(err).__name__}: {err}".split())[:300]
+    return "the config class's to_dict fails"
 
 
 # --------------------------------------------------------------------------------------------
@@ -209,20 +368,27 @@ def form_rows(stored: Mapping[str, Any], reference: Mapping[str, Any]) -> list[h
             continue
         for name, spec in entry["forms"].items():
             truth = base.get(spec["truth"] or "")
-            if truth is None:
+            if truth is not None:
+                reference = truth.reference
+            elif "reference" in spec:  # equal to no stored row: its own meta-device build
+                reference = {**spec["reference"], "figures": harness.reference_figures(spec["reference"])}
+            else:
                 continue
             gone = [tuple(p.split(".")) for p in spec["drop"]]
-            config = drop(row.config, gone)
+            config = edit(row.config, gone, spec.get("set"))
             kv_gone = spec["kv_drop"]
             kv_config = None
             if kv_gone is not None and row.kv_config is not None:
-                kv_config = drop(row.kv_config, [tuple(p.split(".")) for p in kv_gone])
-            figures = {
-                k: v for k, v in truth.reference["figures"].items() if kv_config or k.startswith("params")
-            }
-            ref = {**truth.reference, "figures": figures}
+                kv_config = edit(row.kv_config, [tuple(p.split(".")) for p in kv_gone], spec.get("kv_set"))
+            figures = {k: v for k, v in reference["figures"].items() if kv_config or k.startswith("params")}
+            ref = {**reference, "figures": figures}
             out.append(harness.Row(f"{row_id}|{name}", row.model_type, name, config, kv_config, ref))
     return out
+
+
+def compared(spec: Mapping[str, Any]) -> bool:
+    """Whether a form is compared: it has a stored row's reference or its own."""
+    return bool(spec["truth"]) or "reference" in spec
 
 
 def _status(result: harness.Result) -> dict[str, Any]:
@@ -257,8 +423,8 @@ def wrong_and_verified(stored: Mapping[str, Any]) -> list[str]:
 
 
 def kind(name: str) -> str:
-    """The form family of a form name: minimal, lists or dropped."""
-    return "dropped" if name.startswith("drop:") else name
+    """The form family of a form name: minimal, lists, pattern, int or dropped."""
+    return {"drop": "dropped", "pattern": "pattern", "int": "int"}.get(name.split(":")[0], name)
 
 
 def documented(result: Mapping[str, Any]) -> bool:
@@ -285,7 +451,7 @@ def per_type(stored: Mapping[str, Any]) -> dict[str, dict[str, str]]:
     out: dict[str, dict[str, str]] = {}
     for model_type, c in sorted(counts.items()):
         out[model_type] = {}
-        for family in ("minimal", "dropped", "lists"):
+        for family, _label in FAMILIES:
             good, bad = c[(family, True)], c[(family, False)]
             if good or bad:
                 out[model_type][family] = "exact" if not bad else f"{good} of {good + bad} exact"
@@ -296,7 +462,13 @@ def per_type(stored: Mapping[str, Any]) -> dict[str, dict[str, str]]:
 # COVERAGE.md section
 # --------------------------------------------------------------------------------------------
 
-FAMILIES = (("minimal", "minimal"), ("dropped", "one key dropped"), ("lists", "per-layer lists as scalars"))
+FAMILIES = (
+    ("minimal", "minimal"),
+    ("dropped", "one key dropped"),
+    ("lists", "per-layer lists as scalars"),
+    ("pattern", "per-layer lists as pattern strings"),
+    ("int", "per-layer lists as the integer they derive from"),
+)
 
 
 def section(stored: Mapping[str, Any], published: Iterable[Any] = ()) -> list[str]:
@@ -308,7 +480,9 @@ def section(stored: Mapping[str, Any], published: Iterable[Any] = ()) -> list[st
     for v in published:
         pub.setdefault(v.model_type, Counter())[v.status] += 1
     verified_wrong = set(wrong_and_verified(stored))
-    untruthed = sum(1 for e in stored.get("rows", {}).values() for s in e["forms"].values() if not s["truth"])
+    specs = [s for e in stored.get("rows", {}).values() for s in e["forms"].values()]
+    own = sum(1 for s in specs if not s["truth"] and "reference" in s)
+    rejected = [s["rejected"] for s in specs if "rejected" in s]
     lines = [
         "",
         "## Published shapes",
@@ -317,10 +491,17 @@ def section(stored: Mapping[str, Any], published: Iterable[Any] = ()) -> list[st
         "`tests/fixtures/conformance/forms.json`): *minimal* drops every key whose absence transformers' "
         "config class makes up for (class defaults, `__post_init__` derivations, absent sub-configs); "
         "*per-layer lists as scalars* drops every per-layer list at once (the serialized row is the list "
-        "form); *one key dropped* drops each structural key of a default row on its own. A form's truth "
-        "is the stored reference of the row whose config the class makes of it; forms equal to no stored "
-        f"row are not compared ({untruthed}). KV figures are compared where the tiny KV copy takes the "
-        "same form.",
+        "form); *per-layer lists as pattern strings* writes a per-layer list as the pattern string its "
+        "class also accepts (Nemotron-H's `hybrid_override_pattern`, the DSA `index_topk_pattern`); "
+        "*per-layer lists as the integer they derive from* drops a list and writes the one integer its "
+        "class rebuilds it from (`full_attention_interval`, `sliding_window_pattern`, "
+        "`no_rope_layer_interval`, `moe_layer_freq`, `index_topk_freq`), where exactly one value does; *one "
+        "key dropped* drops each structural key of a default row on its own. A form's truth is the stored "
+        "reference of the row whose config the class makes of it; a form equal to no stored row (the key's "
+        f"absence makes another model: {own}) is compared with transformers' meta-device build of the form "
+        f"itself, parameters only. KV figures are compared where the tiny KV copy takes the same form. "
+        f"Not compared: {len(rejected)} forms transformers refuses to build "
+        f"({rejection_summary(rejected)}).",
         "",
         "| form | types all exact | forms | exact | documented refusal | wrong (marked verified) | other |",
         "|---|---:|---:|---:|---:|---:|---:|",
@@ -342,14 +523,30 @@ def section(stored: Mapping[str, Any], published: Iterable[Any] = ()) -> list[st
         )
     lines += [
         "",
-        "| model_type | minimal | one key dropped | per-layer lists | published configs exact |",
-        "|---|---|---|---|---|",
+        "| model_type | minimal | one key dropped | per-layer lists | pattern strings | integers "
+        "| published configs exact |",
+        "|---|---|---|---|---|---|---|",
     ]
     for model_type, fams in table.items():
         p = pub.get(model_type)
         shown = f"{p['exact']} of {sum(p.values())}" if p else ""
         cells = [fams.get(f, "") for f, _ in FAMILIES]
         lines.append(f"| `{model_type}` | " + " | ".join(cells) + f" | {shown} |")
+    refused_forms = [
+        (f"{row_id}|{name}", spec["rejected"])
+        for row_id, entry in stored.get("rows", {}).items()
+        for name, spec in entry["forms"].items()
+        if "rejected" in spec
+    ]
+    if refused_forms:
+        lines += [
+            "",
+            "Forms transformers refuses to build (not compared):",
+            "",
+            "| form | transformers |",
+            "|---|---|",
+        ]
+        lines += [f"| `{form_id}` | {harness._cell(why[:200])} |" for form_id, why in refused_forms]
     bad = [(k, r) for k, r in results.items() if r["status"] != "exact" and not documented(r)]
     if bad:
         lines += ["", "Forms not exact:", "", "| form | result | marked verified |", "|---|---|---|"]
@@ -358,6 +555,20 @@ def section(stored: Mapping[str, Any], published: Iterable[Any] = ()) -> list[st
             mark = "yes" if form_id in verified_wrong else "no"
             lines.append(f"| `{form_id}` | {harness._cell(text)} | {mark} |")
     return lines
+
+
+def rejection_summary(reasons: Iterable[str]) -> str:
+    """The reasons transformers refuses forms, by kind: "N validate_architecture, ..."."""
+    kinds: Counter[str] = Counter()
+    for reason in reasons:
+        found = re.search(r"validator '(\w+)'|field '(\w+)'|(fails in transformers)", reason)
+        if found is None:
+            kinds[reason.split(":")[0]] += 1
+        else:
+            kinds[
+                found.group(1) or (f"field {found.group(2)}" if found.group(2) else "model build fails")
+            ] += 1
+    return ", ".join(f"{n} {k}" for k, n in kinds.most_common()) or "none"
 
 
 # --------------------------------------------------------------------------------------------
@@ -382,7 +593,7 @@ def refresh(types: list[str] | None = None, workers: int = 2, force: bool = Fals
         if entry.get("status") != "built" or (types and model_type not in types):
             continue
         rows = harness.rows({"types": {model_type: entry}})
-        current = {r.id: digest([r.config, r.kv_config]) for r in rows}
+        current = {r.id: row_digest(r) for r in rows}
         cached = all(stored["rows"].get(i, {}).get("digest") == d for i, d in current.items())
         if force or not cached:
             todo.append((model_type, entry))
@@ -443,7 +654,7 @@ def report(workers: int = 2) -> int:
     for form_id, why in sorted(bad.items()):
         print(f"FAIL {form_id}: {why}")
     counts = Counter((kind(k.split("|", 1)[1]), r["status"]) for k, r in stored["results"].items())
-    for family in ("minimal", "dropped", "lists"):
+    for family, _label in FAMILIES:
         print(
             family
             + ": "

@@ -15,6 +15,7 @@ text sub-config's model_type (``_text_model_type``):
 
 from __future__ import annotations
 
+import copy
 import json
 import math
 import os
@@ -39,7 +40,30 @@ def read_keys() -> set[str]:
         for aliases in spec.get("aliases", {}).values():
             keys.update(a.split(".")[0] for a in aliases)
         keys.update(spec.get("reads", []))
+        for step in spec.get("layers", []):
+            keys.update(layer_keys(step))
     return keys
+
+
+#: Layer-rule arguments that name a config key (a string; an int is a literal count).
+KEY_ARGS = frozenset({"key", "unless_key", "period_key", "period", "start", "span", "times", "end"})
+
+
+def layer_keys(step: Any) -> set[str]:
+    """Top-level config keys a layer rule reads directly (``raw_value``: the file's value, else
+    the class default): Dory's loop ``times`` (n_recurrent_loops) is a class default a minimal
+    file leaves out, like any key a rule reads. The layer attributes a rule sets are no keys."""
+    if isinstance(step, list):
+        return set().union(*(layer_keys(s) for s in step))
+    if not isinstance(step, dict):
+        return set()
+    out: set[str] = set()
+    for name, value in step.items():
+        if name in KEY_ARGS and isinstance(value, str):
+            out.add(value.split(".")[0])
+        elif name not in ("set", "else", "kinds", "map"):
+            out |= layer_keys(value)
+    return out
 
 
 def vision_keys() -> dict[str, set[str]]:
@@ -144,7 +168,23 @@ def sub_overrides(config: Any, name: str, wanted: set[str]) -> tuple[str | None,
     except Exception:
         return None, {}
     mine = sub.to_dict()
-    return model_type, {k: clean(v) for k, v in mine.items() if k in wanted and base.get(k, _NONE) != v}
+    overrides = {k: v for k, v in mine.items() if k in wanted and base.get(k, _NONE) != v}
+    # A value equal to the class's *derived* default is an override all the same when the other
+    # overrides change that derivation (Mistral 3 sets head_dim 128 on a 5120-wide text config:
+    # MistralConfig derives 4096 / 32 = 128, but 5120 / 32 = 160): rebuild the sub-config from
+    # the overrides and add what still differs, until transformers gives the same sub-config.
+    for _ in range(len(wanted)):
+        try:
+            again = CONFIG_MAPPING[model_type](**copy.deepcopy(overrides)).to_dict()
+        except Exception:
+            break
+        missed = {
+            k: v for k, v in mine.items() if k in wanted and k not in overrides and again.get(k, _NONE) != v
+        }
+        if not missed:
+            break
+        overrides.update(missed)
+    return model_type, {k: clean(v) for k, v in overrides.items()}
 
 
 _NONE = object()

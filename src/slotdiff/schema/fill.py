@@ -83,8 +83,8 @@ def flat_text_type(model_type: str) -> str | None:
 def class_defaults(model_type: str, defaults_from: str) -> dict[str, Any]:
     """transformers' dataclass defaults, then the model_type file's own ``defaults``; under them,
     for a composite class that builds its text config from flat keys, the text config class's
-    defaults (with the values the composite sets on it)."""
-    spec = model_type_spec(model_type) or {}
+    defaults (with the values the composite sets on it) and its family's ``defaults``."""
+    spec = model_type_spec(model_type) or model_type_spec(flat_text_type(model_type) or "") or {}
     entry = _entry(defaults_from)
     text: dict[str, Any] = {}
     if flat_text_type(defaults_from):

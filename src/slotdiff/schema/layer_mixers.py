@@ -221,13 +221,22 @@ def _loop(res: Resolver, layers: list[LayerSpec], args: dict[str, Any]) -> list[
     as copies right after the span, ``tied`` (the first run's weights: no parameters, their
     own compute and cache); with ``shared_cache`` (``{"key", "value"}``) and that config key
     at that value, the copies also write no cache of their own (``kv_shared``: earlier runs
-    read the last run's). Layers are renumbered in running order."""
+    read the last run's). Layers are renumbered in running order. A count ``"=expr"`` is an
+    expression over fields (a family's derivation of a key the file may leave out: Dory's
+    n_recurrent_layers, what the other layers leave)."""
+
+    def cite(arg: Any) -> str:
+        if not isinstance(arg, str):
+            return "layers"
+        return res._expr_key(arg[1:]) if arg.startswith("=") else res.cite(arg)
 
     def read(arg: Any) -> int:
-        value = arg if isinstance(arg, int) else raw_value(res, arg)
+        formula = isinstance(arg, str) and arg.startswith("=")
+        value = arg if isinstance(arg, int) else res.evaluate(arg[1:]) if formula else raw_value(res, arg)
         if not isinstance(value, int) or isinstance(value, bool) or value < 0:
-            key = res.cite(arg) if isinstance(arg, str) else "layers"
-            raise SlotdiffError(res.raw.name, f"expected a non-negative layer count, got {value!r}", key=key)
+            raise SlotdiffError(
+                res.raw.name, f"expected a non-negative layer count, got {value!r}", key=cite(arg)
+            )
         return value
 
     start, times = read(args["start"]), read(args["times"])
@@ -236,11 +245,11 @@ def _loop(res: Resolver, layers: list[LayerSpec], args: dict[str, Any]) -> list[
         start = min(start, len(layers))
     span = read(args["span"]) if "span" in args else max(0, min(read(args["end"]), len(layers)) - start)
     if times < 1 or span < 0 or start + span > len(layers):
-        key = res.cite(args["times"] if times < 1 else args.get("span", args.get("end")))
+        key = cite(args["times"] if times < 1 else args.get("span", args.get("end")))
         raise SlotdiffError(res.raw.name, f"a loop of {span} layers from {start} does not fit", key=key)
     cap = res.field_spec("n_layers")["maximum"]
     if len(layers) + span * (times - 1) > cap:
-        raise SlotdiffError(res.raw.name, f"runs more than {cap:,} layers", key=res.cite(args["times"]))
+        raise SlotdiffError(res.raw.name, f"runs more than {cap:,} layers", key=cite(args["times"]))
     copy: dict[str, Any] = {"tied": True}
     shared = args.get("shared_cache")
     if shared and raw_value(res, shared["key"]) == shared["value"]:

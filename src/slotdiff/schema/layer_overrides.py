@@ -35,9 +35,15 @@ def _per_layer_config(res: Resolver, layers: list[LayerSpec], args: dict[str, An
     attributes that differ on that layer; head_dim, num_key_value_heads, num_attention_heads
     and intermediate_size set the layer's own sizes (Gemma 4 Unified's global layers), and
     the MLA widths (PER_LAYER_SIZES) its ``sizes`` (Dots3 Note's sliding layers). ``ignore`` lists override
-    keys that change no tensor; any other key refuses, since it may change the structure."""
+    keys that change no tensor; any other key refuses, since it may change the structure.
+    ``absent`` (``{"match": attribute, "overrides": {...}}``) is the table the config class
+    builds when the file has none: those overrides on every layer whose ``match`` attribute
+    is set (Dots3 Note's sliding layers take its SWA widths)."""
     key = args.get("key", "per_layer_config")
     table = raw_value(res, key)
+    if table is None and "absent" in args:
+        absent = args["absent"]
+        table = {s.index: absent["overrides"] for s in layers if getattr(s, absent["match"])}
     if table is None:
         return layers
     cited = res.cite(key)

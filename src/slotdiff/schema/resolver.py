@@ -261,10 +261,11 @@ class Resolver:
             top_only = bool(aliases) and name in multimodal_types().get(top_type, {}).get("top_only", ())
             if top_only:
                 scopes, parent = [self.raw.data], {aliases[0]: False, **parent}
-            from_text = parent.get("_tie_from_text") and not top_only  # LLaVA: the text's own
+            # LLaVA: the text config's own value, its class default when the file leaves it out
+            from_text = parent.get("_tie_from_text") and not top_only
             for alias in aliases:
                 if (
-                    (not from_text or lookup(self.text, alias) is MISSING)
+                    (not from_text or lookup(self.text, alias) is lookup(self.defaults, alias) is MISSING)
                     and lookup(parent, alias) is not MISSING
                     and lookup(self.raw.data, alias) is MISSING
                 ):
@@ -382,19 +383,18 @@ def resolve_all(raw: RawConfig, donor: str | None = None) -> Resolver:
 def _unsupported(res: Resolver) -> Value:
     """A structure the config names that the model_type's implementation does not build.
 
-    A model_type file's ``unsupported`` list holds ``{"key": ..., "reason": ...}``: when the
-    key is present and truthy the config describes something (remote code, a newer variant)
-    whose tensors slotdiff cannot verify, so parameter counting refuses with that reason.
+    A model_type file's ``unsupported`` items (``key``, ``reason``) refuse parameter counting
+    when the key is present and truthy (remote code, a newer variant: no verified tensors), or
+    whatever it holds with ``"always": true`` (the class builds that structure by default too).
+    Cited: the hits present in the config, else ``model_type`` (the model_type alone decides).
     """
-    for item in res.spec.get("unsupported", []):
+    items = res.spec.get("unsupported", [])
+    for item in items:
         res.note_read(item["key"])
-    hits = [
-        (item["key"], item["reason"])
-        for item in res.spec.get("unsupported", [])
-        if lookup(res.text, item["key"]) not in (MISSING, None, False, 0)
-    ]
+    found = [(i["key"], i["reason"], i.get("always"), lookup(res.text, i["key"])) for i in items]
+    hits = [(k, r, v) for k, r, always, v in found if always or v not in (MISSING, None, False, 0)]
     if not hits:
         return Value(None, "model_type")
-    keys = tuple(res.cite(k) for k, _ in hits)
-    reasons = "; ".join(dict.fromkeys(r for _, r in hits))
+    keys = tuple(res.cite(k) for k, _, v in hits if v is not MISSING) or ("model_type",)
+    reasons = "; ".join(dict.fromkeys(r for _, r, _ in hits))
     return Value(reasons, "explicit", keys, reasons)

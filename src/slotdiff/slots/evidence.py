@@ -4,8 +4,11 @@ that adds a read key to its facet's evidence when the facet's rule did not cite 
 A key belongs to the facet of the canonical field it decided (the key map's ``facet``, or
 ``field_facets`` in schemas/slots.json for structure facts and the model's dimensions); a
 family's local field belongs to the facet of the field its derivation feeds; a key a layer
-rule reads directly (a layer list, a pattern) is named in slots.json ``key_facets``. A read
-key with no facet is returned as unplaced: the coverage line says so, and the tests fail.
+rule reads directly (a layer list, a pattern) is named in slots.json ``key_facets``. A key an
+``unsupported`` refusal cites (the model_type file's reason for refusing to count) is recognised
+by that refusal: shown in its facet where one claims it, else returned as refused, never as
+unplaced. A read key with no facet is returned as unplaced: the coverage line says so, and the
+tests fail.
 """
 
 from __future__ import annotations
@@ -111,23 +114,36 @@ def _alias_fields(model_type: str) -> Mapping[str, str]:
     return out
 
 
-def place_keys(arch: Architecture, fills: tuple[Fill, ...]) -> tuple[tuple[Fill, ...], tuple[str, ...]]:
-    """``fills`` with every read key in some facet's evidence, and the keys no facet claims."""
+def refusal_keys(arch: Architecture) -> frozenset[str]:
+    """The top-level keys the ``unsupported`` refusal cites (none when slotdiff counts the model)."""
+    refusal = arch.fields.get("unsupported")
+    if refusal is None or not refusal.value:
+        return frozenset()
+    return frozenset(top_key(arch, k) for k in refusal.keys)
+
+
+def place_keys(
+    arch: Architecture, fills: tuple[Fill, ...]
+) -> tuple[tuple[Fill, ...], tuple[str, ...], tuple[str, ...]]:
+    """``fills`` with every read key in some facet's evidence, the keys no facet claims, and
+    the keys no facet claims that the ``unsupported`` refusal cites (recognised, not unplaced)."""
     shown = {top_key(arch, k) for f in fills for k, _ in f.evidence}
     owners = key_owners(arch)
+    refused = refusal_keys(arch)
     extra: dict[str, dict[str, Any]] = {}
     unplaced: list[str] = []
+    by_refusal: list[str] = []
     for key, value in arch.read_keys:
         if key in shown:
             continue
         facet = owners.get(key) or key_facets().get(_bare(arch, key))
-        if facet is None:
-            unplaced.append(key)
-        else:
+        if facet is not None:
             extra.setdefault(facet, {})[key] = value
-    if not extra:
-        return fills, tuple(unplaced)
+        elif key in refused:
+            by_refusal.append(key)
+        else:
+            unplaced.append(key)
     out = tuple(
         replace(f, evidence=f.evidence + tuple(extra[f.id].items())) if f.id in extra else f for f in fills
     )
-    return out, tuple(unplaced)
+    return out, tuple(unplaced), tuple(by_refusal)

@@ -146,6 +146,9 @@ class Fills:
     # config keys slotdiff read that no facet claims (slots/evidence.py): never shown, so the
     # coverage line says so instead of "every config key was read"
     unplaced: tuple[str, ...] = ()
+    # config keys no facet claims that the model_type's ``unsupported`` refusal cites: recognised
+    # (the refusal names what they build), so neither shown in a facet nor unplaced
+    refused: tuple[str, ...] = ()
 
     @cached_property
     def _by_id(self) -> dict[str, Fill]:

@@ -47,5 +47,5 @@ FACET_RULES: dict[str, Callable[[Architecture], Fill]] = {
 
 def fill_slots(arch: Architecture) -> Fills:
     """Compute every facet's fill for ``arch``, every config key it read in some facet's evidence."""
-    fills, unplaced = place_keys(arch, tuple(FACET_RULES[info.id](arch) for info in slot_table()))
-    return Fills(fills, unplaced)
+    fills, unplaced, refused = place_keys(arch, tuple(FACET_RULES[info.id](arch) for info in slot_table()))
+    return Fills(fills, unplaced, refused)

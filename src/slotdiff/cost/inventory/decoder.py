@@ -196,9 +196,12 @@ def _norms(b: Builder, runs: tuple[tuple[LayerSpec, int], ...]) -> None:
         b.add("norms/gate.fc1", rank, d, gates, "linear", f"{gmod}.fc1")
         b.add("norms/gate.fc2", d, rank, gates, "linear", f"{gmod}.fc2")
     scales = a.get("layer_scales") or 0
-    if scales:
-        # Learned residual scales outside the norms (Doge), kept whatever norm_affine says.
+    per_sublayer = a.get("sublayer_scales") or 0
+    if scales or per_sublayer:
+        # Learned residual scales outside the norms (Doge per layer, Dory per attention or MLP
+        # block), kept whatever norm_affine says.
         count = scales * sum(n for _, n in runs)
+        count += per_sublayer * sum(n * ((s.mixer is not None) + (s.ffn is not None)) for s, n in runs)
         b.add("norms/layer_scales", d, 1, count, "vector", "model.layers.0.input_residual")
 
 

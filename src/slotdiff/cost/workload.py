@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
+from functools import cached_property
 from typing import Any
 
 from ..core.errors import UsageError
@@ -91,7 +92,7 @@ class Workload:
         if self.custom_device is None:
             object.__setattr__(self, "gpu", gpu(self.gpu).id)  # an alias becomes the preset's id
 
-    @property
+    @cached_property  # read by every step of the decode model's searches
     def device(self) -> GPU:
         return self.custom_device or gpu(self.gpu)
 

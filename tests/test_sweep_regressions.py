@@ -8,6 +8,11 @@ import json
 import pytest
 
 from slotdiff.cli import main
+from slotdiff.core.errors import SlotdiffError
+from slotdiff.deploy.engine_terms import parse_version
+from slotdiff.deploy.kvspec import kv_layout
+from slotdiff.read.source import from_file
+from slotdiff.schema.build import build
 
 from conftest import DEFAULTS
 
@@ -46,3 +51,13 @@ def test_lightning_attention_page_splits_over_tp(capsys: pytest.CaptureFixture[s
     engine = json.loads(out)["engine"]
     assert engine["block_size"] == 256
     assert engine["needed_bytes_for_max_model_len"] == 16 * 512 * 256 * 512 + 16 * 4 * 128 * 128 * 2
+
+
+def test_a_page_that_sizes_to_zero_is_refused_not_divided_by() -> None:
+    """The same class on a pure-recurrent model, where no block size is raised: Mamba's
+    defaults (2 · 768 = 1,536 inner channels) spread over 2,048 TP ranks leave each rank 0
+    channels, so its page is 0 bytes, and the pool's ``available // page`` divided by it."""
+    arch = build(from_file(DEFAULTS / "mamba.json"))
+    assert (arch.get("ssm_inner") or 2 * arch.get("d_model")) == 1536
+    with pytest.raises(SlotdiffError, match="sizes to 0 bytes"):
+        kv_layout(arch, arch.layers, 2048, "bfloat16", parse_version("0.10.1"), None, 16)

@@ -203,6 +203,12 @@ def kv_layout(
         attn_page = max((x.page_bytes for x in specs if x.kind != "mamba"), default=0)
         mpage = int(max(mamba_page(arch, s, tp, conv_b, state_b) for s in mambas))
         specs = [Spec("mamba", max(attn_page, mpage)) if x.kind == "mamba" else x for x in specs]
+    if any(x.page_bytes <= 0 for x in specs):  # a page from absent keys: refused, never divided by
+        zero = next(x.kind for x in specs if x.page_bytes <= 0)
+        raise SlotdiffError(
+            arch.name,
+            f"its {zero} layers' page on a TP={tp} rank sizes to 0 bytes, so vLLM's pool cannot be sized",
+        )
     kinds: list[Spec] = []
     members: list[int] = []
     for x in specs:

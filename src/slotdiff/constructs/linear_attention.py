@@ -7,6 +7,7 @@ inputs), what vLLM keeps in one mamba page; its tensors are below.
 
 from __future__ import annotations
 
+from ..core.errors import SlotdiffError
 from ..schema.arch import Architecture, LayerSpec
 from .base import Construct
 from .tensor import Builder, Unsupported, need_int
@@ -51,8 +52,20 @@ class LinearAttention(Construct):
     def vllm_state_page(
         self, arch: Architecture, layer: LayerSpec, tp: int, conv_bytes: float, state_bytes: float
     ) -> float:
-        """A gated-DeltaNet layer's state on a TP rank: the convolution's kernel − 1 inputs per
-        channel and heads × d_k × d_v."""
+        """A layer's state on a TP rank as vLLM shapes it: lightning attention's heads / TP ×
+        head_dim × head_dim in the model dtype (``linear_attention_state_shape``); a gated
+        DeltaNet's or KDA's convolution's kernel − 1 inputs per channel and heads × d_k × d_v.
+        RG-LRU, RWKV and mLSTM have no vLLM model, so no page: a one-line refusal, not 0."""
+        if layer.variant == "lightning":
+            h = arch.get("n_heads") or 0
+            hd = arch.get("head_dim") or ((arch.get("d_model") or 0) // h if h else 0)
+            return (h // tp) * hd * hd * conv_bytes
+        if layer.variant in ("rglru", "rwkv", "mlstm"):
+            raise SlotdiffError(
+                arch.name,
+                f"vLLM serves no model with {layer.variant} linear attention: no state page to size",
+                key=arch.key("model_type"),
+            )
         nk, nv = (arch.get("linear_n_k_heads") or 0) // tp, (arch.get("linear_n_v_heads") or 0) // tp
         dk, dv = arch.get("linear_k_head_dim") or 0, arch.get("linear_v_head_dim") or 0
         kernel = arch.get("linear_conv_kernel") or 0

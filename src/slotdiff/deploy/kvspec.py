@@ -18,6 +18,7 @@ import math
 from dataclasses import dataclass
 
 from ..constructs import construct
+from ..core.errors import SlotdiffError
 from ..schema.arch import Architecture, LayerSpec
 from ..schema.precision import canonical_dtype, storage_bits
 from .engine_terms import Version
@@ -181,6 +182,11 @@ def kv_layout(
     if mambas and attn and not block_size:
         per_token = attention_token_bytes(arch, attn[0], tp, b)
         mpage = max(mamba_page(arch, s, tp, conv_b, state_b) for s in mambas)
+        if mpage <= 0 or per_token <= 0:  # a size from absent keys: refused, never a 0-token block
+            what = "recurrent state" if mpage <= 0 else "attention KV per token"
+            raise SlotdiffError(
+                arch.name, f"its {what} on a TP={tp} rank sizes to 0 bytes, so vLLM's page cannot be sized"
+            )
         block = 16 * math.ceil(mpage / (16 * per_token))
         note = f"attention block size raised to {block} tokens so a page holds a mamba state (vLLM does so)"
     specs: list[Spec] = []
@@ -197,6 +203,12 @@ def kv_layout(
         attn_page = max((x.page_bytes for x in specs if x.kind != "mamba"), default=0)
         mpage = int(max(mamba_page(arch, s, tp, conv_b, state_b) for s in mambas))
         specs = [Spec("mamba", max(attn_page, mpage)) if x.kind == "mamba" else x for x in specs]
+    if any(x.page_bytes <= 0 for x in specs):  # a page from absent keys: refused, never divided by
+        zero = next(x.kind for x in specs if x.page_bytes <= 0)
+        raise SlotdiffError(
+            arch.name,
+            f"its {zero} layers' page on a TP={tp} rank sizes to 0 bytes, so vLLM's pool cannot be sized",
+        )
     kinds: list[Spec] = []
     members: list[int] = []
     for x in specs:

@@ -354,9 +354,7 @@ def _verdict(
         tally.attributed["a second copy of the tied embedding (lm_head)"] = [n, tally.params.pop("head")]
     elif tied and not shapes and "head" in tally.layers:
         tally.layers.pop("head")
-    excluded = {"vision"} if any("vision tower" in e for e in params.excluded) else set()
-    if any("audio tower" in e for e in params.excluded):
-        excluded.add("audio")
+    excluded = {t for t in ("vision", "audio") if any(f"{t} tower" in e for e in params.excluded)}
     diffs: list[SlotDifference] = []
     n_layers = arch.n_layers
     want_layers = set(range(n_layers))

@@ -91,6 +91,24 @@ def test_bundled_baseline_fills_are_what_the_code_builds(which: str) -> None:
     )
 
 
+def test_bundled_key_indexes_are_what_the_sources_give() -> None:
+    """The known-key indexes equal what the key map's code computes with the bundle off: an
+    index computed through an older bundle would copy itself and hide a change to that code."""
+    code = (
+        "import json; from slotdiff.schema.keymap import known_keys; "
+        "print(json.dumps([sorted(known_keys(True)), sorted(known_keys(False))]))"
+    )
+    env = {**os.environ, "SLOTDIFF_NO_BUNDLE": "1", "PYTHONPATH": str(ROOT / "src")}
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env, timeout=120)
+    assert out.returncode == 0, out.stderr
+    with_ignored, without = json.loads(out.stdout)
+    index = head()["index"]
+    assert index["known_keys"] == with_ignored, "run `PYTHONPATH=src python tools/bundle.py`"
+    assert index["known_keys_without_family_ignored"] == without, (
+        "run `PYTHONPATH=src python tools/bundle.py`"
+    )
+
+
 def test_stored_fills_come_back_exactly() -> None:
     """Every corpus config's fills survive the bundle's JSON with their types (a tuple stays a
     tuple, True stays True, 1.0 stays a float)."""

@@ -23,6 +23,11 @@ import sys
 from pathlib import Path
 from typing import Any
 
+# The indexes and the baselines are computed from the sources themselves: switched off before
+# any slotdiff import, because an import may already read the bundle (a module-level table),
+# and an index computed through the old bundle would copy itself forever.
+os.environ["SLOTDIFF_NO_BUNDLE"] = "1"
+
 import jsonschema
 
 from slotdiff.analysis.analyze import BASELINE_FILLS, BASELINES, baseline
@@ -32,10 +37,6 @@ from slotdiff.core.resources import data_dir
 from slotdiff.schema.keymap import known_keys
 from slotdiff.schema.tower_files import multimodal_index
 from slotdiff.slots.stored import fills_to_data
-
-# The indexes and the baselines are computed from the sources themselves (nothing has read
-# the bundle yet).
-os.environ["SLOTDIFF_NO_BUNDLE"] = "1"
 
 # Data files validated against a JSON Schema of schemas/ before they are bundled.
 SCHEMA_OF = {

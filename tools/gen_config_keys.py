@@ -6,8 +6,10 @@ transformers has (SD116, SD205). SD105 suggests only keys the config's own class
 (its fields in defaults.json and its ``attribute_aliases``); the schema layer reads a
 ``layer_types`` entry under the legacy names every config class renames
 (``legacy_layer_types``). The key list is the union, over every model_type in transformers'
-CONFIG_MAPPING, of the default config's keys, its dataclass fields, its attribute_map aliases
-and its sub-configs' keys. Run it with transformers
+CONFIG_MAPPING, of the default config's keys, its dataclass fields, its attribute_map aliases,
+its sub-configs' keys, and the keys its methods take from ``kwargs`` (``__post_init__``'s
+``kwargs.get("index_topk_pattern")``, ``kwargs.pop("rope_local_base_freq")``: keys no field
+declares that the class still reads). Run it with transformers
 installed after upgrading transformers:
 
     PYTHONPATH=src python tools/gen_config_keys.py
@@ -15,10 +17,13 @@ installed after upgrading transformers:
 
 from __future__ import annotations
 
+import ast
 import dataclasses
+import inspect
 import json
 import os
 import sys
+import textwrap
 import warnings
 from typing import Any
 
@@ -43,6 +48,53 @@ def config_keys(config: Any) -> set[str]:
     return keys
 
 
+def _text(node: ast.AST) -> str | None:
+    """A string literal's value, else None."""
+    return node.value if isinstance(node, ast.Constant) and isinstance(node.value, str) else None
+
+
+def _is_name(node: ast.AST, name: str) -> bool:
+    return isinstance(node, ast.Name) and node.id == name
+
+
+def _named_key(node: ast.AST) -> str | None:
+    """The key a ``kwargs`` read names: ``kwargs.get/pop/setdefault("k")``, ``kwargs["k"]``,
+    ``"k" in kwargs``, ``getattr(self, "k")`` / ``hasattr(self, "k")``; else None."""
+    if isinstance(node, ast.Call) and node.args:
+        func = node.func
+        if (
+            isinstance(func, ast.Attribute)
+            and func.attr in ("get", "pop", "setdefault")
+            and _is_name(func.value, "kwargs")
+        ):
+            return _text(node.args[0])
+        if isinstance(func, ast.Name) and func.id in ("getattr", "hasattr") and len(node.args) >= 2:
+            return _text(node.args[1]) if _is_name(node.args[0], "self") else None
+    if isinstance(node, ast.Subscript) and _is_name(node.value, "kwargs"):
+        return _text(node.slice)
+    if isinstance(node, ast.Compare) and any(_is_name(c, "kwargs") for c in node.comparators):
+        return _text(node.left)
+    return None
+
+
+def kwargs_keys(cls: type, base: type) -> set[str]:
+    """Keys the methods of ``cls`` and its config-class ancestors (not ``base`` itself, whose
+    keys every class shares) read out of ``kwargs`` or ``self`` by name."""
+    keys: set[str] = set()
+    for klass in cls.__mro__:
+        if not issubclass(klass, base) or klass is base:
+            continue
+        for fn in vars(klass).values():
+            if not inspect.isfunction(fn):
+                continue
+            try:
+                tree = ast.parse(textwrap.dedent(inspect.getsource(fn)))
+            except (OSError, TypeError, SyntaxError):
+                continue
+            keys.update(k for node in ast.walk(tree) if (k := _named_key(node)))
+    return keys
+
+
 def main() -> int:
     import transformers
     from transformers import CONFIG_MAPPING, configuration_utils
@@ -59,12 +111,14 @@ def main() -> int:
             print(f"skip {model_type}: {type(err).__name__}", file=sys.stderr)
             continue
         keys.update(config_keys(config))
+        keys.update(kwargs_keys(CONFIG_MAPPING[model_type], configuration_utils.PreTrainedConfig))
         aliases = sorted(set(getattr(type(config), "attribute_map", {}) or {}) & read)
         if aliases:
             by_type[model_type] = aliases
     out = {
         "about": "Every model_type in transformers' CONFIG_MAPPING, and every key some transformers "
-        "config class knows (defaults, dataclass fields, attribute_map aliases, sub-configs), for "
+        "config class knows (defaults, dataclass fields, attribute_map aliases, sub-configs, keys its "
+        "methods read from kwargs), for "
         "slotdiff lint's unknown-key and model_type rules. Generated "
         f"by tools/gen_config_keys.py from transformers {transformers.__version__}.",
         "transformers_version": transformers.__version__,

@@ -89,9 +89,28 @@ def known_keys(family_ignored: bool = True) -> frozenset[str]:
         for aliases in mt.get("aliases", {}).values():
             keys.update(a.split(".")[0] for a in aliases)
         keys.update(mt.get("reads", []))
+        keys.update(mt.get("defaults", {}))
+        keys.update(item["key"].split(".")[0] for item in mt.get("agrees", []))
+        keys.update(k.split(".")[0] for k in _rule_keys(mt.get("layers", [])))
         if family_ignored:
             keys.update(mt.get("ignored", []))
     return frozenset(keys)
+
+
+def _rule_keys(node: Any) -> set[str]:
+    """Config keys the layer rules name (``key``, ``period_key``, ``unless_key``, a pattern's
+    or run list's ``key``): keys slotdiff reads although no alias names them."""
+    found: set[str] = set()
+    if isinstance(node, list):
+        for item in node:
+            found |= _rule_keys(item)
+    elif isinstance(node, Mapping):
+        for name, value in node.items():
+            if name.endswith("key") and isinstance(value, str):
+                found.add(value)
+            elif isinstance(value, (list, Mapping)):
+                found |= _rule_keys(value)
+    return found
 
 
 @cache

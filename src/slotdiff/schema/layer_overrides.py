@@ -108,6 +108,8 @@ def _layer_map(res: Resolver, layers: list[LayerSpec], args: dict[str, Any]) -> 
     pattern = args.get("pattern")
     if values is None and pattern:
         values, key = _from_pattern(res, pattern)
+    elif pattern:  # the list given: the class never looks at the pattern, nor does this rule
+        res.note_read(pattern["key"])
     if values is None:
         return layers
     if args.get("truncate") and isinstance(values, list):

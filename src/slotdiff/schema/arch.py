@@ -168,6 +168,9 @@ class Architecture:
     read_keys: tuple[tuple[str, Any], ...] = ()
     # The known model_type whose facts an unknown one was read with (nearest by config keys).
     donor: str | None = None
+    # Keys the config repeats that its class derives instead, where the config's value differs
+    # from the built one (schema/agreement.py): (cited key, given, built, rule).
+    disagreements: tuple[tuple[str, Any, Any, str], ...] = ()
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "fields", MappingProxyType(dict(self.fields)))

@@ -12,6 +12,7 @@ from ..read.source import (
     custom_code,
     custom_code_text,
 )
+from . import agreement
 from .arch import Architecture
 from .fill import fill, ignored_flat_keys
 from .keymap import model_type_spec
@@ -72,7 +73,14 @@ def build(raw: RawConfig, donor: str | None = None) -> Architecture:
             raise SlotdiffError(raw.name, f"missing {required} (looked for {aliases})")
     check_relations(res)
     layers = layout(res)
+    agreed, disagree = agreement.check(res, layers)
     notes = list(res.notes)
+    notes.extend(
+        f"{d.key} is {d.given!r} but {res.model_type}'s class builds {d.built!r} ({d.rule}) and "
+        "does not read the key: the figures are the class's build; an engine that reads it builds "
+        "another model"
+        for d in disagree
+    )
     ignored = ignored_flat_keys(given, raw, res.read_top)
     if ignored:
         notes.append(
@@ -106,12 +114,13 @@ def build(raw: RawConfig, donor: str | None = None) -> Architecture:
         text_path=raw.text_path,
         vision=read_vision(raw),
         unknown_keys=res.unknown_keys(),
-        unread_keys=res.unread_keys(_SUBCONFIG_KEYS) + ignored,
+        unread_keys=res.unread_keys(_SUBCONFIG_KEYS | agreed) + ignored,
         read_keys=_read_keys(res),
         config_model_type=str(raw.data.get("model_type") or "") or None,
         audio=_audio(raw),
         notes=tuple(notes),
         known_model_type=bool(res.spec) and not res.donor,
         donor=res.donor,
+        disagreements=tuple((d.key, d.given, d.built, d.rule) for d in disagree),
         origin_note=raw.note,
     )

@@ -120,6 +120,18 @@ def _suggest(doc: Any, fields: list[str]) -> str:
     return " or ".join(repr(r[-1]) for r in sorted(ranked)[:3])
 
 
+@rule("SD118", needs="arch")
+def derived_key_disagrees(cx: Any) -> Iterator[Hit]:
+    """A key the class derives instead of reading, written with another value than it builds."""
+    model_type = cx.doc.arch.model_type
+    for key, given, built, how in cx.doc.arch.disagreements:
+        yield Hit(
+            key_path(key),
+            f"{key} is {given!r} but {model_type}'s class does not read it and builds {built!r} ({how}): "
+            "an engine that reads the key builds another model",
+        )
+
+
 @rule("SD205")
 def unknown_model_type(cx: Any) -> Iterator[Hit]:
     """A model_type transformers does not know, not close to one it does (SD116 takes typos)."""
@@ -165,8 +177,9 @@ def unverified(cx: Any) -> Iterator[Hit]:
         refused = None
     trust = coverage(doc.arch, params, refused)
     known = _known_keys()  # a key nothing knows is SD201's (or SD105's, when misspelled)
+    disagree = {d[0].partition("[")[0] for d in doc.arch.disagreements}  # SD118's
     for key in doc.arch.unread_keys:
-        if key.rpartition(".")[2] in known:
+        if key.rpartition(".")[2] in known and key not in disagree:
             yield Hit(key_path(key), f"{key} is read by nothing slotdiff knows and may change the structure")
     # an unknown model_type is SD205's (or SD116's): here only what transformers does know
     others = [r for r in trust.reasons if not r.startswith(UNREAD_REASON) and "(remote code)" not in r]

@@ -1,0 +1,136 @@
+"""Keys a published config repeats that its transformers class derives instead (MiMo-V2-Flash's
+``swa_*`` sizes and per-layer lists), and keys a class reads out of ``kwargs``.
+
+Truth comes from outside slotdiff: the published file's stored transformers reference
+(tests/fixtures/conformance/published), and transformers' own config class, which shows
+what it reads (a key it reads changes the config it builds) and what it ignores.
+"""
+
+from __future__ import annotations
+
+import json
+import warnings
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from slotdiff.analysis.analyze import analyze
+from slotdiff.core.resources import load_schema_file
+from slotdiff.lint import engine
+from slotdiff.lint.policy import Policy
+
+transformers = pytest.importorskip("transformers")
+
+PUBLISHED = Path(__file__).parent / "fixtures" / "conformance" / "published"
+MIMO = json.loads((PUBLISHED / "XiaomiMiMo__MiMo-V2-Flash.json").read_text())
+
+
+def _write(tmp_path: Path, config: dict[str, Any], name: str = "config.json") -> Path:
+    path = tmp_path / name
+    path.write_text(json.dumps(config, indent=1))
+    return path
+
+
+def _lint(path: Path) -> list[tuple[str, str]]:
+    run = engine.lint([str(path)], Policy())
+    return [(d.code, d.message) for d in run.diagnostics]
+
+
+def _transformers_config(config: dict[str, Any]) -> Any:
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        cls = transformers.CONFIG_MAPPING[config["model_type"]]
+        return cls(**{k: v for k, v in config.items() if k != "model_type"})
+
+
+def test_mimo_v2_flash_as_published_is_lint_clean_verified_and_exact(tmp_path: Path) -> None:
+    path = _write(tmp_path, MIMO["config"])
+    assert _lint(path) == []
+    report = analyze(path, weights=False)
+    assert report.coverage.status == "verified", report.coverage.reasons
+    assert report.cost is not None
+    assert report.cost.params.total == MIMO["reference"]["params"]["total"] == 308_778_768_832
+    assert report.cost.params.active == MIMO["reference"]["params"]["active"]
+
+
+# Each repeated key, a value that differs from the layers the class builds, and where it shows.
+CHANGED = [
+    ("swa_num_key_value_heads", 16, "swa_num_key_value_heads is 16", "builds 8"),
+    ("swa_num_attention_heads", 32, "swa_num_attention_heads is 32", "builds 64"),
+    ("swa_head_dim", 128, "swa_head_dim is 128", "builds 192"),
+    ("swa_v_head_dim", 192, "swa_v_head_dim is 192", "builds 128"),
+    ("add_full_attention_sink_bias", True, "add_full_attention_sink_bias is True", "builds False"),
+]
+
+
+@pytest.mark.parametrize(("key", "value", "said", "built"), CHANGED, ids=[c[0] for c in CHANGED])
+def test_a_repeated_key_that_disagrees_is_an_error_and_costs_trust(
+    tmp_path: Path, key: str, value: Any, said: str, built: str
+) -> None:
+    config = {**MIMO["config"], key: value}
+    # transformers' class does not read the key: it builds the same config as the published one
+    ours, published = _transformers_config(config), _transformers_config(MIMO["config"])
+    assert ours.num_key_value_heads == published.num_key_value_heads
+    assert ours.layer_types == published.layer_types and ours.head_dim == published.head_dim
+    path = _write(tmp_path, config)
+    found = _lint(path)
+    assert [c for c, _ in found] == ["SD118"], found
+    assert said in found[0][1] and built in found[0][1]
+    report = analyze(path, weights=False)
+    assert report.coverage.status == "unverified"
+    assert any(key in r for r in report.coverage.reasons)
+    assert report.cost is not None  # the figures stay the class's build
+    assert report.cost.params.total == MIMO["reference"]["params"]["total"]
+
+
+def test_a_per_layer_list_that_disagrees_is_told_by_its_first_layer(tmp_path: Path) -> None:
+    config = json.loads(json.dumps(MIMO["config"]))
+    published = _transformers_config(MIMO["config"])
+    assert published.layer_types[3] == "sliding_attention"  # the class's own layout
+    assert published.mlp_layer_types[0] == "dense"
+    config["hybrid_layer_pattern"][3] = 0  # says full attention where the class builds sliding
+    config["moe_layer_freq"][0] = 1  # says MoE where the class builds the dense layer
+    found = _lint(_write(tmp_path, config))
+    messages = sorted(m for c, m in found if c == "SD118")
+    assert len(found) == 2 and len(messages) == 2, found
+    assert messages[0].startswith("hybrid_layer_pattern[3] is 0") and "builds 1" in messages[0]
+    assert messages[1].startswith("moe_layer_freq[0] is 1") and "builds 0" in messages[1]
+
+
+def test_a_list_of_another_length_is_reported_not_compared_entry_by_entry(tmp_path: Path) -> None:
+    config = {**MIMO["config"], "moe_layer_freq": [1] * 50}
+    found = _lint(_write(tmp_path, config))
+    assert [c for c, _ in found] == ["SD118"]
+    assert "moe_layer_freq is '50 entries'" in found[0][1] and "'48 layers'" in found[0][1]
+
+
+def test_without_the_repeated_keys_the_config_is_the_same_model(tmp_path: Path) -> None:
+    dropped = {k: v for k, v in MIMO["config"].items() if not k.startswith(("swa_", "add_"))}
+    for key in ("hybrid_layer_pattern", "moe_layer_freq", "layernorm_epsilon"):
+        dropped.pop(key)
+    path = _write(tmp_path, dropped)
+    assert _lint(path) == []
+    report = analyze(path, weights=False)
+    assert report.coverage.status == "verified"
+    assert report.cost is not None
+    assert report.cost.params.total == MIMO["reference"]["params"]["total"]
+
+
+# Keys a class reads from kwargs in __post_init__ rather than declaring a field, each with a
+# value that changes the config transformers builds (so the class does read it).
+KWARGS_KEYS = [
+    ("glm_moe_dsa", "index_topk_pattern", "FS" * 39, "indexer_types"),
+    ("gemma3_text", "rope_local_base_freq", 1234.0, "rope_parameters"),
+    ("qwen3_next", "full_attention_interval", 2, "layer_types"),
+]
+
+
+@pytest.mark.parametrize(("model_type", "key", "value", "changes"), KWARGS_KEYS, ids=[k[1] for k in KWARGS_KEYS])
+def test_a_key_a_class_reads_from_kwargs_is_a_transformers_key(
+    model_type: str, key: str, value: Any, changes: str
+) -> None:
+    default = _transformers_config({"model_type": model_type})
+    given = _transformers_config({"model_type": model_type, key: value})
+    assert getattr(given, changes) != getattr(default, changes)  # transformers reads the key
+    assert key in load_schema_file("config_keys.json")["keys"]

@@ -15,7 +15,7 @@ from typing import Any
 
 import pytest
 
-from slotdiff.analysis.analyze import analyze
+from slotdiff.analysis.analyze import analyze, load
 from slotdiff.core.resources import load_schema_file
 from slotdiff.lint import engine
 from slotdiff.lint.policy import Policy
@@ -126,7 +126,9 @@ KWARGS_KEYS = [
 ]
 
 
-@pytest.mark.parametrize(("model_type", "key", "value", "changes"), KWARGS_KEYS, ids=[k[1] for k in KWARGS_KEYS])
+@pytest.mark.parametrize(
+    ("model_type", "key", "value", "changes"), KWARGS_KEYS, ids=[k[1] for k in KWARGS_KEYS]
+)
 def test_a_key_a_class_reads_from_kwargs_is_a_transformers_key(
     model_type: str, key: str, value: Any, changes: str
 ) -> None:
@@ -134,3 +136,26 @@ def test_a_key_a_class_reads_from_kwargs_is_a_transformers_key(
     given = _transformers_config({"model_type": model_type, key: value})
     assert getattr(given, changes) != getattr(default, changes)  # transformers reads the key
     assert key in load_schema_file("config_keys.json")["keys"]
+
+
+# The DSA classes re-route a ``num_experts`` kwarg onto ``n_routed_experts`` (a null one does
+# nothing); GLM-5-Next's class has no such re-route.
+EXPERT_KEYS = [
+    {"num_experts": 128, "n_routed_experts": 256},
+    {"num_experts": None, "n_routed_experts": 192},
+    {"num_experts": None},
+    {"num_experts": 64},
+    {"n_routed_experts": 96},
+    {"num_local_experts": 48},
+]
+
+
+DSA_TYPES = ["deepseek_v32", "glm_moe_dsa", "mistral_large4_text", "glm5_next_text"]
+
+
+@pytest.mark.parametrize("model_type", DSA_TYPES)
+@pytest.mark.parametrize("keys", EXPERT_KEYS, ids=lambda k: ",".join(f"{a}={b}" for a, b in k.items()))
+def test_routed_experts_as_the_class_takes_them(model_type: str, keys: dict[str, Any]) -> None:
+    config = {"model_type": model_type, **keys}
+    theirs = _transformers_config(config).n_routed_experts
+    assert load(config).arch.get("n_experts") == theirs

@@ -76,9 +76,8 @@ def build(raw: RawConfig, donor: str | None = None) -> Architecture:
     agreed, disagree = agreement.check(res, layers)
     notes = list(res.notes)
     notes.extend(
-        f"{d.key} is {d.given!r} but {res.model_type}'s class builds {d.built!r} ({d.rule}) and "
-        "does not read the key: the figures are the class's build; an engine that reads it builds "
-        "another model"
+        f"{d.key} is {d.given!r} but {res.model_type}'s class builds {d.built!r} ({d.rule}) whatever the "
+        "key says: the figures are the class's build; an engine that reads the key builds another model"
         for d in disagree
     )
     ignored = ignored_flat_keys(given, raw, res.read_top)

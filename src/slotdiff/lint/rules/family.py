@@ -127,7 +127,7 @@ def derived_key_disagrees(cx: Any) -> Iterator[Hit]:
     for key, given, built, how in cx.doc.arch.disagreements:
         yield Hit(
             key_path(key),
-            f"{key} is {given!r} but {model_type}'s class does not read it and builds {built!r} ({how}): "
+            f"{key} is {given!r} but {model_type}'s class builds {built!r} ({how}) whatever the key says: "
             "an engine that reads the key builds another model",
         )
 

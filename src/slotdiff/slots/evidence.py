@@ -64,8 +64,12 @@ def field_facet(name: str, model_type: str = "") -> str | None:
 
 def top_key(arch: Architecture, cited: str) -> str:
     """``text_config.rope_scaling.factor`` → ``text_config.rope_scaling`` (the text config's key)."""
-    depth = len(arch.text_path) if cited.split(".")[: len(arch.text_path)] == list(arch.text_path) else 0
-    return ".".join(cited.split(".")[: depth + 1])
+    path = arch.text_path
+    if not path:
+        return cited.partition(".")[0]
+    parts = cited.split(".")
+    depth = len(path) if parts[: len(path)] == list(path) else 0
+    return ".".join(parts[: depth + 1])
 
 
 def _bare(arch: Architecture, cited: str) -> str:
@@ -73,9 +77,9 @@ def _bare(arch: Architecture, cited: str) -> str:
     return cited[len(prefix) :] if prefix and cited.startswith(prefix) else cited
 
 
-def key_owners(arch: Architecture) -> dict[str, str]:
-    """Each top-level config key a field read → the facet it is shown in (a key that decided
-    a field first; then every alias of a field, where an earlier alias decided it)."""
+def _decided_owners(arch: Architecture) -> dict[str, str]:
+    """Each top-level config key that decided a field → the facet it is shown in (the first
+    field's, in the order the fields were resolved)."""
     family = arch.donor or arch.model_type
     out: dict[str, str] = {}
     for name, val in arch.fields.items():
@@ -85,9 +89,15 @@ def key_owners(arch: Architecture) -> dict[str, str]:
         if facet:
             for key in val.keys:
                 out.setdefault(top_key(arch, key), facet)
-    prefix = ".".join(arch.text_path) + "." if arch.text_path else ""
-    for alias, facet in _alias_facets(family):
-        out.setdefault(prefix + alias, facet)
+    return out
+
+
+@cache
+def _first_alias_facets(model_type: str) -> Mapping[str, str]:
+    """:func:`_alias_facets` as a mapping, the first facet of each alias kept."""
+    out: dict[str, str] = {}
+    for alias, facet in _alias_facets(model_type):
+        out.setdefault(alias, facet)
     return out
 
 
@@ -128,15 +138,24 @@ def place_keys(
     """``fills`` with every read key in some facet's evidence, the keys no facet claims, and
     the keys no facet claims that the ``unsupported`` refusal cites (recognised, not unplaced)."""
     shown = {top_key(arch, k) for f in fills for k, _ in f.evidence}
-    owners = key_owners(arch)
     refused = refusal_keys(arch)
     extra: dict[str, dict[str, Any]] = {}
     unplaced: list[str] = []
     by_refusal: list[str] = []
+    # key_owners(arch), built only when a read key is not shown already: the keys that decided
+    # a field, then the aliases' facets by their bare name (the text config's prefix removed)
+    decided: dict[str, str] | None = None
+    prefix = ".".join(arch.text_path) + "." if arch.text_path else ""
+    aliases = _first_alias_facets(arch.donor or arch.model_type)
     for key, value in arch.read_keys:
         if key in shown:
             continue
-        facet = owners.get(key) or key_facets().get(_bare(arch, key))
+        if decided is None:
+            decided = _decided_owners(arch)
+        facet = decided.get(key)
+        if facet is None and key.startswith(prefix):
+            facet = aliases.get(key[len(prefix) :])
+        facet = facet or key_facets().get(_bare(arch, key))
         if facet is not None:
             extra.setdefault(facet, {})[key] = value
         elif key in refused:

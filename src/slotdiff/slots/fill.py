@@ -133,9 +133,24 @@ def num(x: float | int | None) -> str:
     return str(n)
 
 
+# The last layer tuple asked about and its attention layers: the facet rules of one fill
+# ask about the same layers nine times. One tuple, replaced whole (safe across threads);
+# it holds the layers it answers for, so identity cannot be a recycled id.
+_last_attention: tuple[tuple[Any, ...], list[Any]] = ((), [])
+
+
 def attention_layers(arch: Architecture) -> list[Any]:
-    """Layers that run softmax attention (their own, or a weight-shared block's)."""
-    return [s for s in arch.layers if softmax(s.mixer) or s.shared_block is not None]
+    """Layers that run softmax attention (their own, or a weight-shared block's); the list is
+    shared by the callers asking about the same layers, which only read it."""
+    global _last_attention
+    layers = arch.layers
+    last = _last_attention
+    if last[0] is layers:
+        return last[1]
+    soft = {mixer: softmax(mixer) for mixer in {s.mixer for s in layers}}
+    out = [s for s in layers if soft[s.mixer] or s.shared_block is not None]
+    _last_attention = (layers, out)
+    return out
 
 
 @dataclass(frozen=True)

@@ -5,7 +5,7 @@ to the field's type and bounds from the key map."""
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from functools import lru_cache
 from typing import Any
 
@@ -218,6 +218,27 @@ class Resolver:
         values[name] = val
         return val
 
+    def resolve_each(self, names: Iterable[str]) -> None:
+        """``resolve`` each of ``names`` in turn (its fast paths inline: a config resolves
+        some two hundred fields, most of them fixed facts or absent keys)."""
+        values, plans, text = self.values, self._plans, self.text
+        one_scope = type(text) is dict
+        for name in names:
+            if name in values:
+                continue
+            plan = plans.get(name) or self.plan(name)
+            val = plan.fixed
+            if val is None:
+                val = plan.absent
+                if val is None or not (self._flat or (plan.scope is None and one_scope)):
+                    val = self._derived(name, plan)
+                else:
+                    for alias in plan.aliases:  # a loop, not any(): no generator per field
+                        if alias in text:
+                            val = self._derived(name, plan)
+                            break
+            values[name] = val
+
     def _derived(self, name: str, plan: _Plan) -> Value:
         """``_resolve``, guarded against derivation cycles."""
         self.values[name] = UNKNOWN
@@ -353,12 +374,8 @@ def resolve_all(raw: RawConfig, donor: str | None = None) -> Resolver:
     facts of ``donor``, when given)."""
     res = Resolver(raw, donor)
     km = keymap()
-    for name in km["fields"]:
-        res.resolve(name)
-    for name in km["structure"]:
-        res.resolve(name)
-    for name in res.spec.get("const", {}):
-        res.resolve(name)
+    for names in (km["fields"], km["structure"], res.spec.get("const", {})):
+        res.resolve_each(names)
     res.values["unsupported"] = _unsupported(res)
     return res
 

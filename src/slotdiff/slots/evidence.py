@@ -14,7 +14,6 @@ tests fail.
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import replace
 from functools import cache
 from typing import Any
 
@@ -22,7 +21,7 @@ from ..core.resources import load_schema_file
 from ..schema.arch import Architecture
 from ..schema.expr import expression_names
 from ..schema.keymap import field_spec, keymap, model_type_spec
-from .fill import Fill, slot_table
+from .fill import Fill, slot_table, with_evidence
 
 
 @cache
@@ -163,6 +162,6 @@ def place_keys(
         else:
             unplaced.append(key)
     out = tuple(
-        replace(f, evidence=f.evidence + tuple(extra[f.id].items())) if f.id in extra else f for f in fills
+        with_evidence(f, f.evidence + tuple(extra[f.id].items())) if f.id in extra else f for f in fills
     )
     return out, tuple(unplaced), tuple(by_refusal)

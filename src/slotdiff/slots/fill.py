@@ -10,7 +10,7 @@ from typing import Any
 
 from ..constructs import softmax
 from ..core.resources import load_schema_file
-from ..schema.arch import Architecture
+from ..schema.arch import UNKNOWN, Architecture
 
 
 @dataclass(frozen=True)
@@ -79,11 +79,12 @@ class Collector:
 
     def __init__(self, arch: Architecture) -> None:
         self.arch = arch
+        self.fields = arch.fields  # arch.v without the call: a fill uses a dozen fields
         self.items: dict[str, Any] = {}
         self.notes: list[str] = []
 
     def use(self, name: str) -> Any:
-        val = self.arch.v(name)
+        val = self.fields.get(name, UNKNOWN)
         if val.keys and val.how in ("explicit", "alias"):
             for key in val.keys:
                 self.items[key] = val.value
@@ -107,16 +108,29 @@ class Collector:
         sizes: dict[str, Any] | None = None,
     ) -> Fill:
         slot, _, name = facet.partition(".")
-        return Fill(
+        return made(
             slot=slot,
             facet=name,
             kind=kind,
-            attrs=tuple(sorted((attrs or {}).items())),
-            sizes=tuple(sorted((sizes or {}).items())),
+            attrs=tuple(sorted(attrs.items())) if attrs else (),
+            sizes=tuple(sorted(sizes.items())) if sizes else (),
             detail=detail,
             evidence=tuple(self.items.items()),
-            notes=tuple(dict.fromkeys(self.notes)),
+            notes=tuple(dict.fromkeys(self.notes)) if self.notes else (),
         )
+
+
+def made(**state: Any) -> Fill:
+    """A Fill of every field in ``state``, without ``__init__``'s frozen setattr per field (a
+    config makes twenty, each read a few times): what ``Fill(**state)`` gives, for less."""
+    new = object.__new__(Fill)
+    new.__dict__.update(state)
+    return new
+
+
+def with_evidence(fill: Fill, evidence: tuple[tuple[str, Any], ...]) -> Fill:
+    """``dataclasses.replace(fill, evidence=evidence)``, as :func:`made` makes a Fill."""
+    return made(**{**fill.__dict__, "evidence": evidence})
 
 
 def num(x: float | int | None) -> str:

@@ -27,67 +27,8 @@ from .keymap import (
     structure_free_keys,
     transformers_defaults,
 )
+from .plan import Plan, plan_for, plans
 from .tower_spec import multimodal_types
-
-DONOR_NOTE = "assumed: as in"  # + the known model_type an unknown one is read as
-
-
-class _Plan:
-    """How one canonical field resolves under one model_type: everything ``_resolve`` reads
-    from the data files and transformers' defaults, looked up once and shared by every config
-    of that model_type (with the Values that do not depend on the config, which are immutable)."""
-
-    __slots__ = ("absent", "aliases", "assumed", "const", "derive", "fixed", "plain", "scope", "spec")
-
-    def __init__(
-        self,
-        spec: Mapping[str, Any],
-        name: str,
-        model_type: str,
-        donor: str | None = None,
-        defaults: Mapping[str, Any] | None = None,
-    ) -> None:
-        field = field_spec(name)
-        own = spec.get("aliases", {}).get(name)
-        self.spec = field
-        self.aliases: tuple[str, ...] = tuple(own if own is not None else field.get("aliases", []))
-        self.plain = not any("." in a for a in self.aliases)  # top-level keys only: dict.get
-        self.derive: str | None = spec.get("derive", {}).get(name) or field.get("derive")
-        self.scope = field.get("scope")
-        # an unknown model_type read with a known one's facts: each fact is an assumption
-        how = "assumed" if donor else "model_type"
-        fixed = f"{DONOR_NOTE} {donor}" if donor else f"fixed by the {model_type} implementation"
-        self.const = spec.get("const", {}).get(name, MISSING)
-        self.fixed: Value | None = None  # a const (not a $reference) or a structure fact
-        if self.const is not MISSING:
-            if not (isinstance(self.const, str) and self.const.startswith("$")):
-                self.fixed = Value(self.const, how, (), fixed)
-        elif name in spec.get("structure", {}):
-            self.fixed = Value(spec["structure"][name], how, (), fixed)
-        self.assumed = (
-            Value(field["default"], "assumed", (), "absent; slotdiff's default")
-            if "default" in field
-            else None
-        )
-        # What ``_resolve`` gives when the text config holds none of the aliases and it is the
-        # only place looked (no scope, or a flat config): no default, no derivation, so slotdiff's
-        # assumption or unknown. None: the full resolution decides.
-        self.absent: Value | None = None
-        if (
-            self.plain
-            and self.const is MISSING
-            and self.derive is None
-            and defaults is not None
-            and not any(a in defaults for a in self.aliases)
-        ):
-            self.absent = self.assumed or UNKNOWN
-
-
-@lru_cache(maxsize=512)  # keyed by what the defaults come from too: a scan meets many model_types
-def _plans(key: str, model_type: str, defaults_from: str | None) -> dict[str, _Plan]:
-    """Plans per field for a model_type ("" for one the key map does not know, "~donor" for one
-    read with a donor's facts) and the class whose defaults it reads (None: none), filled lazily."""
-    return {}
 
 
 @lru_cache(maxsize=512)  # model_types come from the configs read (a scan meets many)
@@ -135,7 +76,7 @@ class Resolver:
         self.notes: list[str] = []
         self.layer_types_applied = False
         key = f"~{self.donor}" if self.donor else self.model_type if self.spec else ""
-        self._plans = _plans(key, self.model_type, defaults_from)
+        self._plans = plans(key, self.model_type, defaults_from)
         # The fast path of ``resolve`` (a plan's ``absent``): one scope, a plain dict
         self._flat = not raw.text_path and type(self.text) is dict
 
@@ -188,10 +129,10 @@ class Resolver:
             raise SlotdiffError(self.raw.name, f"must be one of {spec['enum']}", key=key)
         return value
 
-    def plan(self, name: str) -> _Plan:
+    def plan(self, name: str) -> Plan:
         plan = self._plans.get(name)
         if plan is None:
-            plan = self._plans[name] = _Plan(self.spec, name, self.model_type, self.donor, self.defaults)
+            plan = self._plans[name] = plan_for(self.spec, name, self.model_type, self.donor, self.defaults)
         return plan
 
     def aliases(self, name: str) -> list[str]:
@@ -239,12 +180,12 @@ class Resolver:
                             break
             values[name] = val
 
-    def _derived(self, name: str, plan: _Plan) -> Value:
+    def _derived(self, name: str, plan: Plan) -> Value:
         """``_resolve``, guarded against derivation cycles."""
         self.values[name] = UNKNOWN
         return self._resolve(name, plan)
 
-    def _resolve(self, name: str, plan: _Plan) -> Value:
+    def _resolve(self, name: str, plan: Plan) -> Value:
         derive, aliases = plan.derive, plan.aliases
         if plan.const is not MISSING:  # "$other": the value of another field
             return self.resolve(plan.const[1:])

@@ -45,11 +45,8 @@ def key_facets() -> Mapping[str, str]:
 @cache  # the data files do not change in a run; every config of a family asks the same
 def field_facet(name: str, model_type: str = "") -> str | None:
     """The facet whose evidence shows canonical field ``name``'s keys (None: none known)."""
-    own = _field_facets().get(name)
-    if own:
-        return own
-    facet = field_spec(name).get("facet")
-    if facet in _facets():
+    facet = _common_facet(name)
+    if facet:
         return facet
     # a family's local field (a switch its derivations read): the facet of what it feeds
     spec = model_type_spec(model_type) or {}
@@ -59,6 +56,16 @@ def field_facet(name: str, model_type: str = "") -> str | None:
             if found:
                 return found
     return None
+
+
+@cache
+def _common_facet(name: str) -> str | None:
+    """Field ``name``'s facet from slots.json's field_facets or the key map (any model_type's)."""
+    own = _field_facets().get(name)
+    if own:
+        return own
+    facet = field_spec(name).get("facet")
+    return facet if facet in _facets() else None
 
 
 def top_key(arch: Architecture, cited: str) -> str:
@@ -116,6 +123,15 @@ def _alias_fields(model_type: str) -> Mapping[str, str]:
     for name, aliases in spec.get("aliases", {}).items():
         for alias in aliases:
             out.setdefault(alias.split(".")[0], name)
+    for alias, name in _keymap_alias_fields().items():
+        out.setdefault(alias, name)
+    return out
+
+
+@cache
+def _keymap_alias_fields() -> Mapping[str, str]:
+    """Top-level config key → the key map's field whose alias it is (the first such field)."""
+    out: dict[str, str] = {}
     for section in ("fields", "structure"):
         for name, field in keymap()[section].items():
             for alias in field.get("aliases", ()):

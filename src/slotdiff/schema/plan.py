@@ -8,7 +8,7 @@ from functools import cache, lru_cache
 from typing import Any
 
 from .arch import UNKNOWN, Value
-from .keymap import MISSING, field_spec
+from .keymap import MISSING, field_spec, keymap
 
 DONOR_NOTE = "assumed: as in"  # + the known model_type an unknown one is read as
 _NONE: Mapping[str, Any] = {}
@@ -102,3 +102,27 @@ def plan_for(
         if not _any_in(common.aliases, defaults):
             return common
     return Plan(spec, name, model_type, donor, defaults)
+
+
+@cache
+def _commons() -> tuple[dict[str, Plan], dict[str, tuple[str, ...]]]:
+    """Every key-map field's common plan, and each of their aliases → the fields it names."""
+    km = keymap()
+    names = [*km["fields"], *km["structure"]]
+    common = {name: _common(name) for name in names}
+    fields_of: dict[str, list[str]] = {}
+    for name, plan in common.items():
+        for alias in plan.aliases:
+            fields_of.setdefault(alias, []).append(name)
+    return common, {alias: tuple(names) for alias, names in fields_of.items()}
+
+
+def common_plans(spec: Mapping[str, Any], defaults: Mapping[str, Any]) -> dict[str, Plan]:
+    """The key-map fields whose plan under ``spec`` and ``defaults`` is the common one, with
+    it (what :func:`plan_for` gives each of them), to start a model_type's plans at once."""
+    common, fields_of = _commons()
+    own = {*spec.get("aliases", _NONE), *spec.get("derive", _NONE)}
+    own.update(spec.get("const", _NONE), spec.get("structure", _NONE))
+    for key in defaults:
+        own.update(fields_of.get(key, ()))
+    return {name: plan for name, plan in common.items() if name not in own}

@@ -27,7 +27,7 @@ from .keymap import (
     structure_free_keys,
     transformers_defaults,
 )
-from .plan import Plan, plan_for, plans
+from .plan import Plan, common_plans, plan_for, plans
 from .tower_spec import multimodal_types
 
 
@@ -77,6 +77,8 @@ class Resolver:
         self.layer_types_applied = False
         key = f"~{self.donor}" if self.donor else self.model_type if self.spec else ""
         self._plans = plans(key, self.model_type, defaults_from)
+        if not self._plans:  # new: the fields nothing model_type-specific bears on, at once
+            self._plans.update(common_plans(self.spec, self.defaults))
         # The fast path of ``resolve`` (a plan's ``absent``): one scope, a plain dict
         self._flat = not raw.text_path and type(self.text) is dict
 

@@ -111,7 +111,10 @@ def _first_alias_facets(model_type: str) -> Mapping[str, str]:
 def _alias_facets(model_type: str) -> tuple[tuple[str, str], ...]:
     """(top-level alias, facet) for every alias of a field some facet shows, in
     :func:`_alias_fields`' order."""
-    pairs = ((alias, field_facet(name, model_type)) for alias, name in _alias_fields(model_type).items())
+    pairs = (
+        (alias, _common_facet(name) or field_facet(name, model_type))  # the first: cached per field
+        for alias, name in _alias_fields(model_type).items()
+    )
     return tuple((alias, facet) for alias, facet in pairs if facet)
 
 

@@ -76,6 +76,11 @@ def _type(types: Any) -> Check:
     if not isinstance(names, list) or not all(isinstance(t, str) and t in _TYPES for t in names):
         raise Unsupported(f"type {types!r}")
     fns = tuple(_TYPES[t] for t in names)
+    if len(fns) == 1:
+        return fns[0]
+    if len(fns) == 2:
+        first, second = fns
+        return lambda x: bool(first(x) or second(x))
     return lambda x: any(fn(x) for fn in fns)
 
 
@@ -119,7 +124,14 @@ def _all(checks: list[Check]) -> Check:
     if len(checks) == 1:
         return checks[0]
     fns = tuple(checks)
-    return lambda x: all(fn(x) for fn in fns)
+
+    def every(x: Any) -> bool:
+        for fn in fns:  # noqa: SIM110 (a loop, not all(): no generator per value checked)
+            if not fn(x):
+                return False
+        return True
+
+    return every
 
 
 class _Compiler:

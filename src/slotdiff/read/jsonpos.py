@@ -2,8 +2,9 @@
 
 Python's ``json`` module gives values but not positions; diagnostics must point at
 ``file:line:col``. A single regex tokenizer pass records the position of each object
-member's key and each array element, checks nesting depth and member count against caps
-*before* the full parse, and notes duplicate keys (which ``json`` would silently merge).
+member's key and each array element and notes duplicate keys (which ``json`` would silently
+merge). Nesting depth and member count are held to their caps *before* the full parse; the
+positions pass, four times the cost of the parse itself, runs when a diagnostic first asks.
 """
 
 from __future__ import annotations
@@ -14,6 +15,7 @@ import re
 from bisect import bisect_right
 from collections.abc import Mapping
 from dataclasses import dataclass, field
+from functools import cached_property
 from typing import Any
 
 Path = tuple[str | int, ...]
@@ -56,11 +58,26 @@ class JSONInputError(ValueError):
 
 @dataclass(frozen=True)
 class Parsed:
-    """A parsed JSON document: its value, key positions, and the duplicate keys seen."""
+    """A parsed JSON document: its value, and from its ``text`` (when kept) the key positions
+    and the duplicate keys seen, found on first use: only diagnostics read them."""
 
     value: Any
-    positions: Mapping[Path, tuple[int, int]] = field(default_factory=dict)
-    duplicates: tuple[tuple[Path, tuple[int, int]], ...] = ()
+    text: str | None = field(default=None, repr=False, compare=False)
+
+    @cached_property
+    def _found(self) -> tuple[dict[Path, tuple[int, int]], tuple[tuple[Path, tuple[int, int]], ...]]:
+        if self.text is None:
+            return {}, ()
+        positions, duplicates = _scan(self.text)  # within the caps: ``parse`` checked them
+        return positions, tuple(duplicates)
+
+    @property
+    def positions(self) -> Mapping[Path, tuple[int, int]]:
+        return self._found[0]
+
+    @property
+    def duplicates(self) -> tuple[tuple[Path, tuple[int, int]], ...]:
+        return self._found[1]
 
     def where(self, path: Path) -> tuple[int, int]:
         """Position of ``path``, or of its nearest ancestor that has one (else 1:1)."""
@@ -196,29 +213,45 @@ def decode(text: str | bytes) -> str:
     return text
 
 
+# The tokenizer's string, alone: removed from the text, what is left holds exactly the
+# punctuation tokens the tokenizer sees (atoms hold none, and every quote a string does not
+# consume is skipped by both the same way).
+_STRING = re.compile(r'"(?:[^"\\\x00-\x1f]|\\.)*"')
+_NOT_PUNCT = re.compile(r"[^{}\[\],]+")
+
+
 def check_limits(text: str) -> None:
     """Raise :class:`JSONInputError` when ``text`` nests deeper or holds more keys than the caps.
 
     Meant to run before ``json.loads``: bracket and colon counts (C speed) bound depth and
-    key count from above, so a normal config passes without a tokenizer pass; only text
-    whose counts exceed a cap gets the exact check, which stops at the first violation.
+    key count from above, so a normal config passes without a tokenizer pass. Past those
+    bounds the brackets outside strings give the tokenizer's exact depth, and openers plus
+    commas bound its key count: only text over a cap by those gets the tokenizer pass, which
+    stops at the first violation with its position.
     """
-    if text.count("{") + text.count("[") > MAX_DEPTH or text.count(":") > MAX_MEMBERS:
+    if text.count("{") + text.count("[") <= MAX_DEPTH and text.count(":") <= MAX_MEMBERS:
+        return
+    punct = _NOT_PUNCT.sub("", _STRING.sub("", text))
+    depth = deepest = 0
+    for ch in punct:
+        if ch in "{[":
+            depth += 1
+            if depth > deepest:
+                deepest = depth
+        elif ch != "," and depth:
+            depth -= 1  # a closer pops only an open frame, as the tokenizer's does
+    if deepest > MAX_DEPTH or punct.count("{") + punct.count(",") > MAX_MEMBERS:
         _scan(text)
 
 
 def parse(text: str | bytes, *, with_positions: bool = True) -> Parsed:
     """Parse ``text``; raise :class:`JSONInputError` with a position on any problem.
 
-    Size, depth and key-count caps are checked before the full parse.
+    Size, depth and key-count caps are checked before the full parse. ``with_positions``
+    keeps the text, for key positions and duplicates on first use (False: none, ever).
     """
     text = decode(text)
-    positions: dict[Path, tuple[int, int]] = {}
-    duplicates: list[tuple[Path, tuple[int, int]]] = []
-    if with_positions:
-        positions, duplicates = _scan(text)
-    else:
-        check_limits(text)
+    check_limits(text)
     try:
         value = json.loads(text, parse_constant=_reject_constant, parse_int=parse_int)
     except json.JSONDecodeError as err:
@@ -227,7 +260,7 @@ def parse(text: str | bytes, *, with_positions: bool = True) -> Parsed:
         raise _long_integer(text, err) from err
     except RecursionError as err:
         raise JSONInputError("nesting too deep", 1, 1) from err
-    return Parsed(value, positions, tuple(duplicates))
+    return Parsed(value, text if with_positions else None)
 
 
 def strict(value: Any) -> Any:

@@ -135,9 +135,11 @@ def numbered(spec: LayerSpec, n: int) -> list[LayerSpec]:
     """``n`` copies of ``spec`` with indices 0..n-1 (copied as :func:`evolve` copies)."""
     state = {**spec.__dict__, "index": 0}
     out = []
+    new = object.__new__
     for i in range(n):
-        layer = object.__new__(LayerSpec)
-        layer.__dict__.update(state, index=i)
+        state["index"] = i  # the copy below takes it: no keyword dict per layer
+        layer = new(LayerSpec)
+        layer.__dict__.update(state)
         out.append(layer)
     return out
 

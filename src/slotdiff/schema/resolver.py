@@ -5,14 +5,15 @@ to the field's type and bounds from the key map."""
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping
-from functools import cache, lru_cache
+from collections.abc import Iterable, Mapping
+from functools import lru_cache
 from typing import Any
 
 from ..core.errors import SlotdiffError
 from ..read.source import RawConfig
 from .arch import UNKNOWN, Value
 from .expr import expression_names
+from .fieldtypes import plain_int_ok, type_error
 from .fill import class_defaults, flat_text_type
 from .keymap import (
     MISSING,
@@ -26,47 +27,8 @@ from .keymap import (
     structure_free_keys,
     transformers_defaults,
 )
+from .plan import Plan, common_plans, plan_for, plans
 from .tower_spec import multimodal_types
-
-DONOR_NOTE = "assumed: as in"  # + the known model_type an unknown one is read as
-
-
-class _Plan:
-    """How one canonical field resolves under one model_type: everything ``_resolve`` reads
-    from the data files, looked up once and shared by every config of that model_type
-    (with the Values that do not depend on the config, which are immutable)."""
-
-    __slots__ = ("aliases", "assumed", "const", "derive", "fixed", "plain", "scope", "spec")
-
-    def __init__(self, spec: Mapping[str, Any], name: str, model_type: str, donor: str | None = None) -> None:
-        field = field_spec(name)
-        own = spec.get("aliases", {}).get(name)
-        self.spec = field
-        self.aliases: tuple[str, ...] = tuple(own if own is not None else field.get("aliases", []))
-        self.plain = not any("." in a for a in self.aliases)  # top-level keys only: dict.get
-        self.derive: str | None = spec.get("derive", {}).get(name) or field.get("derive")
-        self.scope = field.get("scope")
-        # an unknown model_type read with a known one's facts: each fact is an assumption
-        how = "assumed" if donor else "model_type"
-        fixed = f"{DONOR_NOTE} {donor}" if donor else f"fixed by the {model_type} implementation"
-        self.const = spec.get("const", {}).get(name, MISSING)
-        self.fixed: Value | None = None  # a const (not a $reference) or a structure fact
-        if self.const is not MISSING:
-            if not (isinstance(self.const, str) and self.const.startswith("$")):
-                self.fixed = Value(self.const, how, (), fixed)
-        elif name in spec.get("structure", {}):
-            self.fixed = Value(spec["structure"][name], how, (), fixed)
-        self.assumed = (
-            Value(field["default"], "assumed", (), "absent; slotdiff's default")
-            if "default" in field
-            else None
-        )
-
-
-@cache
-def _plans(model_type: str) -> dict[str, _Plan]:
-    """Plans per field for a model_type ("" for one the key map does not know), filled lazily."""
-    return {}
 
 
 @lru_cache(maxsize=512)  # model_types come from the configs read (a scan meets many)
@@ -75,62 +37,8 @@ def _defaults(model_type: str, defaults_from: str) -> dict[str, Any]:
     return class_defaults(model_type, defaults_from)
 
 
-_TYPES: dict[str, tuple[type, ...]] = {
-    "integer": (int,),
-    "number": (int, float),
-    "boolean": (bool,),
-    "string": (str,),
-    "array": (list,),
-    "object": (dict,),
-    "null": (type(None),),
-}
-
-
-_TYPE_NAMES = {"integer": "an integer", "number": "a number", "boolean": "true/false", "string": "a string"}
-_TYPE_NAMES.update(array="an array", object="an object", null="null")
-
-
-def _type_error(value: Any, types: list[str]) -> str | None:
-    """Why ``value`` does not match the JSON types ``types`` (None when it does)."""
-    for t in types:
-        allowed = _TYPES[t]
-        if isinstance(value, bool) and t in ("integer", "number"):
-            continue
-        if isinstance(value, allowed):
-            return None
-    shown = repr(value) if not isinstance(value, str) else f'the string "{value}"'
-    if len(shown) > 40:
-        shown = shown[:37] + "..."
-    want = " or ".join(_TYPE_NAMES[t] for t in types)
-    if "integer" in types and isinstance(value, float) and math.isfinite(value) and value.is_integer():
-        # transformers' config classes and torch's layers refuse 4096.0 where a size goes
-        return f"expected {want}, got {shown} (a float: transformers and torch refuse a float size)"
-    return f"expected {want}, got {shown}"
-
-
-@cache
-def _int_bounds(name: str) -> tuple[float, float, bool] | None:
-    """(low, high, low excluded) when a plain int is acceptable for ``name`` by type, else None."""
-    spec = field_spec(name)
-    types = spec.get("type")
-    types = [types] if isinstance(types, str) else list(types or ())
-    if not ({"integer", "number"} & set(types)) or "enum" in spec:
-        return None
-    low, high = spec.get("minimum"), spec.get("maximum")
-    return (
-        -math.inf if low is None else low,
-        math.inf if high is None else high,
-        bool(spec.get("exclusiveMinimum")),
-    )
-
-
-def _plain_int_ok(name: str, value: int) -> bool:
-    """True when ``value`` (an int) passes every check of field ``name``: the fast path of _check."""
-    bounds = _int_bounds(name)
-    if bounds is None:
-        return False
-    low, high, excluded = bounds
-    return (low < value or (value == low and not excluded)) and value <= high
+# The fuzz tests' name for it.
+_type_error = type_error
 
 
 class Resolver:
@@ -158,9 +66,8 @@ class Resolver:
                 self.spec = model_type_spec(sub) or {}
         # transformers' defaults (fill.class_defaults), shared by every config of this type; a donor
         # lends its facts, never its class's defaults (Mistral's default window on a renamed Llama)
-        self.defaults = (
-            {} if self.donor else _defaults(self.model_type, self.spec.get("defaults_from", self.model_type))
-        )
+        defaults_from = None if self.donor else self.spec.get("defaults_from", self.model_type)
+        self.defaults = {} if defaults_from is None else _defaults(self.model_type, defaults_from)
         self.values: dict[str, Value] = {}
         # Top-level keys of the text config (and of the file, for a nested text config) that
         # some resolution found: what the coverage check holds every key against.
@@ -168,7 +75,12 @@ class Resolver:
         self.read_top: set[str] = set()
         self.notes: list[str] = []
         self.layer_types_applied = False
-        self._plans = _plans(f"~{self.donor}" if self.donor else self.model_type if self.spec else "")
+        key = f"~{self.donor}" if self.donor else self.model_type if self.spec else ""
+        self._plans = plans(key, self.model_type, defaults_from)
+        if not self._plans:  # new: the fields nothing model_type-specific bears on, at once
+            self._plans.update(common_plans(self.spec, self.defaults))
+        # The fast path of ``resolve`` (a plan's ``absent``): one scope, a plain dict
+        self._flat = not raw.text_path and type(self.text) is dict
 
     def cite(self, key: str) -> str:
         return f"{self.prefix}.{key}" if self.prefix else key
@@ -187,10 +99,10 @@ class Resolver:
         types = spec.get("type")
         if types is None or value is None:
             return value
-        if type(value) is int and _plain_int_ok(name, value):
+        if type(value) is int and plain_int_ok(name, value):
             return value  # the common case, decided without building the messages
         types = [types] if isinstance(types, str) else list(types)
-        why = _type_error(value, types)
+        why = type_error(value, types)
         if why:
             raise SlotdiffError(self.raw.name, why, key=key)
         if isinstance(value, float) and not math.isfinite(value):
@@ -199,7 +111,7 @@ class Resolver:
             value = int(value)
         if isinstance(value, list) and "items" in spec:
             for i, item in enumerate(value):
-                why = _type_error(item, [spec["items"]])
+                why = type_error(item, [spec["items"]])
                 if why:
                     raise SlotdiffError(self.raw.name, why, key=f"{key}[{i}]")
         if isinstance(value, (int, float)) and not isinstance(value, bool):
@@ -219,10 +131,10 @@ class Resolver:
             raise SlotdiffError(self.raw.name, f"must be one of {spec['enum']}", key=key)
         return value
 
-    def plan(self, name: str) -> _Plan:
+    def plan(self, name: str) -> Plan:
         plan = self._plans.get(name)
         if plan is None:
-            plan = self._plans[name] = _Plan(self.spec, name, self.model_type, self.donor)
+            plan = self._plans[name] = plan_for(self.spec, name, self.model_type, self.donor, self.defaults)
         return plan
 
     def aliases(self, name: str) -> list[str]:
@@ -234,13 +146,48 @@ class Resolver:
         known = values.get(name)
         if known is not None:
             return known
-        values[name] = UNKNOWN  # guard against derivation cycles
         plan = self._plans.get(name) or self.plan(name)
-        val = plan.fixed if plan.fixed is not None else self._resolve(name, plan)
+        val = plan.fixed
+        if val is None:
+            val = plan.absent
+            if val is None or not (self._flat or (plan.scope is None and type(self.text) is dict)):
+                val = self._derived(name, plan)
+            else:
+                text = self.text
+                for alias in plan.aliases:
+                    if alias in text:
+                        val = self._derived(name, plan)
+                        break
         values[name] = val
         return val
 
-    def _resolve(self, name: str, plan: _Plan) -> Value:
+    def resolve_each(self, names: Iterable[str]) -> None:
+        """``resolve`` each of ``names`` in turn (its fast paths inline: a config resolves
+        some two hundred fields, most of them fixed facts or absent keys)."""
+        values, plans, text = self.values, self._plans, self.text
+        one_scope = type(text) is dict
+        for name in names:
+            if name in values:
+                continue
+            plan = plans.get(name) or self.plan(name)
+            val = plan.fixed
+            if val is None:
+                val = plan.absent
+                if val is None or not (self._flat or (plan.scope is None and one_scope)):
+                    val = self._derived(name, plan)
+                else:
+                    for alias in plan.aliases:  # a loop, not any(): no generator per field
+                        if alias in text:
+                            val = self._derived(name, plan)
+                            break
+            values[name] = val
+
+    def _derived(self, name: str, plan: Plan) -> Value:
+        """``_resolve``, guarded against derivation cycles."""
+        self.values[name] = UNKNOWN
+        return self._resolve(name, plan)
+
+    def _resolve(self, name: str, plan: Plan) -> Value:
         derive, aliases = plan.derive, plan.aliases
         if plan.const is not MISSING:  # "$other": the value of another field
             return self.resolve(plan.const[1:])
@@ -370,12 +317,8 @@ def resolve_all(raw: RawConfig, donor: str | None = None) -> Resolver:
     facts of ``donor``, when given)."""
     res = Resolver(raw, donor)
     km = keymap()
-    for name in km["fields"]:
-        res.resolve(name)
-    for name in km["structure"]:
-        res.resolve(name)
-    for name in res.spec.get("const", {}):
-        res.resolve(name)
+    for names in (km["fields"], km["structure"], res.spec.get("const", {})):
+        res.resolve_each(names)
     res.values["unsupported"] = _unsupported(res)
     return res
 

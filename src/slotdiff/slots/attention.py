@@ -88,17 +88,20 @@ def _ssm(mixer: str | None) -> bool:
 
 def attention_mixer(arch: Architecture) -> Fill:
     ev = Collector(arch)
-    n_cross = sum(1 for s in arch.layers if is_cross(s.mixer))
+    runs = arch.layer_runs  # each layer design once, with its count: only counts and sets are read
+    n_cross = sum(n for s, n in runs if is_cross(s.mixer))
     recurrent = [
-        s for s in arch.layers if s.mixer is not None and not (softmax(s.mixer) or is_cross(s.mixer))
+        (s, n) for s, n in runs if s.mixer is not None and not (softmax(s.mixer) or is_cross(s.mixer))
     ]
     variants = sorted(
-        {s.variant or s.mixer for s in recurrent} | {s.parallel for s in arch.layers if s.parallel}
+        {s.variant or s.mixer for s, _ in recurrent} | {s.parallel for s, _ in runs if s.parallel}
     )
     n_attn = len(attention_layers(arch))
-    other = len(recurrent)
-    parallel = [s for s in arch.layers if s.parallel]
-    shared = [s for s in arch.layers if s.shared_block is not None]
+    other = sum(n for _, n in recurrent)
+    parallel = [s for s, _ in runs if s.parallel]
+    n_parallel = sum(n for s, n in runs if s.parallel)
+    shared = [s for s, _ in runs if s.shared_block is not None]
+    n_shared = sum(n for s, n in runs if s.shared_block is not None)
     if n_cross:
         ev.use("cross_attention_layers")
     if not variants:
@@ -106,7 +109,7 @@ def attention_mixer(arch: Architecture) -> Fill:
         return ev.fill("attention.mixer", "softmax", f"softmax attention in every layer{extra}")
     ev.use("layer_types")
     names = ", ".join(v.replace("_", " ") for v in variants)
-    linear = any(not _ssm(s.mixer) for s in recurrent) or any(not _ssm(s.parallel) for s in parallel)
+    linear = any(not _ssm(s.mixer) for s, _ in recurrent) or any(not _ssm(s.parallel) for s in parallel)
     if n_attn == 0:
         kind = "ssm" if not linear else "recurrent"
         return ev.fill(
@@ -118,14 +121,14 @@ def attention_mixer(arch: Architecture) -> Fill:
         )
     kind = "linear-hybrid" if linear else "ssm-hybrid"
     if parallel:
-        detail = f"hybrid: attention and {names} side by side in {len(parallel)} layers"
-        if len(parallel) < n_attn:
-            detail += f", attention alone in {n_attn - len(parallel)}"
-        other = len(parallel)
+        detail = f"hybrid: attention and {names} side by side in {n_parallel} layers"
+        if n_parallel < n_attn:
+            detail += f", attention alone in {n_attn - n_parallel}"
+        other = n_parallel
     elif shared:
         blocks = len({s.shared_block for s in shared})
         detail = (
-            f"hybrid: {other} {names} layers, {len(shared)} of them after a weight-shared "
+            f"hybrid: {other} {names} layers, {n_shared} of them after a weight-shared "
             f"attention block ({blocks} distinct)"
         )
     else:

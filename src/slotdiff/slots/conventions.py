@@ -55,7 +55,7 @@ def precision_weights(arch: Architecture) -> Fill:
 def modality_input(arch: Architecture) -> Fill:
     ev = Collector(arch)
     vis = arch.vision
-    cross = [s for s in arch.layers if is_cross(s.mixer)]
+    cross = sum(n for s, n in arch.layer_runs if is_cross(s.mixer))
     audio = arch.get("audio", None)
     if not vis:
         return ev.fill("modality.input", "text", "text tokens")
@@ -76,7 +76,7 @@ def modality_input(arch: Architecture) -> Fill:
         return ev.fill(
             "modality.input",
             "vision-cross-attention",
-            f"{enc}{dims}, read through {len(cross)} cross-attention layers{also}",
+            f"{enc}{dims}, read through {cross} cross-attention layers{also}",
             {"audio": bool(audio)},
         )
     return ev.fill(

@@ -14,7 +14,6 @@ tests fail.
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import replace
 from functools import cache
 from typing import Any
 
@@ -22,7 +21,7 @@ from ..core.resources import load_schema_file
 from ..schema.arch import Architecture
 from ..schema.expr import expression_names
 from ..schema.keymap import field_spec, keymap, model_type_spec
-from .fill import Fill, slot_table
+from .fill import Fill, slot_table, with_evidence
 
 
 @cache
@@ -46,11 +45,8 @@ def key_facets() -> Mapping[str, str]:
 @cache  # the data files do not change in a run; every config of a family asks the same
 def field_facet(name: str, model_type: str = "") -> str | None:
     """The facet whose evidence shows canonical field ``name``'s keys (None: none known)."""
-    own = _field_facets().get(name)
-    if own:
-        return own
-    facet = field_spec(name).get("facet")
-    if facet in _facets():
+    facet = _common_facet(name)
+    if facet:
         return facet
     # a family's local field (a switch its derivations read): the facet of what it feeds
     spec = model_type_spec(model_type) or {}
@@ -62,10 +58,24 @@ def field_facet(name: str, model_type: str = "") -> str | None:
     return None
 
 
+@cache
+def _common_facet(name: str) -> str | None:
+    """Field ``name``'s facet from slots.json's field_facets or the key map (any model_type's)."""
+    own = _field_facets().get(name)
+    if own:
+        return own
+    facet = field_spec(name).get("facet")
+    return facet if facet in _facets() else None
+
+
 def top_key(arch: Architecture, cited: str) -> str:
     """``text_config.rope_scaling.factor`` → ``text_config.rope_scaling`` (the text config's key)."""
-    depth = len(arch.text_path) if cited.split(".")[: len(arch.text_path)] == list(arch.text_path) else 0
-    return ".".join(cited.split(".")[: depth + 1])
+    path = arch.text_path
+    if not path:
+        return cited.partition(".")[0]
+    parts = cited.split(".")
+    depth = len(path) if parts[: len(path)] == list(path) else 0
+    return ".".join(parts[: depth + 1])
 
 
 def _bare(arch: Architecture, cited: str) -> str:
@@ -73,9 +83,9 @@ def _bare(arch: Architecture, cited: str) -> str:
     return cited[len(prefix) :] if prefix and cited.startswith(prefix) else cited
 
 
-def key_owners(arch: Architecture) -> dict[str, str]:
-    """Each top-level config key a field read → the facet it is shown in (a key that decided
-    a field first; then every alias of a field, where an earlier alias decided it)."""
+def _decided_owners(arch: Architecture) -> dict[str, str]:
+    """Each top-level config key that decided a field → the facet it is shown in (the first
+    field's, in the order the fields were resolved)."""
     family = arch.donor or arch.model_type
     out: dict[str, str] = {}
     for name, val in arch.fields.items():
@@ -85,9 +95,15 @@ def key_owners(arch: Architecture) -> dict[str, str]:
         if facet:
             for key in val.keys:
                 out.setdefault(top_key(arch, key), facet)
-    prefix = ".".join(arch.text_path) + "." if arch.text_path else ""
-    for alias, facet in _alias_facets(family):
-        out.setdefault(prefix + alias, facet)
+    return out
+
+
+@cache
+def _first_alias_facets(model_type: str) -> Mapping[str, str]:
+    """:func:`_alias_facets` as a mapping, the first facet of each alias kept."""
+    out: dict[str, str] = {}
+    for alias, facet in _alias_facets(model_type):
+        out.setdefault(alias, facet)
     return out
 
 
@@ -95,7 +111,10 @@ def key_owners(arch: Architecture) -> dict[str, str]:
 def _alias_facets(model_type: str) -> tuple[tuple[str, str], ...]:
     """(top-level alias, facet) for every alias of a field some facet shows, in
     :func:`_alias_fields`' order."""
-    pairs = ((alias, field_facet(name, model_type)) for alias, name in _alias_fields(model_type).items())
+    pairs = (
+        (alias, _common_facet(name) or field_facet(name, model_type))  # the first: cached per field
+        for alias, name in _alias_fields(model_type).items()
+    )
     return tuple((alias, facet) for alias, facet in pairs if facet)
 
 
@@ -107,6 +126,15 @@ def _alias_fields(model_type: str) -> Mapping[str, str]:
     for name, aliases in spec.get("aliases", {}).items():
         for alias in aliases:
             out.setdefault(alias.split(".")[0], name)
+    for alias, name in _keymap_alias_fields().items():
+        out.setdefault(alias, name)
+    return out
+
+
+@cache
+def _keymap_alias_fields() -> Mapping[str, str]:
+    """Top-level config key → the key map's field whose alias it is (the first such field)."""
+    out: dict[str, str] = {}
     for section in ("fields", "structure"):
         for name, field in keymap()[section].items():
             for alias in field.get("aliases", ()):
@@ -128,15 +156,24 @@ def place_keys(
     """``fills`` with every read key in some facet's evidence, the keys no facet claims, and
     the keys no facet claims that the ``unsupported`` refusal cites (recognised, not unplaced)."""
     shown = {top_key(arch, k) for f in fills for k, _ in f.evidence}
-    owners = key_owners(arch)
     refused = refusal_keys(arch)
     extra: dict[str, dict[str, Any]] = {}
     unplaced: list[str] = []
     by_refusal: list[str] = []
+    # key_owners(arch), built only when a read key is not shown already: the keys that decided
+    # a field, then the aliases' facets by their bare name (the text config's prefix removed)
+    decided: dict[str, str] | None = None
+    prefix = ".".join(arch.text_path) + "." if arch.text_path else ""
+    aliases = _first_alias_facets(arch.donor or arch.model_type)
     for key, value in arch.read_keys:
         if key in shown:
             continue
-        facet = owners.get(key) or key_facets().get(_bare(arch, key))
+        if decided is None:
+            decided = _decided_owners(arch)
+        facet = decided.get(key)
+        if facet is None and key.startswith(prefix):
+            facet = aliases.get(key[len(prefix) :])
+        facet = facet or key_facets().get(_bare(arch, key))
         if facet is not None:
             extra.setdefault(facet, {})[key] = value
         elif key in refused:
@@ -144,6 +181,6 @@ def place_keys(
         else:
             unplaced.append(key)
     out = tuple(
-        replace(f, evidence=f.evidence + tuple(extra[f.id].items())) if f.id in extra else f for f in fills
+        with_evidence(f, f.evidence + tuple(extra[f.id].items())) if f.id in extra else f for f in fills
     )
     return out, tuple(unplaced), tuple(by_refusal)

@@ -10,7 +10,7 @@ from typing import Any
 
 from ..constructs import softmax
 from ..core.resources import load_schema_file
-from ..schema.arch import Architecture
+from ..schema.arch import UNKNOWN, Architecture
 
 
 @dataclass(frozen=True)
@@ -79,11 +79,12 @@ class Collector:
 
     def __init__(self, arch: Architecture) -> None:
         self.arch = arch
+        self.fields = arch.fields  # arch.v without the call: a fill uses a dozen fields
         self.items: dict[str, Any] = {}
         self.notes: list[str] = []
 
     def use(self, name: str) -> Any:
-        val = self.arch.v(name)
+        val = self.fields.get(name, UNKNOWN)
         if val.keys and val.how in ("explicit", "alias"):
             for key in val.keys:
                 self.items[key] = val.value
@@ -107,16 +108,29 @@ class Collector:
         sizes: dict[str, Any] | None = None,
     ) -> Fill:
         slot, _, name = facet.partition(".")
-        return Fill(
+        return made(
             slot=slot,
             facet=name,
             kind=kind,
-            attrs=tuple(sorted((attrs or {}).items())),
-            sizes=tuple(sorted((sizes or {}).items())),
+            attrs=tuple(sorted(attrs.items())) if attrs else (),
+            sizes=tuple(sorted(sizes.items())) if sizes else (),
             detail=detail,
             evidence=tuple(self.items.items()),
-            notes=tuple(dict.fromkeys(self.notes)),
+            notes=tuple(dict.fromkeys(self.notes)) if self.notes else (),
         )
+
+
+def made(**state: Any) -> Fill:
+    """A Fill of every field in ``state``, without ``__init__``'s frozen setattr per field (a
+    config makes twenty, each read a few times): what ``Fill(**state)`` gives, for less."""
+    new = object.__new__(Fill)
+    new.__dict__.update(state)
+    return new
+
+
+def with_evidence(fill: Fill, evidence: tuple[tuple[str, Any], ...]) -> Fill:
+    """``dataclasses.replace(fill, evidence=evidence)``, as :func:`made` makes a Fill."""
+    return made(**{**fill.__dict__, "evidence": evidence})
 
 
 def num(x: float | int | None) -> str:
@@ -133,9 +147,24 @@ def num(x: float | int | None) -> str:
     return str(n)
 
 
+# The last layer tuple asked about and its attention layers: the facet rules of one fill
+# ask about the same layers nine times. One tuple, replaced whole (safe across threads);
+# it holds the layers it answers for, so identity cannot be a recycled id.
+_last_attention: tuple[tuple[Any, ...], list[Any]] = ((), [])
+
+
 def attention_layers(arch: Architecture) -> list[Any]:
-    """Layers that run softmax attention (their own, or a weight-shared block's)."""
-    return [s for s in arch.layers if softmax(s.mixer) or s.shared_block is not None]
+    """Layers that run softmax attention (their own, or a weight-shared block's); the list is
+    shared by the callers asking about the same layers, which only read it."""
+    global _last_attention
+    layers = arch.layers
+    last = _last_attention
+    if last[0] is layers:
+        return last[1]
+    soft = {mixer: softmax(mixer) for mixer in {s.mixer for s in layers}}
+    out = [s for s in layers if soft[s.mixer] or s.shared_block is not None]
+    _last_attention = (layers, out)
+    return out
 
 
 @dataclass(frozen=True)

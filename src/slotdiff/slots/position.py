@@ -52,7 +52,7 @@ def position_encoding(arch: Architecture) -> Fill:
         isinstance(arch.get("rope_scaling"), Mapping) and "mrope_section" in arch.get("rope_scaling")
     )
     partial = frac < 1.0 or bool(rotary and rotary < (arch.get("head_dim") or rotary + 1))
-    nope = [s.index for s in arch.layers if softmax(s.mixer) and not s.rope]
+    nope = sum(n for s, n in arch.layer_runs if softmax(s.mixer) and not s.rope)
     detail = ("M-RoPE" if mrope else "RoPE") + f" θ={num(theta)}"
     if partial:
         detail += f", rotary {rotary} dims" if rotary else f", partial {frac:g}"
@@ -60,7 +60,7 @@ def position_encoding(arch: Architecture) -> Fill:
         factor = (arch.get("rope_scaling") or {}).get("factor")
         detail += f", {scaling} scaling" + (f" ×{factor:g}" if isinstance(factor, (int, float)) else "")
     if nope:
-        detail += f", NoPE on {len(nope)} of {len(attention_layers(arch))} attention layers"
+        detail += f", NoPE on {nope} of {len(attention_layers(arch))} attention layers"
     return ev.fill(
         "position.encoding",
         "mrope" if mrope else "rope",

@@ -41,7 +41,7 @@ def attention_gate(arch: Architecture) -> Fill:
 
 def _qk_width(arch: Architecture) -> int | None:
     """The width q·k runs over: a construct's (MLA's nope + rope dims), else head_dim."""
-    for mech in dict.fromkeys(m for s in arch.layers if (m := construct(s.mixer))):
+    for mech in dict.fromkeys(m for s, _ in arch.layer_runs if (m := construct(s.mixer))):
         width = mech.qk_width(arch)
         if width is not None:
             return width

@@ -21,12 +21,12 @@ from .context import context_limit
 from .counterfactual import TRANSFORMS, Change, rule_text
 from .deployment import Deployment
 from .feasibility import Feasibility, feasibility
-from .flops import FlopsCost, flops_cost
+from .flops import FlopsCost, attention_flops, flops_cost, weight_flops_per_token
 from .inventory.mtp import mtp_tensors
 from .kv import KVCost, kv_cost
 from .params import ParamCount, count
 from .roofline import DecodeCost, PrefillCost, decode_cost, prefill_cost
-from .step import layout_notes
+from .step import layout_notes, step
 from .weights import WeightsCost, weights_cost
 from .workload import Workload
 
@@ -155,7 +155,35 @@ def cost_of(
     return CostReport(wl, params, weights, kv, flops, decode, prefill, tuple(notes), prec, fit, head, bound)
 
 
-def _deltas(this: CostReport, other: CostReport) -> dict[str, float | int | None]:
+@dataclass(frozen=True)
+class CounterCost:
+    """The figures a counterfactual's price reads (``_deltas``), and no more."""
+
+    params: ParamCount
+    weights: WeightsCost
+    kv: KVCost
+    flops: FlopsCost  # per token only: its prefill fields are 0 (not computed)
+    step_ms: float
+
+
+def counter_cost(arch: Architecture, workload: Workload | None = None) -> CounterCost:
+    """``cost_of(arch, workload, searches=False)`` cut to what ``_deltas`` reads: the same
+    parameters, weights, KV, FLOPs per token and decode step, computed the same way, without
+    prefill, notes or the precision's wording (a counterfactual shows none of them)."""
+    wl = workload or Workload()
+    mtp = mtp_tensors(arch)
+    params = count(arch, mtp)
+    weights = weights_cost(arch, params, wl.weight_dtype, mtp)
+    kv = kv_cost(arch, wl.context, wl.kv_dtype)
+    flops = FlopsCost(
+        wl.context, weight_flops_per_token(arch, params), attention_flops(arch, wl.context), None, 0, 0
+    )
+    dep = Deployment(arch, params, weights, wl, wl.parallel)
+    dep.seed(wl.context, flops, kv)
+    return CounterCost(params, weights, kv, flops, step(dep, wl.batch, wl.context).step_ms)
+
+
+def _deltas(this: CostReport, other: CounterCost) -> dict[str, float | int | None]:
     return {
         "params": this.params.total - other.params.total,
         "active_params": this.params.active - other.params.active,
@@ -167,7 +195,7 @@ def _deltas(this: CostReport, other: CostReport) -> dict[str, float | int | None
         "kv_bytes_at_context": this.kv.bytes_at_context - other.kv.bytes_at_context,
         "state_bytes_per_sequence": this.kv.state_bytes_per_sequence - other.kv.state_bytes_per_sequence,
         "flops_per_token": this.flops.per_token - other.flops.per_token,
-        "decode_step_ms": this.decode.step_ms - other.decode.step_ms,
+        "decode_step_ms": this.decode.step_ms - other.step_ms,
     }
 
 
@@ -211,7 +239,7 @@ def price(
         if info.id == "precision.weights" and workload is not None:
             cf_workload = replace(workload, weight_dtype=None, compute_dtype=None)
         try:
-            other = cost_of(counter, cf_workload, searches=False)
+            other = counter_cost(counter, cf_workload)
         except SlotdiffError as err:
             changes.append(
                 Change(

@@ -104,7 +104,8 @@ def cost_of(
     """Price ``arch`` under ``workload`` (default: H100 SXM, batch 1, context 8192, bf16 KV).
 
     ``searches=False`` skips the compute-bound batch searches (``decode.compute_bound_*``
-    are None): what ``price`` does for counterfactuals, whose deltas do not use them.
+    are None) and the fit (``price`` prices its counterfactuals through ``counter_cost``,
+    the same figures cut to what their deltas read).
     ``bounds=False`` skips only those searches and the at-peak decode bound, keeping the
     fit search: what a scan's figures read.
     """

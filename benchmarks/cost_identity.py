@@ -5,7 +5,7 @@
 
 Runs ``slotdiff`` in-process (``cli.main``) over every corpus, published, vision and engine-log
 config × six workloads as ``--json`` (the contract), plus the table, ``--against`` Llama-3-8B
-and, on every fourth config, ``fit`` and ``sweep``, in a shuffled order (caches see any
+and, on every fourth config, ``fit``, ``sweep`` and ``diff`` against it, in a shuffled order (caches see any
 order), and writes {argv: [exit status, stdout, stderr]}. Run it on the base and on the
 change (the published configs are written to one temporary folder, so both runs name the
 same paths), then ``--compare``: any difference is a bug in the change.
@@ -58,6 +58,7 @@ def jobs(seed: int) -> list[list[str]]:
         out.append(["fit", str(c), "--json", "--batch", "16"])
         out.append(["sweep", str(c), "--json", "--over", "batch"])
         out.append(["sweep", str(c), "--json", "--over", "context", "--gpus", "2"])
+        out.append(["diff", str(LLAMA), str(c), "--json"])
     random.Random(seed).shuffle(out)
     return out
 

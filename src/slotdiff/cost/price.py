@@ -26,7 +26,7 @@ from .inventory.mtp import mtp_tensors
 from .kv import KVCost, kv_cost
 from .params import ParamCount, count
 from .roofline import DecodeCost, PrefillCost, decode_cost, prefill_cost
-from .step import layout_notes, step
+from .step import Step, layout_notes, step
 from .weights import WeightsCost, weights_cost
 from .workload import Workload
 
@@ -164,7 +164,7 @@ class CounterCost:
     weights: WeightsCost
     kv: KVCost
     flops: FlopsCost  # per token only: its prefill fields are 0 (not computed)
-    step_ms: float
+    decode: Step  # the decode step (its ``step_ms`` is what DecodeCost gives)
 
 
 def counter_cost(arch: Architecture, workload: Workload | None = None) -> CounterCost:
@@ -181,10 +181,10 @@ def counter_cost(arch: Architecture, workload: Workload | None = None) -> Counte
     )
     dep = Deployment(arch, params, weights, wl, wl.parallel)
     dep.seed(wl.context, flops, kv)
-    return CounterCost(params, weights, kv, flops, step(dep, wl.batch, wl.context).step_ms)
+    return CounterCost(params, weights, kv, flops, step(dep, wl.batch, wl.context))
 
 
-def _deltas(this: CostReport, other: CounterCost) -> dict[str, float | int | None]:
+def _deltas(this: CostReport, other: CostReport | CounterCost) -> dict[str, float | int | None]:
     return {
         "params": this.params.total - other.params.total,
         "active_params": this.params.active - other.params.active,
@@ -196,7 +196,7 @@ def _deltas(this: CostReport, other: CounterCost) -> dict[str, float | int | Non
         "kv_bytes_at_context": this.kv.bytes_at_context - other.kv.bytes_at_context,
         "state_bytes_per_sequence": this.kv.state_bytes_per_sequence - other.kv.state_bytes_per_sequence,
         "flops_per_token": this.flops.per_token - other.flops.per_token,
-        "decode_step_ms": this.decode.step_ms - other.step_ms,
+        "decode_step_ms": this.decode.step_ms - other.decode.step_ms,
     }
 
 

@@ -230,7 +230,12 @@ class Deployment:
                     state_bytes=st,
                     dense_flops=fw * self._flops_scale,
                     expert_flops=fe / experts_split * self._routed_share * self._flops_scale,
-                    attention_flops=attention_flops(part, context) / lay.tp,
+                    attention_flops=(
+                        self._flops[context].attention_per_token
+                        if whole and context in self._flops  # the same sum, already made
+                        else attention_flops(part, context)
+                    )
+                    / lay.tp,
                 )
             )
         self._stages[context] = tuple(out)

@@ -10,13 +10,13 @@ stays well under a second at the 16,384-layer cap.
 from __future__ import annotations
 
 import math
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, fields, replace
 from functools import cached_property
 
 from ..constructs import latent
 from ..schema.arch import Architecture, LayerSpec, evolve, with_layers
-from ..schema.precision import WeightFormat, storage_bits
+from ..schema.precision import WeightFormat, dtype_bits, storage_bits
 from .inventory.decoder import tensors
 from .inventory.mtp import mtp_tensors
 from .inventory.tensor import Tensor, Unsupported
@@ -51,11 +51,35 @@ def _g(arch: Architecture, spec: LayerSpec | None) -> int:
 Bytes = dict[tuple[str, int], float]  # (share class, KV heads) → bytes
 
 
+_CLASSES: dict[tuple[str, str, str, bool], str] = {}
+
+
+def _class(t: Tensor) -> str:
+    """``share_class(t)``, remembered by the four fields it reads (a plan asks for every
+    tensor of a model and of each counterfactual, mostly the same few dozen kinds)."""
+    key = (t.part, t.slot, t.kind, t.routed)
+    cls = _CLASSES.get(key)
+    if cls is None:
+        if len(_CLASSES) >= 4096:
+            _CLASSES.clear()
+        cls = _CLASSES[key] = share_class(t)
+    return cls
+
+
+def _sizer(fmt: WeightFormat) -> Callable[[Tensor], int]:
+    """``tensor_bytes(·, fmt)``: unquantized, the dtype's bits looked up once (same integer)."""
+    if fmt.quantized:
+        return lambda t: tensor_bytes(t, fmt)
+    bits = dtype_bits(fmt.base_dtype or "bfloat16")
+    return lambda t: t.rows * t.cols * t.count * bits // 8
+
+
 def _classed(ts: tuple[Tensor, ...], fmt: WeightFormat, g: int, out: Bytes | None = None) -> Bytes:
     out = {} if out is None else out
+    size = _sizer(fmt)
     for t in ts:
-        key = (share_class(t), g)
-        out[key] = out.get(key, 0.0) + tensor_bytes(t, fmt)
+        key = (_class(t), g)
+        out[key] = out.get(key, 0.0) + size(t)
     return out
 
 
@@ -136,8 +160,9 @@ class MemoryPlan:
         self.first: Bytes = {}
         self.last: Bytes = {}
         zero_bytes: Bytes = {}
+        sizer = _sizer(fmt)
         for t in zero:
-            key, size = (share_class(t), g0), tensor_bytes(t, fmt)
+            key, size = (_class(t), g0), sizer(t)
             side = self.first if t.slot in _FIRST else self.last
             side[key] = side.get(key, 0.0) + size
             zero_bytes[key] = zero_bytes.get(key, 0.0) + size
@@ -170,7 +195,7 @@ class MemoryPlan:
             self.layer_bytes.append(_minus(one, zero_bytes))
         self._index = index
         self._sums: dict[int, list[tuple[Bytes, dict[tuple[bool, int, int | None], float], float]]] = {}
-        full = sum(tensor_bytes(t, fmt) for t in full_tensors if keep(t))
+        full = sum(sizer(t) for t in full_tensors if keep(t))
         split = sum(zero_bytes.values()) + sum(
             n * sum(b.values()) for n, b in zip(self.counts, self.layer_bytes, strict=True)
         )

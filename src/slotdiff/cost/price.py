@@ -21,12 +21,12 @@ from .context import context_limit
 from .counterfactual import TRANSFORMS, Change, rule_text
 from .deployment import Deployment
 from .feasibility import Feasibility, feasibility
-from .flops import FlopsCost, flops_cost
+from .flops import FlopsCost, attention_flops, flops_cost, weight_flops_per_token
 from .inventory.mtp import mtp_tensors
 from .kv import KVCost, kv_cost
 from .params import ParamCount, count
 from .roofline import DecodeCost, PrefillCost, decode_cost, prefill_cost
-from .step import layout_notes
+from .step import Step, layout_notes, step
 from .weights import WeightsCost, weights_cost
 from .workload import Workload
 
@@ -104,7 +104,8 @@ def cost_of(
     """Price ``arch`` under ``workload`` (default: H100 SXM, batch 1, context 8192, bf16 KV).
 
     ``searches=False`` skips the compute-bound batch searches (``decode.compute_bound_*``
-    are None): what ``price`` does for counterfactuals, whose deltas do not use them.
+    are None) and the fit (``price`` prices its counterfactuals through ``counter_cost``,
+    the same figures cut to what their deltas read).
     ``bounds=False`` skips only those searches and the at-peak decode bound, keeping the
     fit search: what a scan's figures read.
     """
@@ -155,7 +156,35 @@ def cost_of(
     return CostReport(wl, params, weights, kv, flops, decode, prefill, tuple(notes), prec, fit, head, bound)
 
 
-def _deltas(this: CostReport, other: CostReport) -> dict[str, float | int | None]:
+@dataclass(frozen=True)
+class CounterCost:
+    """The figures a counterfactual's price reads (``_deltas``), and no more."""
+
+    params: ParamCount
+    weights: WeightsCost
+    kv: KVCost
+    flops: FlopsCost  # per token only: its prefill fields are 0 (not computed)
+    decode: Step  # the decode step (its ``step_ms`` is what DecodeCost gives)
+
+
+def counter_cost(arch: Architecture, workload: Workload | None = None) -> CounterCost:
+    """``cost_of(arch, workload, searches=False)`` cut to what ``_deltas`` reads: the same
+    parameters, weights, KV, FLOPs per token and decode step, computed the same way, without
+    prefill, notes or the precision's wording (a counterfactual shows none of them)."""
+    wl = workload or Workload()
+    mtp = mtp_tensors(arch)
+    params = count(arch, mtp)
+    weights = weights_cost(arch, params, wl.weight_dtype, mtp)
+    kv = kv_cost(arch, wl.context, wl.kv_dtype)
+    flops = FlopsCost(
+        wl.context, weight_flops_per_token(arch, params), attention_flops(arch, wl.context), None, 0, 0
+    )
+    dep = Deployment(arch, params, weights, wl, wl.parallel)
+    dep.seed(wl.context, flops, kv)
+    return CounterCost(params, weights, kv, flops, step(dep, wl.batch, wl.context))
+
+
+def _deltas(this: CostReport, other: CostReport | CounterCost) -> dict[str, float | int | None]:
     return {
         "params": this.params.total - other.params.total,
         "active_params": this.params.active - other.params.active,
@@ -211,7 +240,7 @@ def price(
         if info.id == "precision.weights" and workload is not None:
             cf_workload = replace(workload, weight_dtype=None, compute_dtype=None)
         try:
-            other = cost_of(counter, cf_workload, searches=False)
+            other = counter_cost(counter, cf_workload)
         except SlotdiffError as err:
             changes.append(
                 Change(

@@ -224,16 +224,24 @@ class Work:
     attention_scale: float = 1.0  # attention FLOPs, × tokens × the stage's per token
 
 
-def stage_time(dep: Deployment, stage: StageCost, work: Work, with_kv: bool = True) -> StageTime:
-    """One stage's GPU on one micro-batch (``cost.step``'s model, docstring above)."""
-    arch, lay = dep.arch, dep.layout
+def loads(dep: Deployment, stage: StageCost, work: Work, with_kv: bool) -> tuple[float, float, float, float]:
+    """One stage's GPU on one micro-batch: (weight bytes, KV bytes, weight FLOPs, attention FLOPs)."""
+    arch = dep.arch
     e, k = arch.get("n_experts") or 0, arch.get("top_k") or 0
-    d = arch.get("d_model") or 0
     touched = experts_touched(e, k, work.expert_tokens) / e if e else 0.0
     weights = stage.dense_bytes + stage.expert_bytes * touched
     kv = work.sequences * (stage.kv_bytes + stage.state_bytes) * work.kv_scale if with_kv else 0.0
     w_flops = work.tokens * stage.dense_flops + work.expert_tokens * stage.expert_flops
     a_flops = work.tokens * stage.attention_flops * work.attention_scale if with_kv else 0.0
+    return weights, kv, w_flops, a_flops
+
+
+def stage_time(dep: Deployment, stage: StageCost, work: Work, with_kv: bool = True) -> StageTime:
+    """One stage's GPU on one micro-batch (``cost.step``'s model, docstring above)."""
+    arch, lay = dep.arch, dep.layout
+    e, k = arch.get("n_experts") or 0, arch.get("top_k") or 0
+    d = arch.get("d_model") or 0
+    weights, kv, w_flops, a_flops = loads(dep, stage, work, with_kv)
     traffic = comm.NONE
     if lay.tp > 1:
         message = work.tokens * d * ACTIVATION_BYTES
@@ -268,6 +276,17 @@ def hops(dep: Deployment, tokens: int) -> Traffic:
     return near + comm.send(comm.link_for(gpu, gpu.domain + 1), message, crossing)
 
 
+def _work(dep: Deployment, batch: int, tokens_per_sequence: int) -> tuple[int, int, Work]:
+    """(micro-batches, tokens of the largest, one rank's Work) of ``batch`` sequences."""
+    lay = dep.layout
+    micro = max(1, min(batch, lay.pp))
+    seqs = math.ceil(batch / micro)  # the largest micro-batch
+    tokens = seqs * tokens_per_sequence
+    rank_seqs = math.ceil(seqs / lay.dp)
+    rank_tokens = rank_seqs * tokens_per_sequence
+    return micro, tokens, Work(rank_tokens, rank_seqs, tokens if lay.ep else rank_tokens)
+
+
 def step(
     dep: Deployment,
     batch: int,
@@ -277,13 +296,7 @@ def step(
 ) -> Step:
     """One step of ``batch`` sequences at ``context``, ``tokens_per_sequence`` tokens each;
     ``with_kv=False`` counts the weights alone (bytes and FLOPs)."""
-    lay = dep.layout
-    micro = max(1, min(batch, lay.pp))
-    seqs = math.ceil(batch / micro)  # the largest micro-batch
-    tokens = seqs * tokens_per_sequence
-    rank_seqs = math.ceil(seqs / lay.dp)
-    rank_tokens = rank_seqs * tokens_per_sequence
-    work = Work(rank_tokens, rank_seqs, tokens if lay.ep else rank_tokens)
+    micro, tokens, work = _work(dep, batch, tokens_per_sequence)
     times = tuple(stage_time(dep, s, work, with_kv) for s in dep.stages(context))
     return assemble(
         dep, times, batch, context, micro, hops(dep, tokens), work.expert_tokens, tokens_per_sequence
@@ -337,9 +350,14 @@ def first_true(predicate: Callable[[int], bool], limit: int = 1 << 20) -> int | 
 def compute_bound_batch(
     dep: Deployment, context: int, tokens_per_sequence: int = 1, with_kv: bool = True
 ) -> int | None:
-    """Smallest batch whose step is compute-bound (None: never, within 2^20 sequences)."""
+    """Smallest batch whose step is compute-bound (None: never, within 2^20 sequences); on one
+    stage the step's sides are that stage's, so only its reads and FLOPs are computed."""
+    stages, peak, bandwidth = dep.stages(context), dep.peak, dep.bandwidth
 
     def compute(b: int) -> bool:
+        if len(stages) == 1:
+            w, kv, wf, af = loads(dep, stages[0], _work(dep, b, tokens_per_sequence)[2], with_kv)
+            return (wf + af) / peak * 1e3 > (w + kv) / bandwidth * 1e3
         s = step(dep, b, context, tokens_per_sequence, with_kv)
         return s.compute_ms > s.memory_ms
 

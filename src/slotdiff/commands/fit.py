@@ -83,7 +83,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     )
     eng.add_argument("--kv-cache-memory", type=GIB, metavar="GIB", help="vLLM 0.11+: a fixed pool, GiB")
     eng.add_argument("--max-total-tokens", type=TOKENS, help="SGLang: cap on the pool's tokens")
-    eng.add_argument("--max-mamba-cache-size", type=COUNT, help="SGLang: recurrent-state slots (hybrids)")
+    eng.add_argument("--max-mamba-cache-size", type=WHOLE, help="SGLang: recurrent-state slots (hybrids)")
     eng.add_argument(
         "--mamba-ssm-dtype",
         choices=("float32", "bfloat16"),

@@ -8,6 +8,8 @@ ranks) and ``available`` the free memory after them; ``max_total_num_tokens = re
 cell_size``, with ``cell_size`` the bytes of one token over this rank's layers (MHA/GQA:
 heads per rank × head_dim × layers × 2 × dtype bytes; MLA: (kv_lora_rank + rope) × layers ×
 dtype bytes), capped by ``--max-total-tokens`` and floored to a multiple of the page size.
+A recurrent hybrid first loses its state pool (``sglang_state``: ``handle_max_mamba_cache``,
+0.5.2-0.5.6) and its cell counts the full-attention layers only.
 """
 
 from __future__ import annotations
@@ -27,8 +29,8 @@ SGLANG_CONTEXT = 0.5 * GiB  # CUDA context before the pool's "free" is measured,
 
 
 def cell_size(arch: Architecture, tp: int, kv_dtype: str) -> tuple[float, int]:
-    """(bytes per token, layers) of SGLang's pool on one rank; hybrid GDN models count only
-    their full-attention layers (0.5.x)."""
+    """(bytes per token, layers) of SGLang's pool on one rank; hybrids count only their
+    full-attention layers (0.5.x: ``full_attention_layer_ids``)."""
     b = storage_bits(kv_dtype) / 8
     total, layers = 0.0, 0
     for s in arch.layers:

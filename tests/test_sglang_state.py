@@ -178,11 +178,22 @@ def test_kimi_linear_kda_state_from_055(tmp_path: Path) -> None:
         (RAW / "Qwen__Qwen3.5-35B-A3B.json", None, "no recurrent-state pool for qwen3_5_moe_text"),
         (QWEN3_NEXT, "0.5.1", "from 0.5.2, not 0.5.1"),
         (QWEN3_NEXT, "0.5.9", "read only through 0.5.6"),
+        # TP 32 over 16 key heads: 0.5.2-0.5.3 shard conv_dim as it is, 0.5.4+ add 16 groups
+        (QWEN3_NEXT, "0.5.3", "shards 16 key heads over TP 32 without the extra groups"),
     ],
 )
 def test_hybrids_sglang_does_not_size_are_refused(path: Path, version: str | None, why: str) -> None:
+    tp = 32 if "TP 32" in why else 1
     with pytest.raises(SlotdiffError, match=f"not supported: .*{why}"):
-        fit(path, available_kv_gib=20, version=version)
+        fit(path, available_kv_gib=20, version=version, tensor_parallel_size=tp)
+
+
+def test_groups_raised_to_tp_from_054() -> None:
+    # Qwen3-Next at TP 32, 0.5.5: 16 k heads % 32 → 32 groups; conv = (4096 + 2·32·128) / 32 × 3
+    # = 384 × 3 = 1,152; temporal = 32 / 32 × 128 × 128 = 16,384
+    arch = load(QWEN3_NEXT).arch
+    gdn = next(s for s in arch.layers if s.mixer == "linear_attention")
+    assert construct(gdn.mixer).sglang_state(arch, gdn, 32) == (1152, 16384)
 
 
 def test_uneven_tp_split_is_refused() -> None:

@@ -151,6 +151,14 @@ def state_pool(
             f"{'.'.join(map(str, READ_THROUGH))}: pass --engine-version 0.5.6 or earlier",
             key=arch.key("model_type"),
         )
+    nk = arch.get("linear_n_k_heads") or 0
+    if mt == "qwen3_next" and version < RATIO_FROM and nk % tp:
+        raise SlotdiffError(  # 0.5.2-0.5.3's hybrid_gdn_params shard conv_dim without extra groups
+            arch.name,
+            f"not supported: SGLang {version.text} shards {nk} key heads over TP {tp} without "
+            "the extra groups later releases add; its state size is not reproduced",
+            key=arch.key("model_type"),
+        )
     per, layers = per_request(arch, tp, flags.mamba_ssm_dtype)
     radix = version >= RATIO_FROM and not flags.disable_radix_cache and mt not in RADIX_OFF
     if radix and per:

@@ -177,6 +177,9 @@ def test_kimi_linear_kda_state_from_055(tmp_path: Path) -> None:
         (DEFAULTS / "zamba2.json", None, "no recurrent-state pool for zamba2"),
         (RAW / "Qwen__Qwen3.5-35B-A3B.json", None, "no recurrent-state pool for qwen3_5_moe_text"),
         (QWEN3_NEXT, "0.5.1", "from 0.5.2, not 0.5.1"),
+        # transformers' flattened keys (linear_num_heads, layer_types): SGLang's KimiLinearConfig
+        # reads the KDA layers and shapes from linear_attn_config only
+        (DEFAULTS / "kimi_linear.json", None, "from linear_attn_config"),
         (QWEN3_NEXT, "0.5.9", "read only through 0.5.6"),
         # TP 32 over 16 key heads: 0.5.2-0.5.3 shard conv_dim as it is, 0.5.4+ add 16 groups
         (QWEN3_NEXT, "0.5.3", "shards 16 key heads over TP 32 without the extra groups"),

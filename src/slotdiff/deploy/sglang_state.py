@@ -151,6 +151,13 @@ def state_pool(
             f"{'.'.join(map(str, READ_THROUGH))}: pass --engine-version 0.5.6 or earlier",
             key=arch.key("model_type"),
         )
+    if mt == "kimi_linear" and "linear_attn_config" not in arch.key("linear_n_v_heads"):
+        raise SlotdiffError(  # KimiLinearConfig.mamba2_cache_params and is_kda_layer read only it
+            arch.name,
+            "not supported: SGLang reads Kimi Linear's KDA layers and state from linear_attn_config, "
+            "which this config does not have",
+            key=arch.key("model_type"),
+        )
     nk = arch.get("linear_n_k_heads") or 0
     if mt == "qwen3_next" and version < RATIO_FROM and nk % tp:
         raise SlotdiffError(  # 0.5.2-0.5.3's hybrid_gdn_params shard conv_dim without extra groups

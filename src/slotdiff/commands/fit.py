@@ -21,6 +21,7 @@ from .options import (
     COUNT,
     GIB,
     GIB0,
+    POSITIVE,
     RESERVE,
     SHARE,
     TOKENS,
@@ -66,7 +67,11 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     eng.add_argument(
         "--max-model-len", type=TOKENS, help="default: --context when given, else the model's context limit"
     )
-    eng.add_argument("--max-num-seqs", type=COUNT, help="default: the engine's for the release and GPU")
+    eng.add_argument(
+        "--max-num-seqs",
+        type=COUNT,
+        help="default: the engine's for the release and GPU (SGLang: --max-running-requests)",
+    )
     eng.add_argument("--max-num-batched-tokens", type=TOKENS, help="SGLang: --chunked-prefill-size")
     eng.add_argument("--block-size", type=WHOLE, help="tokens per KV block (SGLang: --page-size)")
     eng.add_argument("--kv-cache-dtype", default="auto", help="auto, fp8, fp8_e4m3, fp8_e5m2")
@@ -78,6 +83,20 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     )
     eng.add_argument("--kv-cache-memory", type=GIB, metavar="GIB", help="vLLM 0.11+: a fixed pool, GiB")
     eng.add_argument("--max-total-tokens", type=TOKENS, help="SGLang: cap on the pool's tokens")
+    eng.add_argument("--max-mamba-cache-size", type=WHOLE, help="SGLang: recurrent-state slots (hybrids)")
+    eng.add_argument(
+        "--mamba-ssm-dtype",
+        choices=("float32", "bfloat16"),
+        default="float32",
+        help="SGLang: the recurrent state's dtype (default float32)",
+    )
+    eng.add_argument(
+        "--mamba-full-memory-ratio",
+        type=POSITIVE,
+        default=0.9,
+        help="SGLang 0.5.4+: state pool / KV pool with the radix cache on (default 0.9)",
+    )
+    eng.add_argument("--disable-radix-cache", action="store_true", help="SGLang: no prefix cache")
     meas = parser.add_argument_group(
         "measured terms (GiB, from a start-up log) instead of slotdiff's estimates"
     )
@@ -115,6 +134,10 @@ def _engine_args(args: argparse.Namespace, layout: Layout) -> EngineArgs | None:
         hybrid_kv_cache_manager=not args.disable_hybrid_kv_cache_manager,
         kv_cache_memory_gib=args.kv_cache_memory,
         max_total_tokens=args.max_total_tokens,
+        max_mamba_cache_size=args.max_mamba_cache_size,
+        mamba_ssm_dtype=args.mamba_ssm_dtype,
+        mamba_full_memory_ratio=args.mamba_full_memory_ratio,
+        disable_radix_cache=args.disable_radix_cache,
         non_torch_gib=args.non_torch_gib,
         activation_gib=args.activation_gib,
         cuda_graph_gib=args.cuda_graph_gib,

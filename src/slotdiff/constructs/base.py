@@ -78,6 +78,12 @@ class Construct:
         """A recurrent layer's state on a TP rank: the one page vLLM keeps for it."""
         raise NotImplementedError
 
+    def sglang_state(self, arch: Architecture, layer: LayerSpec, tp: int) -> tuple[int, int] | None:
+        """A recurrent layer's state on a TP rank as SGLang shapes it (``configs/mamba_utils``):
+        (convolution-window elements, kept in bf16; temporal-state elements, kept in
+        ``--mamba-ssm-dtype``); None where SGLang has no state shape for it."""
+        return None
+
     def shared_kv_elements(self, arch: Architecture, layer: LayerSpec) -> int:
         """Elements cached per token on a layer that reads an earlier layer's K/V."""
         return 0

@@ -10,6 +10,7 @@ from __future__ import annotations
 from ..core.errors import SlotdiffError
 from ..schema.arch import Architecture, LayerSpec
 from .base import Construct
+from .mamba import sglang_mamba2_shape
 from .tensor import Builder, Unsupported, need_int
 
 
@@ -71,6 +72,21 @@ class LinearAttention(Construct):
         kernel = arch.get("linear_conv_kernel") or 0
         conv = (2 * nk * dk + nv * dv) * max(0, kernel - 1)
         return conv * conv_bytes + nv * dk * dv * state_bytes
+
+    def sglang_state(self, arch: Architecture, layer: LayerSpec, tp: int) -> tuple[int, int] | None:
+        """A gated DeltaNet as SGLang's ``Mamba2StateShape`` (Qwen3-Next: inner = v heads ×
+        d_v, groups = k heads, state = d_k); KDA as its ``KimiLinearStateShape`` (q, k and v
+        windows, heads × d × d); None for lightning, RG-LRU, RWKV and mLSTM (no SGLang shape)."""
+        nk, nv = arch.get("linear_n_k_heads") or 0, arch.get("linear_n_v_heads") or 0
+        dk, dv = arch.get("linear_k_head_dim") or 0, arch.get("linear_v_head_dim") or 0
+        kernel = arch.get("linear_conv_kernel") or 0
+        variant = layer.variant or "gated_deltanet"
+        if variant == "gated_deltanet":
+            return sglang_mamba2_shape(arch, tp, nv * dv, nk, nv, dv, dk, kernel)
+        if variant == "kda":  # groups = heads: every channel count is a multiple of the heads
+            conv, _ = sglang_mamba2_shape(arch, tp, nv * dv, 0, nv, dv, dv, kernel)
+            return 3 * conv, nv // tp * dv * dv
+        return None
 
     def profile_width(self, arch: Architecture, tp: int) -> float | None:
         """q, k, v and their gates per rank (the profile run's activations)."""

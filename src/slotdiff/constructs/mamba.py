@@ -6,6 +6,7 @@ vLLM keeps in one mamba page; the tensors transformers builds.
 
 from __future__ import annotations
 
+from ..core.errors import SlotdiffError
 from ..schema.arch import Architecture, LayerSpec
 from .base import Construct
 from .tensor import Builder, Unsupported, need_int
@@ -44,9 +45,42 @@ class Mamba(Construct):
         conv = (inner + 2 * groups * n) * max(0, kernel - 1)
         return conv * conv_bytes + inner * n * state_bytes
 
+    def sglang_state(self, arch: Architecture, layer: LayerSpec, tp: int) -> tuple[int, int] | None:
+        """Mamba-2 as SGLang's ``Mamba2StateShape`` (inner = heads × head_dim; Falcon-H1's
+        ``mamba_d_ssm``); SGLang serves no Mamba-1 model, so None."""
+        if self.version != 2:
+            return None
+        d = arch.get("d_model") or 0
+        inner = arch.get("ssm_inner") or int((arch.get("ssm_expand") or 2) * d)
+        heads = arch.get("ssm_n_heads") or 0
+        head_dim = arch.get("ssm_head_dim") or (inner // heads if heads else 0)
+        groups, state = arch.get("ssm_n_groups") or 0, arch.get("ssm_state") or 0
+        kernel = arch.get("ssm_conv_kernel") or 0
+        return sglang_mamba2_shape(arch, tp, inner, groups, heads, head_dim, state, kernel)
+
     def tensors(self, b: Builder, n: int, layer: LayerSpec) -> None:
         """in_proj, the depthwise conv, the scan's parameters, out_proj."""
         mamba(b, n, self.version)
+
+
+def sglang_mamba2_shape(
+    arch: Architecture, tp: int, inner: int, groups: int, heads: int, head_dim: int, state: int, kernel: int
+) -> tuple[int, int]:
+    """SGLang's ``Mamba2StateShape.create`` on a TP rank (``configs/mamba_utils.py``, 0.5.4-0.5.6):
+    groups that TP does not divide become ``tp`` groups; conv = (inner + 2 × groups × state) / tp
+    channels × (kernel − 1), temporal = heads / tp × head_dim × state. SGLang's ``divide``
+    asserts, so an uneven split is refused, not rounded."""
+    if groups % tp:
+        groups = tp  # extra_groups_for_head_shards: groups + (tp − groups)
+    conv_dim = inner + 2 * groups * state
+    for what, n in (("the convolution's channels", conv_dim), ("the recurrent heads", heads)):
+        if n % tp:
+            raise SlotdiffError(
+                arch.name,
+                f"not supported: SGLang shards {what} ({n}) over TP {tp}, which does not divide them",
+                key=arch.key("model_type"),
+            )
+    return conv_dim // tp * max(0, kernel - 1), heads // tp * head_dim * state
 
 
 MAMBA = Mamba("mamba", 1, "Mamba")

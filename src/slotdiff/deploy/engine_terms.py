@@ -245,3 +245,15 @@ def check_fraction(value: float, flag: str) -> float:
     if not 0 < value <= 1:
         raise UsageError(f"{flag} must be in (0, 1], got {value:g}")
     return float(value)
+
+
+def check_ratio(value: float) -> float:
+    """SGLang's ``--mamba-full-memory-ratio``: a positive number (above 1 is legal)."""
+    if (
+        isinstance(value, bool)
+        or not isinstance(value, (int, float))
+        or not math.isfinite(value)
+        or value <= 0
+    ):
+        raise UsageError(f"--mamba-full-memory-ratio must be a positive number, got {value!r}")
+    return float(value)

@@ -8,6 +8,8 @@ ranks) and ``available`` the free memory after them; ``max_total_num_tokens = re
 cell_size``, with ``cell_size`` the bytes of one token over this rank's layers (MHA/GQA:
 heads per rank × head_dim × layers × 2 × dtype bytes; MLA: (kv_lora_rank + rope) × layers ×
 dtype bytes), capped by ``--max-total-tokens`` and floored to a multiple of the page size.
+A recurrent hybrid first loses its state pool (``sglang_state``: ``handle_max_mamba_cache``,
+0.5.2-0.5.6) and its cell counts the full-attention layers only.
 """
 
 from __future__ import annotations
@@ -19,6 +21,7 @@ from ..schema.arch import Architecture
 from ..schema.precision import storage_bits
 from . import engine_terms as et
 from .kvspec import KVLayout, Spec, attention_token_bytes
+from .sglang_state import StateFlags, state_pool
 from .vllm import EngineArgs, EngineFit, StagePool, Term, kv_dtype_of, model_len
 
 GiB = et.GiB
@@ -26,8 +29,8 @@ SGLANG_CONTEXT = 0.5 * GiB  # CUDA context before the pool's "free" is measured,
 
 
 def cell_size(arch: Architecture, tp: int, kv_dtype: str) -> tuple[float, int]:
-    """(bytes per token, layers) of SGLang's pool on one rank; hybrid GDN models count only
-    their full-attention layers (0.5.x)."""
+    """(bytes per token, layers) of SGLang's pool on one rank; hybrids count only their
+    full-attention layers (0.5.x: ``full_attention_layer_ids``)."""
     b = storage_bits(kv_dtype) / 8
     total, layers = 0.0, 0
     for s in arch.layers:
@@ -68,7 +71,16 @@ def sglang_fit(arch: Architecture, plan: MemoryPlan, gpu: GPU, args: EngineArgs)
     if args.available_kv_gib is not None:
         rest = args.available_kv_gib * GiB
     cell, layers = cell_size(arch, layout.tp, kv_dtype)
-    tokens = int(rest // cell) if cell and rest > 0 else 0
+    flags = StateFlags(
+        args.max_mamba_cache_size,
+        args.mamba_ssm_dtype,
+        et.check_ratio(args.mamba_full_memory_ratio),
+        args.disable_radix_cache,
+        args.max_num_seqs,
+    )
+    state = state_pool(arch, version, layout.tp, rest, flags)
+    kv_rest = rest - state.bytes if state else rest
+    tokens = int(kv_rest // cell) if cell and kv_rest > 0 else 0
     if args.max_total_tokens is not None:
         tokens = min(tokens, args.max_total_tokens)
     tokens = tokens // page * page
@@ -98,9 +110,11 @@ def sglang_fit(arch: Architecture, plan: MemoryPlan, gpu: GPU, args: EngineArgs)
             "available − free × (1 − mem_fraction_static)",
         ),
     )
+    if state:
+        terms += (Term("recurrent_state", state.bytes, "config", state.how),)
     spec = Spec("full", int(cell * page))
     kv = KVLayout(page, (spec,), 1, ((0, 1),), (spec,), f"page size {page}")
-    pool = StagePool(0, layers, terms, rest, tokens // page, kv)
+    pool = StagePool(0, layers, terms, kv_rest, tokens // page, kv)
     per_layer_k = cell / 2 / max(1, layers) if not any(latent(s.mixer) for s in arch.layers) else 0.0
     k_size = (tokens + page) * per_layer_k * layers
     notes = [
@@ -109,6 +123,14 @@ def sglang_fit(arch: Architecture, plan: MemoryPlan, gpu: GPU, args: EngineArgs)
     ]
     if k_size:
         notes.append(f"K buffer {k_size / GiB:.2f} GB (+ as much V), as SGLang logs it (GB = 2^30 B)")
+    concurrency = tokens / length if length else 0.0
+    if state:
+        notes.append(
+            f"Mamba Cache is allocated. max_mamba_cache_size: {state.slots:,} ({state.per_request:,} B a "
+            f"request over {state.layers} recurrent layers, --mamba-ssm-dtype {flags.mamba_ssm_dtype}); "
+            f"at most {state.max_running:,} running requests"
+        )
+        concurrency = min(concurrency, state.max_running)
     return EngineFit(
         engine="sglang",
         version=version.text,
@@ -121,9 +143,9 @@ def sglang_fit(arch: Architecture, plan: MemoryPlan, gpu: GPU, args: EngineArgs)
         block_size=page,
         stages=(pool,),
         binding=0,
-        kv_pool_bytes=rest,
+        kv_pool_bytes=kv_rest,
         kv_pool_tokens=tokens,
-        max_concurrency=tokens / length if length else 0.0,
+        max_concurrency=concurrency,
         needed_bytes=int(cell * length),
         estimated_max_model_len=None,
         notes=tuple(notes),

@@ -97,6 +97,10 @@ class EngineArgs:
     weights_gib: float | None = None
     available_kv_gib: float | None = None
     free_gib: float | None = None  # SGLang: free memory before the weights load
+    max_mamba_cache_size: int | None = None  # SGLang: the recurrent-state pool's slots
+    mamba_ssm_dtype: str = "float32"  # SGLang: the temporal state's dtype
+    mamba_full_memory_ratio: float = 0.9  # SGLang: state pool / KV pool with the radix cache
+    disable_radix_cache: bool = False  # SGLang
 
     @property
     def layout(self) -> Layout:

@@ -27,7 +27,7 @@ import pytest
 
 from slotdiff.analysis.analyze import Model, analyze, load
 from slotdiff.core.errors import SlotdiffError
-from slotdiff.schema.keymap import structure_free_keys
+from slotdiff.schema.keymap import model_type_spec, structure_free_keys
 from slotdiff.slots.evidence import top_key
 
 from conftest import tool
@@ -68,6 +68,8 @@ def missing(model: Model, config: dict[str, Any]) -> list[str]:
     """Declared text-config keys that are neither structure-free, shown, nor listed unread."""
     prefix = ".".join(model.arch.text_path) + "." if model.arch.text_path else ""
     free = structure_free_keys(model.arch.model_type)
+    # keys held to the build (a family's ``agrees``): accounted for when they agree, else unread
+    free |= {item["key"] for item in (model_type_spec(model.arch.model_type) or {}).get("agrees", ())}
     seen, unread = shown(model), set(model.arch.unread_keys)
     return [k for k in text_of(model, config) if k not in free and prefix + k not in seen | unread]
 

@@ -96,7 +96,9 @@ def test_fingerprint_out_past_the_file_size_limit_keeps_the_old_file(tmp_path: P
         ],
         capture_output=True,
         text=True,
-        env=ENV,
+        # no bytecode written under a 64-byte file limit: a cut .pyc in the suite's shared
+        # pycache folder would break every later subprocess ("marshal data too short")
+        env={**ENV, "PYTHONDONTWRITEBYTECODE": "1"},
         preexec_fn=lambda: _limit_file_size(64),
     )
     _assert_one_line(res, str(target), "File too large")
@@ -129,7 +131,7 @@ def test_scan_journal_on_a_full_disk_is_exit_2_and_the_next_scan_loses_nothing(t
     with HubServer(repos) as hub:
         res = subprocess.run(
             _scan_cmd(tmp_path, "--json", "--quiet", "--workers", "2"),
-            env=_env(hub, tmp_path),
+            env={**_env(hub, tmp_path), "PYTHONDONTWRITEBYTECODE": "1"},  # no .pyc cut at the limit
             capture_output=True,
             text=True,
             timeout=120,

@@ -159,3 +159,32 @@ def test_routed_experts_as_the_class_takes_them(model_type: str, keys: dict[str,
     config = {"model_type": model_type, **keys}
     theirs = _transformers_config(config).n_routed_experts
     assert load(config).arch.get("n_experts") == theirs
+
+
+# Every error `slotdiff lint` finds on the real published configs, each a true finding: MLC's
+# own rope_type for GPT-J (the Hub file has no rope_scaling), remote-code model_types one edit
+# away from a transformers type (SD116's "did you mean"), composites given flat text keys that
+# their class ignores, and MiniMax-M3's per-layer moe_layer_freq under its remote-code type.
+PUBLISHED_ERRORS = {
+    ("EleutherAI__gpt-j-6b", "SD102"),
+    ("MiniMaxAI__MiniMax-M3", "SD116"),
+    ("MiniMaxAI__MiniMax-M3", "SD103"),
+    ("XiaomiMiMo__MiMo-7B-Base", "SD116"),
+    ("internlm__internlm2_5-7b-chat", "SD116"),
+    ("openbmb__MiniCPM-MoE-8x2B", "SD116"),
+    ("stepfun-ai__Step-3.7-Flash-FP8", "SD116"),
+    ("stepfun-ai__Step-3.7-Flash", "SD116"),
+    ("tclf90__GLM-4.1V-9B-Thinking-AWQ", "SD116"),
+}
+
+
+def test_published_configs_lint_with_only_their_true_errors(tmp_path: Path) -> None:
+    paths = []
+    for path in sorted(PUBLISHED.glob("*.json")):
+        entry = json.loads(path.read_text())
+        if "config" in entry:
+            paths.append(_write(tmp_path, entry["config"], path.name))
+    run = engine.lint([str(p) for p in paths], Policy())
+    errors = {(Path(d.path).stem, d.code) for d in run.diagnostics if d.severity == "error"}
+    assert len(paths) >= 225
+    assert errors == PUBLISHED_ERRORS

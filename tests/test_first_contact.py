@@ -113,8 +113,8 @@ def _parsers() -> dict[str, argparse.ArgumentParser]:
 
 
 def test_no_numeric_flag_bypasses_the_shared_parser() -> None:
-    """Every flag with a type takes one of commands/options.py's (or a parser built on them)."""
-    from slotdiff.commands import options
+    """Every flag with a type takes one of commands/argtypes.py's (or a parser built on them)."""
+    from slotdiff.commands import argtypes as options
 
     shared = {
         options.COUNT,

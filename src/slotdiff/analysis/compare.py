@@ -8,7 +8,8 @@ from pathlib import Path
 from typing import Any
 
 from ..core.errors import SlotdiffError
-from ..cost.price import _deltas, cost_of
+from ..cost.deltas import deltas as cost_deltas
+from ..cost.price import cost_of
 from ..read.jsonpos import strict
 from ..schema.keymap import structure_free_keys
 from ..slots.classify import Classification, classify
@@ -40,7 +41,7 @@ class Comparison:
         if self.cost_a is None or self.cost_b is None:
             return None
 
-        return _deltas(self.cost_b, self.cost_a)
+        return cost_deltas(self.cost_b, self.cost_a)
 
     def to_dict(self) -> dict[str, Any]:
         """The comparison as strict JSON data (raw values NaN/Infinity as strings)."""

@@ -23,15 +23,8 @@ from ..read.source import catalog, catalog_entries, from_catalog
 from ..render.choose import render_choose, render_choose_markdown
 from ..render.json_report import render as render_json
 from ..schema.precision import canonical_dtype
-from .options import (
-    COUNT,
-    POSITIVE,
-    RESERVE,
-    WHOLE,
-    add_width_argument,
-    add_workload_arguments,
-    workload_from,
-)
+from .argtypes import COUNT, POSITIVE, RESERVE, WHOLE, add_width_argument
+from .options import add_workload_arguments, workload_from
 
 EPILOG = """\
 examples:

@@ -17,15 +17,8 @@ from ..deploy.fit import fit
 from ..deploy.serving import RESERVE_FRACTION
 from ..deploy.vllm import EngineArgs, model_len
 from ..render.fit import render_fit
+from .argtypes import COUNT, GIB, GIB0, POSITIVE, RESERVE, SHARE, TOKENS, WHOLE
 from .options import (
-    COUNT,
-    GIB,
-    GIB0,
-    POSITIVE,
-    RESERVE,
-    SHARE,
-    TOKENS,
-    WHOLE,
     add_layout_arguments,
     add_style_arguments,
     add_workload_arguments,

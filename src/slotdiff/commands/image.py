@@ -24,8 +24,8 @@ from ..cost.kv import kv_cost
 from ..cost.params import count
 from ..deploy.serving import deployment
 from ..render.listings import image_page
+from .argtypes import COUNT
 from .options import (
-    COUNT,
     add_layout_arguments,
     add_style_arguments,
     add_workload_arguments,

@@ -17,9 +17,8 @@ from ..deploy.engine_terms import DEFAULT_VLLM, parse_version, vllm_defaults
 from ..deploy.load import simulate
 from ..deploy.serving import deployment
 from ..render.load import render_load
+from .argtypes import COUNT, TOKENS
 from .options import (
-    COUNT,
-    TOKENS,
     add_layout_arguments,
     add_style_arguments,
     add_workload_arguments,

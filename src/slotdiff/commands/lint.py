@@ -19,7 +19,7 @@ from ..lint.discover import discover, summary
 from ..lint.reporters import REPORTER_BY_NAME, counts_line
 from ..render import page
 from ..render.json_report import dumps
-from .options import add_width_argument
+from .argtypes import add_width_argument
 
 EPILOG = """\
 examples:

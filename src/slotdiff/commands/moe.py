@@ -15,8 +15,8 @@ from ..deploy.moe import moe_traffic
 from ..deploy.serving import deployment
 from ..render.deploy import render_moe
 from ..schema.precision import canonical_dtype
+from .argtypes import WHOLE
 from .options import (
-    WHOLE,
     add_layout_arguments,
     add_style_arguments,
     add_workload_arguments,

@@ -26,7 +26,7 @@ from ..scan.propose import write_proposals
 from ..scan.report import PIECES, RENDERERS, new_fingerprints, render_terminal, spool, to_dict
 from ..scan.verdict import NEW
 from ..slots.classify import families
-from .options import COUNT, NONNEGATIVE, SECONDS, WHOLE, add_width_argument
+from .argtypes import COUNT, NONNEGATIVE, SECONDS, WHOLE, add_width_argument
 
 EPILOG = """\
 examples:

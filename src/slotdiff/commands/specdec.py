@@ -13,10 +13,8 @@ from ..analysis.analyze import load
 from ..deploy.serving import deployment
 from ..deploy.specdec import DEFAULT_BATCHES, MTP_ACCEPTANCE, specdec_report
 from ..render.deploy import render_specdec
+from .argtypes import FRACTION, NONNEGATIVE, WHOLE
 from .options import (
-    FRACTION,
-    NONNEGATIVE,
-    WHOLE,
     add_layout_arguments,
     add_style_arguments,
     add_workload_arguments,

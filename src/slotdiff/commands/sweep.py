@@ -19,8 +19,8 @@ from ..deploy.sweep import sweep_batch, sweep_context
 from ..render.deploy import render_sweeps
 from ..render.plot import plot_sweeps, require_matplotlib
 from ..render.progress import track
+from .argtypes import COUNT_FORMS
 from .options import (
-    COUNT_FORMS,
     add_layout_arguments,
     add_style_arguments,
     add_workload_arguments,

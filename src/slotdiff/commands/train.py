@@ -24,7 +24,8 @@ from ..train.setup import (
     TrainSetup,
     lora_targets,
 )
-from .options import COUNT, RESERVE, TOKENS, WHOLE, WHOLE0, add_style_arguments, write_json
+from .argtypes import COUNT, RESERVE, TOKENS, WHOLE, WHOLE0
+from .options import add_style_arguments, write_json
 
 EPILOG = """\
 examples:

@@ -19,6 +19,7 @@ from .active import ActiveHeadline, active_headline
 from .compute import Precision
 from .context import context_limit
 from .counterfactual import TRANSFORMS, Change, rule_text
+from .deltas import deltas
 from .deployment import Deployment
 from .feasibility import Feasibility, feasibility
 from .flops import FlopsCost, attention_flops, flops_cost, weight_flops_per_token
@@ -158,7 +159,7 @@ def cost_of(
 
 @dataclass(frozen=True)
 class CounterCost:
-    """The figures a counterfactual's price reads (``_deltas``), and no more."""
+    """The figures a counterfactual's price reads (``deltas``), and no more."""
 
     params: ParamCount
     weights: WeightsCost
@@ -168,7 +169,7 @@ class CounterCost:
 
 
 def counter_cost(arch: Architecture, workload: Workload | None = None) -> CounterCost:
-    """``cost_of(arch, workload, searches=False)`` cut to what ``_deltas`` reads: the same
+    """``cost_of(arch, workload, searches=False)`` cut to what ``deltas`` reads: the same
     parameters, weights, KV, FLOPs per token and decode step, computed the same way, without
     prefill, notes or the precision's wording (a counterfactual shows none of them)."""
     wl = workload or Workload()
@@ -182,22 +183,6 @@ def counter_cost(arch: Architecture, workload: Workload | None = None) -> Counte
     dep = Deployment(arch, params, weights, wl, wl.parallel)
     dep.seed(wl.context, flops, kv)
     return CounterCost(params, weights, kv, flops, step(dep, wl.batch, wl.context))
-
-
-def _deltas(this: CostReport, other: CostReport | CounterCost) -> dict[str, float | int | None]:
-    return {
-        "params": this.params.total - other.params.total,
-        "active_params": this.params.active - other.params.active,
-        "mtp_params": None
-        if this.params.mtp is None or other.params.mtp is None
-        else this.params.mtp - other.params.mtp,
-        "weight_bytes": this.weights.bytes - other.weights.bytes,
-        "kv_bytes_per_token": this.kv.bytes_per_token - other.kv.bytes_per_token,
-        "kv_bytes_at_context": this.kv.bytes_at_context - other.kv.bytes_at_context,
-        "state_bytes_per_sequence": this.kv.state_bytes_per_sequence - other.kv.state_bytes_per_sequence,
-        "flops_per_token": this.flops.per_token - other.flops.per_token,
-        "decode_step_ms": this.decode.step_ms - other.decode.step_ms,
-    }
 
 
 def price(
@@ -254,5 +239,5 @@ def price(
                 )
             )
             continue
-        changes.append(Change(info.id, info.article, fill.detail, base.detail, rule, _deltas(this, other)))
+        changes.append(Change(info.id, info.article, fill.detail, base.detail, rule, deltas(this, other)))
     return this, tuple(changes)

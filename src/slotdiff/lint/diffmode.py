@@ -22,7 +22,7 @@ from typing import Any
 
 from ..core.errors import SlotdiffError
 from ..core.resources import catalog_dir
-from ..cost.price import _deltas as cost_deltas
+from ..cost.deltas import deltas as cost_deltas
 from ..read.source import catalog, read_bytes
 from ..render import fmt
 from ..slots.differ import diff_fills, key_changes
@@ -275,7 +275,7 @@ def _key_summary(keys: Sequence[Any]) -> str:
     return f" [{', '.join(shown)}{more}]" if shown else ""
 
 
-# The deltas a slot-change message shows: (key in cost._deltas, label, formatter).
+# The deltas a slot-change message shows: (key in cost.deltas, label, formatter).
 _SHOWN = (
     ("params", "params", fmt.count),
     ("active_params", "active", fmt.count),

@@ -19,7 +19,7 @@ from ..lint.discover import discover, summary
 from ..lint.reporters import REPORTER_BY_NAME, counts_line
 from ..render import page
 from ..render.json_report import dumps
-from .argtypes import add_width_argument
+from .argtypes import WHOLE, add_width_argument
 
 EPILOG = """\
 examples:
@@ -86,6 +86,13 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     where = parser.add_mutually_exclusive_group()
     where.add_argument("--config", metavar="FILE", help="policy file (pyproject.toml or .slotdiff.toml)")
     where.add_argument("--no-config", action="store_true", help="ignore any policy file; defaults only")
+    parser.add_argument(
+        "-j",
+        "--jobs",
+        type=WHOLE,
+        metavar="N",
+        help="processes that share the files (default: one per usable CPU when there are many files)",
+    )
     parser.add_argument("--list-rules", action="store_true", help="print the rule table and exit")
     parser.add_argument("--explain", metavar="CODE", help="print what a rule checks, why, and how to fix it")
     parser.add_argument(
@@ -158,7 +165,7 @@ def run(args: argparse.Namespace) -> int:
             f"no model config to check: {what} (a model config has model_type, architectures or a "
             "core size key; name a file to check it anyway)",
         )
-    result = engine.lint(list(found.checked), pol, diff_base=args.diff_base)
+    result = engine.lint(list(found.checked), pol, diff_base=args.diff_base, jobs=args.jobs)
     sys.stdout.write(REPORTER_BY_NAME[args.format](result))
     if not args.quiet and args.format == "text":
         sys.stderr.write(f"slotdiff lint: {counts_line(result)}; {summary(found)}\n")

@@ -22,6 +22,7 @@ from . import budgets, diffmode, rules  # noqa: F401  (importing registers the r
 from .document import Builds, Document, KeyPath, read
 from .policy import Policy
 from .registry import RULES, Hit, Pos, by_code, table
+from .spread import spread
 
 
 @dataclass(frozen=True)
@@ -155,11 +156,13 @@ def lint(
     diff_base: str | None = None,
     texts: Mapping[str, bytes] | None = None,
     bases: Mapping[str, bytes | None] | None = None,
+    jobs: int | None = 1,
 ) -> Run:
     """Lint ``paths`` under ``policy``; ``diff_base`` compares each with its version there.
 
     ``texts`` and ``bases`` supply file contents and base versions directly (tests, editors);
-    otherwise files are read from disk and bases from git.
+    otherwise files are read from disk and bases from git. ``jobs`` processes share the
+    files (None: every usable CPU, when there are enough files; lint/spread.py).
     """
     workload_cache: list[Any] = []
 
@@ -202,7 +205,7 @@ def lint(
             base, against = None, ""
         return FileResult(name, lint_document(FileContext(doc, policy, base, against, workload)))
 
-    return Run(tuple(one(name) for name in paths))
+    return Run(tuple(spread(paths, lambda names: [one(name) for name in names], jobs)))
 
 
 # The files the pre-commit hooks run on (.pre-commit-hooks.yaml states the same two patterns;

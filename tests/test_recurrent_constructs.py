@@ -7,15 +7,22 @@ of these families are held by tests/test_conformance.py."""
 
 from __future__ import annotations
 
+import json
+from pathlib import Path
+
 import pytest
 
+from slotdiff.analysis.analyze import load
 from slotdiff.core.errors import SlotdiffError
 from slotdiff.cost.kv import kv_cost, layer_state_elements
 from slotdiff.cost.params import count
+from slotdiff.deploy.kvspec import mamba_page
 from slotdiff.schema.keymap import evaluate
 from slotdiff.schema.tower_spec import spec_fields
 
 from conftest import arch_from
+
+CORPUS = Path(__file__).resolve().parent / "fixtures" / "corpus" / "raw"
 
 RECURRENT_GEMMA = {
     "model_type": "recurrent_gemma",
@@ -215,3 +222,34 @@ def test_zamba_default_layout_follows_the_config_class() -> None:
 def test_block_types_that_are_not_a_list_are_refused(blocks: object) -> None:
     with pytest.raises(SlotdiffError, match="block_types"):
         arch_from({**RECURRENT_GEMMA, "block_types": blocks})
+
+
+# vLLM's Mamba-2 state page on a TP rank (MambaStateShapeCalculator.mamba2_state_shape): the
+# convolution keeps kernel − 1 inputs of (inner + 2 · groups · state) / TP channels, a group
+# count TP does not divide raised to TP first; the temporal state is heads / TP × head_dim ×
+# state. Nemotron-3-Nano-30B-A3B: 64 heads × 64 = 4,096 inner, 8 groups, state 128, kernel 4;
+# conv in bf16 (2 B), temporal state at 4 B. Worked by hand from that formula:
+#   TP 1:  3 × 6,144 × 2 = 36,864  + 64 × 64 × 128 × 4 = 2,097,152 → 2,134,016
+#   TP 2:  3 × 3,072 × 2 = 18,432  + 1,048,576                     → 1,067,008
+#   TP 8:  3 ×   768 × 2 =  4,608  +   262,144                     →   266,752
+#   TP 16: 8 groups → 16: 3 × (4,096 + 4,096) / 16 × 2 = 3,072 + 131,072 → 134,144
+@pytest.mark.parametrize(("tp", "page"), [(1, 2_134_016), (2, 1_067_008), (8, 266_752), (16, 134_144)])
+def test_vllm_mamba2_page_splits_the_groups_over_tp(tp: int, page: int) -> None:
+    config = json.loads((CORPUS / "nvidia__NVIDIA-Nemotron-3-Nano-30B-A3B-BF16.json").read_text())
+    arch = load(config).arch
+    layer = next(s for s in arch.layers if s.mixer == "mamba2")
+    assert mamba_page(arch, layer, tp, 2, 4) == page
+
+
+# vLLM's KDA page (Kimi Linear: kda_state_shape, kda_state_dtype): the q, k and v short
+# convolutions keep kernel − 1 inputs of 3 · heads · head_dim / TP channels in the model dtype,
+# and the recurrent state heads / TP × head_dim × head_dim in float32 whatever the model dtype.
+# transformers' kimi_linear defaults: 32 heads × 128, kernel 4, bf16:
+#   TP 1: 3 × 12,288 × 2 = 73,728 + 32 × 128 × 128 × 4 = 2,097,152 → 2,170,880
+#   TP 2: 36,864 + 1,048,576 → 1,085,440
+@pytest.mark.parametrize(("tp", "page"), [(1, 2_170_880), (2, 1_085_440)])
+def test_vllm_kda_page_keeps_the_recurrent_state_in_float32(tp: int, page: int) -> None:
+    defaults = CORPUS.parent / "transformers-defaults" / "kimi_linear.json"
+    arch = load(json.loads(defaults.read_text())).arch
+    layer = next(s for s in arch.layers if s.variant == "kda")
+    assert mamba_page(arch, layer, tp, 2, 2) == page  # the model's bf16 passed for both

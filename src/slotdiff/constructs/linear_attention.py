@@ -55,7 +55,8 @@ class LinearAttention(Construct):
     ) -> float:
         """A layer's state on a TP rank as vLLM shapes it: lightning attention's heads / TP ×
         head_dim × head_dim in the model dtype (``linear_attention_state_shape``); a gated
-        DeltaNet's or KDA's convolution's kernel − 1 inputs per channel and heads × d_k × d_v.
+        DeltaNet's or KDA's convolution's kernel − 1 inputs per channel and heads × d_k × d_v
+        (KDA's in float32, as vLLM keeps it in every release that serves it).
         RG-LRU, RWKV and mLSTM have no vLLM model, so no page: a one-line refusal, not 0."""
         if layer.variant == "lightning":
             h = arch.get("n_heads") or 0
@@ -71,6 +72,8 @@ class LinearAttention(Construct):
         dk, dv = arch.get("linear_k_head_dim") or 0, arch.get("linear_v_head_dim") or 0
         kernel = arch.get("linear_conv_kernel") or 0
         conv = (2 * nk * dk + nv * dv) * max(0, kernel - 1)
+        if layer.variant == "kda":  # kda_state_dtype: the recurrent state in float32 whatever the model's
+            state_bytes = 4
         return conv * conv_bytes + nv * dk * dv * state_bytes
 
     def sglang_state(self, arch: Architecture, layer: LayerSpec, tp: int) -> tuple[int, int] | None:

@@ -36,14 +36,18 @@ class Mamba(Construct):
     def vllm_state_page(
         self, arch: Architecture, layer: LayerSpec, tp: int, conv_bytes: float, state_bytes: float
     ) -> float:
-        """The convolution's kernel − 1 inputs per channel (B and C groups too in Mamba-2) and
-        inner × state, on a TP rank."""
+        """The convolution's kernel − 1 inputs per channel and inner × state, on a TP rank, as
+        vLLM's ``MambaStateShapeCalculator`` shapes them: Mamba-2's channels are x and the B
+        and C groups, all split over TP, a group count TP does not divide first raised to TP
+        (``extra_groups_for_head_shards``: each rank keeps the groups its heads read)."""
         d = arch.get("d_model") or 0
-        inner = (arch.get("ssm_inner") or int((arch.get("ssm_expand") or 2) * d)) // tp
+        inner = arch.get("ssm_inner") or int((arch.get("ssm_expand") or 2) * d)
         n, kernel = arch.get("ssm_state") or 0, arch.get("ssm_conv_kernel") or 0
         groups = (arch.get("ssm_n_groups") or 0) if self.version == 2 else 0
-        conv = (inner + 2 * groups * n) * max(0, kernel - 1)
-        return conv * conv_bytes + inner * n * state_bytes
+        if groups % tp:
+            groups = tp  # groups + (tp − groups)
+        conv = (inner + 2 * groups * n) // tp * max(0, kernel - 1)
+        return conv * conv_bytes + inner // tp * n * state_bytes
 
     def sglang_state(self, arch: Architecture, layer: LayerSpec, tp: int) -> tuple[int, int] | None:
         """Mamba-2 as SGLang's ``Mamba2StateShape`` (inner = heads × head_dim; Falcon-H1's

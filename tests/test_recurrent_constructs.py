@@ -16,7 +16,8 @@ from slotdiff.analysis.analyze import load
 from slotdiff.core.errors import SlotdiffError
 from slotdiff.cost.kv import kv_cost, layer_state_elements
 from slotdiff.cost.params import count
-from slotdiff.deploy.kvspec import mamba_page
+from slotdiff.deploy.engine_terms import parse_version
+from slotdiff.deploy.kvspec import kv_layout, mamba_page
 from slotdiff.schema.keymap import evaluate
 from slotdiff.schema.tower_spec import spec_fields
 
@@ -253,3 +254,29 @@ def test_vllm_kda_page_keeps_the_recurrent_state_in_float32(tp: int, page: int) 
     arch = load(json.loads(defaults.read_text())).arch
     layer = next(s for s in arch.layers if s.variant == "kda")
     assert mamba_page(arch, layer, tp, 2, 2) == page  # the model's bf16 passed for both
+
+
+# LFM2's conv layers in vLLM (Lfm2ForCausalLM: short_conv_state_shape over hidden_size and
+# conv_L_cache): one mamba page each of L_cache − 1 inputs of hidden / TP channels in the cache
+# dtype. transformers' lfm2 defaults (hidden 2,560, 32 heads of 80, 8 KV heads, L_cache 3) with
+# LFM2-1.2B's pattern over 16 layers (6 attention, 10 conv), bf16, vLLM 0.19:
+#   conv page 2 × 2,560 × 2 = 10,240 B; an attention token 2 × 8 × 80 × 2 = 2,560 B, so the
+#   block stays 16 · ceil(10,240 / (16 · 2,560)) = 16 tokens and the conv page is padded to
+#   the attention page, 16 × 2,560 = 40,960 B. Groups of min(6, 10) = 6 layers: one attention
+#   group, ceil(10 / 6) = 2 conv groups with 2 padding layers.
+LFM2_PATTERN = "CCACCACCACACACAC"
+
+
+def test_vllm_lfm2_conv_layers_take_mamba_pages() -> None:
+    config = json.loads((CORPUS.parent / "transformers-defaults" / "lfm2.json").read_text())
+    config.pop("full_attn_idxs")
+    kinds = {"A": "full_attention", "C": "conv"}
+    config |= {"num_hidden_layers": 16, "layer_types": [kinds[c] for c in LFM2_PATTERN], "dtype": "bfloat16"}
+    arch = load(config).arch
+    conv = next(s for s in arch.layers if s.mixer == "conv")
+    assert mamba_page(arch, conv, 1, 2, 2) == 10_240
+    assert mamba_page(arch, conv, 2, 2, 2) == 5_120
+    layout = kv_layout(arch, arch.layers, 1, "bfloat16", parse_version("0.19.0"), None, 16)
+    assert (layout.block_size, layout.group_size, layout.num_groups, layout.padded_layers) == (16, 6, 3, 2)
+    assert sorted({s.page_bytes for s in layout.specs}) == [40_960]
+    assert sum(1 for s in layout.specs if s.kind == "mamba") == 10

@@ -17,6 +17,7 @@ from functools import cached_property
 
 from ..core.errors import UsageError
 from ..schema.arch import Architecture, with_layers
+from .breakdown import SELECT
 from .compute import Precision, compute_precision, explicit_precision
 from .feasibility import RESERVE_FRACTION, Feasibility, feasibility
 from .flops import FlopsCost, attention_flops, flops_cost
@@ -24,7 +25,7 @@ from .gpus import GPU
 from .inventory.mtp import mtp_tensors
 from .kv import KVCost, kv_cost
 from .layout import Layout, stage_sizes
-from .memory import SELECT, MemoryPlan
+from .memory import MemoryPlan
 from .params import ParamCount, count
 from .touched import experts_touched
 from .weights import WeightsCost, effective_format, weights_cost

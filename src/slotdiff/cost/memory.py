@@ -1,90 +1,26 @@
 """What each GPU of a parallel layout holds, and the fewest GPUs of a valid layout.
 
-A :class:`MemoryPlan` breaks one model's weights and cache down once — per layer design,
-by how each tensor splits (``layout.share_class``), plus what sits on the first stage
-(embedding, vision tower) and the last (head, final norm, MTP modules) — so the bytes on a
-GPU of any layout at any context cost O(stages), not O(layers): the fewest-GPU search
-stays well under a second at the 16,384-layer cap.
+A :class:`MemoryPlan` holds one model's weights (``cost.breakdown``: whole for one stage,
+per layer design with the first and last stages' parts for more) and its cache per layer
+design, so the bytes on a GPU of any layout at any context cost O(stages), not O(layers):
+the fewest-GPU search stays well under a second at the 16,384-layer cap.
 """
 
 from __future__ import annotations
 
 import math
-from collections.abc import Callable, Iterator
-from dataclasses import dataclass, fields, replace
+from collections.abc import Iterator
+from dataclasses import dataclass, replace
 from functools import cached_property
 
 from ..constructs import latent
-from ..schema.arch import Architecture, LayerSpec, evolve, with_layers
-from ..schema.precision import WeightFormat, dtype_bits, storage_bits
-from .inventory.decoder import tensors
-from .inventory.mtp import mtp_tensors
-from .inventory.tensor import Tensor, Unsupported
-from .inventory.towers import vision_tensors
+from ..schema.arch import Architecture, LayerSpec
+from ..schema.precision import WeightFormat, storage_bits
+from .breakdown import FLOPS_FORMAT, Breakdown, Bytes, breakdown, design_key, kv_heads, whole_model
 from .kv import layer_kv_elements, layer_state_elements, state_dtype
-from .layout import Layout, class_share, problems, share_class, stage_sizes
-from .weights import tensor_bytes
+from .layout import Layout, class_share, problems, stage_sizes
 
 MAX_GPUS = 1 << 16  # the fewest-GPU search stops here
-TOWERS = frozenset({"vision", "connector", "audio"})  # run at prefill, once per input
-FLOPS_FORMAT = WeightFormat("bfloat16", "bfloat16", "bfloat16")
-# Which tensors a plan counts: what a GPU holds; what one decode step reads (no gathered
-# tables, no encoder towers); what it multiplies by (matmul weights, as FLOPs per token).
-SELECT = {
-    "held": lambda t: True,
-    "read": lambda t: t.kind != "embedding" and t.slot not in TOWERS,
-    "flops": lambda t: t.matmul and t.slot not in TOWERS,
-}
-_DESIGN = tuple(f.name for f in fields(LayerSpec) if f.name != "index")
-_FIRST = ("embedding", "position", "vision", "connector", "audio")
-
-
-def _key(spec: LayerSpec) -> tuple[object, ...]:
-    return tuple(getattr(spec, name) for name in _DESIGN)
-
-
-def _g(arch: Architecture, spec: LayerSpec | None) -> int:
-    g = (spec.n_kv_heads if spec else None) or arch.get("n_kv_heads") or arch.get("n_heads") or 1
-    return int(g)
-
-
-Bytes = dict[tuple[str, int], float]  # (share class, KV heads) → bytes
-
-
-_CLASSES: dict[tuple[str, str, str, bool], str] = {}
-
-
-def _class(t: Tensor) -> str:
-    """``share_class(t)``, remembered by the four fields it reads (a plan asks for every
-    tensor of a model and of each counterfactual, mostly the same few dozen kinds)."""
-    key = (t.part, t.slot, t.kind, t.routed)
-    cls = _CLASSES.get(key)
-    if cls is None:
-        if len(_CLASSES) >= 4096:
-            _CLASSES.clear()
-        cls = _CLASSES[key] = share_class(t)
-    return cls
-
-
-def _sizer(fmt: WeightFormat) -> Callable[[Tensor], int]:
-    """``tensor_bytes(·, fmt)``: unquantized, the dtype's bits looked up once (same integer)."""
-    if fmt.quantized:
-        return lambda t: tensor_bytes(t, fmt)
-    bits = dtype_bits(fmt.base_dtype or "bfloat16")
-    return lambda t: t.rows * t.cols * t.count * bits // 8
-
-
-def _classed(ts: tuple[Tensor, ...], fmt: WeightFormat, g: int, out: Bytes | None = None) -> Bytes:
-    out = {} if out is None else out
-    size = _sizer(fmt)
-    for t in ts:
-        key = (_class(t), g)
-        out[key] = out.get(key, 0.0) + size(t)
-    return out
-
-
-def _minus(a: Bytes, b: Bytes) -> Bytes:
-    return {k: a.get(k, 0.0) - b.get(k, 0.0) for k in set(a) | set(b) if a.get(k, 0.0) != b.get(k, 0.0)}
 
 
 @dataclass(frozen=True)
@@ -116,100 +52,27 @@ class Need:
         return max(0.0, self.needed - self.usable)
 
 
-Inventory = tuple[tuple[Tensor, ...], tuple[tuple[Tensor, ...], ...], tuple[Tensor, ...]]
-# The last few architectures' tensor inventories, by identity (each entry holds its
-# Architecture, so an id is never reused while cached): a model's held, read and FLOPs plans,
-# its feasibility and its at-peak bound all break down the same tensors.
-_INVENTORIES: dict[int, tuple[Architecture, Inventory]] = {}
-_KEEP = 16
-
-
-def _inventory(arch: Architecture) -> Inventory:
-    """(tensors outside the layers, one layer's tensors per run of ``arch.layer_runs``, all
-    tensors) of ``arch``, computed once per Architecture object."""
-    hit = _INVENTORIES.get(id(arch))
-    if hit is not None and hit[0] is arch:
-        return hit[1]
-    zero_arch = with_layers(arch, ())
-    per_run = tuple(
-        tensors(with_layers(arch, (evolve(spec, index=0),)), keep=False) for spec, _ in arch.layer_runs
-    )
-    out = (tensors(zero_arch, keep=False), per_run, tensors(arch))
-    if len(_INVENTORIES) >= _KEEP:
-        _INVENTORIES.clear()  # (a whole-cache drop: safe while another thread reads or adds)
-    _INVENTORIES[id(arch)] = (arch, out)
-    return out
-
-
 class MemoryPlan:
     """One model's weights and cache by share class and layer design, for any layout."""
 
     def __init__(
         self, arch: Architecture, fmt: WeightFormat, kv_dtype: str, mtp: bool = False, select: str = "held"
     ) -> None:
-        keep = SELECT[select]
         if select == "flops":  # 2 bytes a parameter: a tensor's "bytes" are its FLOPs per token
             fmt = FLOPS_FORMAT
-        self.arch, self.fmt, self.kv_dtype, self.select = arch, fmt, kv_dtype, select
+        self.arch, self.fmt, self.kv_dtype, self.select, self.mtp = arch, fmt, kv_dtype, select, mtp
         self.b = storage_bits(kv_dtype) / 8
         self.b_state = storage_bits(state_dtype(arch)) / 8
-        g0 = _g(arch, None)
-        every, per_run, full_tensors = _inventory(arch)
-        zero = tuple(t for t in every if keep(t))
-        # One pass over the tensors outside the layers: the first stage's, the last's, all.
-        self.first: Bytes = {}
-        self.last: Bytes = {}
-        zero_bytes: Bytes = {}
-        sizer = _sizer(fmt)
-        for t in zero:
-            key, size = (_class(t), g0), sizer(t)
-            side = self.first if t.slot in _FIRST else self.last
-            side[key] = side.get(key, 0.0) + size
-            zero_bytes[key] = zero_bytes.get(key, 0.0) + size
-        if select == "held":
-            try:
-                tower = vision_tensors(arch)
-            except Unsupported:  # a tower slotdiff has no data for: left out, as the parameter count does
-                tower = ()
-            self.first = _classed(tower, fmt, g0, self.first)
-        self.tied_head: Bytes = {}
-        if arch.get("tie_embeddings") and select == "held":
-            # PP > 1 holds the tied table on the first stage and again as the head on the last.
-            self.tied_head = {k: v for k, v in self.first.items() if k[0] == "tp"}
-        elif arch.get("tie_embeddings"):  # decode reads (and multiplies by) the table as the head
-            table = tuple(
-                replace(t, kind="linear", slot="head") for t in every if t.part == "embedding/tokens"
-            )
-            self.last = _classed(table, fmt, g0, dict(self.last))
-        if mtp:
-            self.last = _classed(mtp_tensors(arch), fmt, g0, dict(self.last))
-        self.designs: list[LayerSpec] = []
-        self.counts: list[int] = []
-        self.layer_bytes: list[Bytes] = []
-        index: dict[tuple[object, ...], int] = {}
-        for (spec, n), one_layer in zip(arch.layer_runs, per_run, strict=True):
-            index[_key(spec)] = len(self.designs)
-            self.designs.append(spec)
-            self.counts.append(n)
-            one = _classed(tuple(t for t in one_layer if keep(t)), fmt, _g(arch, spec))
-            self.layer_bytes.append(_minus(one, zero_bytes))
-        self._index = index
+        self.designs: list[LayerSpec] = [spec for spec, _ in arch.layer_runs]
+        self.counts: list[int] = [n for _, n in arch.layer_runs]
+        self._index = {design_key(spec): i for i, spec in enumerate(self.designs)}
         self._sums: dict[int, list[tuple[Bytes, dict[tuple[bool, int, int | None], float], float]]] = {}
-        full = sum(sizer(t) for t in full_tensors if keep(t))
-        split = sum(zero_bytes.values()) + sum(
-            n * sum(b.values()) for n, b in zip(self.counts, self.layer_bytes, strict=True)
-        )
-        self.even = abs(split - full) > 1e-6 * max(1.0, full)
-        if self.even:  # shared blocks and the like: spread the layers' bytes evenly instead
-            per = _minus(_classed(tuple(t for t in full_tensors if keep(t)), fmt, g0), zero_bytes)
-            n = max(1, arch.n_layers)
-            self.layer_bytes = [{k: v / n for k, v in per.items()} for _ in self.designs]
         self.kv_groups: list[list[tuple[bool, int, int | None, float]]] = []
         self.state: list[float] = []
         for spec in self.designs:
             elems = layer_kv_elements(arch, spec)
             cap = min((x for x in (spec.window, spec.chunk) if x), default=None)
-            groups = [(latent(spec.mixer), _g(arch, spec), cap, elems * self.b)] if elems else []
+            groups = [(latent(spec.mixer), kv_heads(arch, spec), cap, elems * self.b)] if elems else []
             self.kv_groups.append(groups)
             rec, conv = layer_state_elements(arch, spec)
             self.state.append(rec * self.b_state + conv * self.b)
@@ -217,8 +80,18 @@ class MemoryPlan:
     # ------------------------------------------------------------------ per stage, per layout
 
     @cached_property
+    def _parts(self) -> Breakdown:
+        """The weights per stage part (built only for plans of more than one stage)."""
+        return breakdown(self.arch, self.fmt, self.select, self.mtp)
+
+    @property
+    def even(self) -> bool:
+        """Whether the layers' weights are spread evenly (weight-shared blocks and the like)."""
+        return self._parts.even
+
+    @cached_property
     def _layer_designs(self) -> list[int]:
-        return [self._index[_key(s)] for s in self.arch.layers]
+        return [self._index[design_key(s)] for s in self.arch.layers]
 
     def _stage_counts(self, pp: int) -> list[list[int]]:
         """How many layers of each design each of ``pp`` stages holds."""
@@ -242,15 +115,19 @@ class MemoryPlan:
         if cached is not None:
             return cached
         out = []
+        one = whole_model(self.arch, self.fmt, self.select, self.mtp) if pp == 1 else None
         for s, c in enumerate(self._stage_counts(pp)):
-            w: Bytes = {}
-            parts: list[tuple[Bytes, int]] = [(b, n) for b, n in zip(self.layer_bytes, c, strict=True) if n]
-            if s == 0:
-                parts.append((self.first, 1))
-            if s == pp - 1:
-                parts.append((self.last, 1))
-                if pp > 1:
-                    parts.append((self.tied_head, 1))
+            w: Bytes = {} if one is None else one
+            parts: list[tuple[Bytes, int]] = []
+            if one is None:
+                bd = self._parts
+                parts = [(b, n) for b, n in zip(bd.layers, c, strict=True) if n]
+                if s == 0:
+                    parts.append((bd.first, 1))
+                if s == pp - 1:
+                    parts.append((bd.last, 1))
+                    if pp > 1:
+                        parts.append((bd.tied_head, 1))
             for b, n in parts:
                 for key, v in b.items():
                     w[key] = w.get(key, 0.0) + n * v

@@ -10,10 +10,10 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from ..schema.arch import Architecture
+from .breakdown import TOWERS
 from .deployment import Deployment
 from .flops import FlopsCost
 from .kv import KVCost
-from .memory import TOWERS
 from .step import Step, compute_bound_batch, step
 from .touched import experts_touched
 from .weights import WeightsCost

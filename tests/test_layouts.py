@@ -12,6 +12,7 @@ import pytest
 from slotdiff.analysis.analyze import load
 from slotdiff.cli import main
 from slotdiff.cost.layout import Layout, problems, stage_sizes
+from slotdiff.cost.memory import MemoryPlan
 from slotdiff.cost.weights import effective_format
 from slotdiff.cost.workload import Workload
 from slotdiff.deploy.fit import fit
@@ -107,3 +108,14 @@ def test_the_search_answers_at_the_layer_cap() -> None:
     assert not f.fits
     assert f.min_gpus == 128
     assert f.min_layout is not None and f.min_layout.gpus == 128
+
+
+def test_pipeline_holds_the_tied_table_again_and_nothing_else() -> None:
+    """Gemma 3 (tied embeddings, a SigLIP tower) over two stages: the last holds the table
+    again as the head, 262,208 × 2,304 × 4 B in fp32 (no dtype given), and the tower only once,
+    on the first stage."""
+    arch = load(json.loads((FIXTURES / "corpus" / "transformers-defaults" / "gemma3.json").read_text())).arch
+    plan = MemoryPlan(arch, effective_format(arch, None)[0], "bfloat16")
+    one = sum(w + e for w, e, _, _ in plan.stages(Layout(), 1))
+    two = sum(w + e for w, e, _, _ in plan.stages(Layout(pp=2), 1))
+    assert two - one == 262_208 * 2_304 * 4

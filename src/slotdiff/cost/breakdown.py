@@ -180,9 +180,11 @@ def breakdown(arch: Architecture, fmt: WeightFormat, select: str, mtp: bool) -> 
     for side, extra in ((first, more_first), (last, more_last)):
         for key, v in extra.items():
             side[key] = side.get(key, 0.0) + v
-    # PP > 1 holds the tied table on the first stage and again as the head on the last.
+    # PP > 1 holds the tied table on the first stage and again as the head on the last: the
+    # table alone (the first stage's other split tensors, a vision tower's, stay there).
     tied = arch.get("tie_embeddings") and select == "held"
-    tied_head = {k: v for k, v in first.items() if k[0] == "tp"} if tied else {}
+    table = tuple(t for t in every if t.part == "embedding/tokens")
+    tied_head = classed(table, fmt, g0) if tied else {}
     layers = [
         _minus(classed(tuple(t for t in one if keep(t)), fmt, kv_heads(arch, spec)), zero_bytes)
         for (spec, _), one in zip(arch.layer_runs, per_run, strict=True)

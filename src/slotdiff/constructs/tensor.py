@@ -43,6 +43,9 @@ class Tensor:
     # Weights a weight-tied layer runs again (HRM's recurrent stacks): per-token compute
     # and no parameters of their own; the parameter count leaves them out, FLOPs keep them.
     reused: bool = False
+    # The decoder layers a per-layer row stands for (``module`` names the first as layer 0),
+    # each holding count / len(layers) of it: a quantizer's exclusion list can name layers.
+    layers: tuple[int, ...] = ()
 
     @property
     def params(self) -> int:
@@ -55,14 +58,31 @@ class Tensor:
 
 
 def fast_tensor(
-    part: str, slot: str, rows: int, cols: int, count: int, kind: str, module: str, routed: bool
+    part: str,
+    slot: str,
+    rows: int,
+    cols: int,
+    count: int,
+    kind: str,
+    module: str,
+    routed: bool,
+    layers: tuple[int, ...] = (),
 ) -> Tensor:
     """``Tensor(...)`` without the frozen dataclass's ``__init__`` (one ``object.__setattr__``
     per field): every pricing builds dozens, and a model is priced ~8 times (counterfactuals)."""
     t = object.__new__(Tensor)
     t.__dict__.update(
-        part=part, slot=slot, rows=rows, cols=cols, count=count, kind=kind, module=module, routed=routed
+        part=part,
+        slot=slot,
+        rows=rows,
+        cols=cols,
+        count=count,
+        kind=kind,
+        module=module,
+        routed=routed,
     )
+    if layers:  # else the class default, ()
+        t.__dict__["layers"] = layers
     return t
 
 
@@ -78,9 +98,13 @@ def need_int(arch: Architecture, name: str) -> int:
 
 
 class Builder:
+    """Collects an architecture's tensor rows; ``layers`` is set while a group of decoder
+    layers is being built, and each row added then records them."""
+
     def __init__(self, arch: Architecture) -> None:
         self.arch = arch
         self.out: list[Tensor] = []
+        self.layers: tuple[int, ...] = ()
 
     def add(
         self,
@@ -95,9 +119,8 @@ class Builder:
     ) -> None:
         if count <= 0 or rows <= 0 or cols <= 0:
             return
-        self.out.append(
-            fast_tensor(part, slot or part.split("/")[0], rows, cols, count, kind, module, routed)
-        )
+        slot = slot or part.split("/")[0]
+        self.out.append(fast_tensor(part, slot, rows, cols, count, kind, module, routed, self.layers))
 
     def norm(
         self, part: str, width: int, count: int, module: str, slot: str = "norms", bias: bool | None = None

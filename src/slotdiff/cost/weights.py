@@ -50,16 +50,20 @@ def effective_format(arch: Architecture, override: str | None) -> tuple[WeightFo
 
 
 def tensor_bytes(t: Tensor, fmt: WeightFormat) -> int:
-    """Bytes of ``t`` (all ``count`` copies) in ``fmt``."""
-    quantized = (
-        fmt.quantized
-        and t.kind == "linear"
-        and t.slot not in UNQUANTIZED_SLOTS
-        and not fmt.excludes(t.module)
-    )
-    if quantized:
-        return fmt.linear_bytes(t.rows, t.cols, True) * t.count
-    return t.params * dtype_bits(fmt.base_dtype or "bfloat16") // 8
+    """Bytes of ``t`` (all ``count`` copies) in ``fmt``: a per-layer row's layers each as the
+    exclusion list says of that layer."""
+    base = dtype_bits(fmt.base_dtype or "bfloat16")
+    if not (fmt.quantized and t.kind == "linear" and t.slot not in UNQUANTIZED_SLOTS):
+        return t.params * base // 8
+    n = len(t.layers)
+    if n and fmt.exclude and t.count % n == 0:
+        plain = fmt.excluded_layers(t.module, t.layers)  # layers that leave it unquantized
+        per = t.count // n
+        quantized = fmt.linear_bytes(t.rows, t.cols, True) * per * (n - plain)
+        return quantized + t.rows * t.cols * per * plain * base // 8
+    if fmt.excludes(t.module):
+        return t.params * base // 8
+    return fmt.linear_bytes(t.rows, t.cols, True) * t.count
 
 
 @dataclass(frozen=True)

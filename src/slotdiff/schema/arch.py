@@ -207,15 +207,29 @@ class Architecture:
     def layer_runs(self) -> tuple[tuple[LayerSpec, int], ...]:
         """Each distinct layer design (index aside) with how many layers have it, in the
         order first seen: per-layer sums become one product per design."""
+        return self._designs[0]
+
+    @cached_property
+    def run_layers(self) -> tuple[tuple[int, ...], ...]:
+        """The positions of the layers of each design of ``layer_runs``, in order (what a
+        quantizer's per-layer exclusion list is matched against)."""
+        return self._designs[1]
+
+    @cached_property
+    def _designs(self) -> tuple[tuple[tuple[LayerSpec, int], ...], tuple[tuple[int, ...], ...]]:
         first: dict[tuple[Any, ...], LayerSpec] = {}
-        counts: dict[tuple[Any, ...], int] = {}
-        for spec in self.layers:
+        where: dict[tuple[Any, ...], list[int]] = {}
+        for i, spec in enumerate(self.layers):
             key = _layer_design(spec)
-            if key in counts:
-                counts[key] += 1
+            at = where.get(key)
+            if at is None:
+                first[key], where[key] = spec, [i]
             else:
-                first[key], counts[key] = spec, 1
-        return tuple((first[key], n) for key, n in counts.items())
+                at.append(i)
+        return (
+            tuple((first[key], len(at)) for key, at in where.items()),
+            tuple(tuple(at) for at in where.values()),
+        )
 
 
 _ARCH_FIELDS = frozenset(f.name for f in fields(Architecture))
@@ -227,14 +241,15 @@ def with_layers(arch: Architecture, layers: tuple[LayerSpec, ...], **fields: Val
 
     The copy shares ``arch``'s read-only field mapping when no field changes, else a new one
     with only the changed values re-read; ``layer_runs`` is kept when ``layers`` is the same
-    tuple (the same object), recomputed otherwise.
+    tuple (the same object), recomputed otherwise (and ``run_layers`` with it).
     """
     new = object.__new__(Architecture)
     state = new.__dict__
     state.update(arch.__dict__)
     state["layers"] = layers
     if layers is not arch.layers:
-        state.pop("layer_runs", None)
+        for derived in ("layer_runs", "run_layers", "_designs"):
+            state.pop(derived, None)
     if fields:
         merged = dict(arch.fields)
         merged.update(fields)

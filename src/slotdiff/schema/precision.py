@@ -7,10 +7,8 @@ them, so weight bytes can be counted exactly, module by module.
 
 from __future__ import annotations
 
-import fnmatch
 import math
-import re
-from collections.abc import Mapping, Sequence
+from collections.abc import Mapping
 from dataclasses import dataclass
 from functools import cache
 from typing import Any
@@ -18,6 +16,8 @@ from typing import Any
 from ..core.errors import SlotdiffError
 from ..core.resources import load_schema_file
 from .arch import Architecture
+from .exclusion import matcher
+from .quant_config import MAX_BITS, MAX_GROUP, QuantConfig
 
 
 @cache
@@ -72,7 +72,11 @@ class WeightFormat:
 
     def excludes(self, module: str) -> bool:
         """True when ``module`` (an HF-style dotted name) is left unquantized."""
-        return any(_match(p, module) for p in self.exclude)
+        return bool(self.exclude) and matcher(self.exclude)(module)
+
+    def excluded_layers(self, module: str, layers: tuple[int, ...]) -> int:
+        """How many of ``layers`` leave ``module`` (named for layer 0) unquantized."""
+        return matcher(self.exclude).excluded_layers(module, layers) if self.exclude else 0
 
     def linear_bytes(self, rows: int, cols: int, quantized: bool) -> int:
         """Exact bytes of one ``rows × cols`` linear weight (out × in), with its scales."""
@@ -101,22 +105,6 @@ class WeightFormat:
         return bits
 
 
-def _match(pattern: str, module: str) -> bool:
-    """Match a quantizer exclusion pattern against a dotted module name.
-
-    ``re:<regex>`` (compressed-tensors) must match the whole name; other patterns match a
-    run of whole dotted components (``*`` matches one component), so ``gate`` excludes a
-    router named ``mlp.gate`` but not ``mlp.gate_proj``.
-    """
-    if pattern.startswith("re:"):
-        return re.fullmatch(pattern[3:], module) is not None
-    parts, pat = module.split("."), pattern.split(".")
-    for start in range(len(parts) - len(pat) + 1):
-        if all(fnmatch.fnmatchcase(parts[start + i], p) for i, p in enumerate(pat)):
-            return True
-    return False
-
-
 def _base(arch: Architecture) -> str | None:
     """The checkpoint dtype the config states; None when it states none (or "auto").
 
@@ -135,95 +123,6 @@ def _label(dtype: str | None) -> str:
     return formats()["dtypes"][dtype]["label"] if dtype else "not stated"
 
 
-def _list(value: Any) -> tuple[str, ...]:
-    if isinstance(value, str):
-        return (value,)
-    if isinstance(value, Sequence):
-        return tuple(str(v) for v in value)
-    return ()
-
-
-# quantization_config numbers slotdiff does arithmetic with; past these they are not a real scheme.
-MAX_BITS = 64
-MAX_GROUP = 2**40
-
-# A ``re:`` exclusion pattern is matched against every module name: one that can backtrack
-# catastrophically ((a+)+, (.*x)*) or that repeats without bound many times would let a
-# config stall the linter, so such patterns are refused, like any other invalid value.
-_QUANTIFIED_GROUP = re.compile(r"\)(?:[*+]|\{\d*,\d*\})")
-_UNBOUNDED = re.compile(r"(?<!\\)(?:[*+]|\{\d*,\})")
-MAX_PATTERN = 256
-MAX_UNBOUNDED = 4
-
-
-class _Q:
-    """Reads ``quantization_config`` values, refusing (one line, key named) what no real
-    scheme writes instead of letting int() or a division fail deep in the cost pass."""
-
-    def __init__(self, arch: Architecture, q: Mapping[str, Any]) -> None:
-        self.arch, self.q = arch, q
-        self.key = arch.key("quantization_config")
-
-    def fail(self, key: str, why: str) -> SlotdiffError:
-        return SlotdiffError(self.arch.name, why, key=f"{self.key}.{key}")
-
-    def int(
-        self,
-        node: Mapping[str, Any],
-        names: Sequence[str],
-        default: int | None,
-        low: int,
-        high: int,
-        at: str = "",
-    ) -> int | None:
-        """The first of ``names`` present in ``node`` as an integer in ``low..high``."""
-        for name in names:
-            if name in node and node[name] is not None:
-                value = node[name]
-                if isinstance(value, float) and value.is_integer():
-                    value = int(value)
-                if not isinstance(value, int) or isinstance(value, bool) or not low <= value <= high:
-                    raise self.fail(at + name, f"expected an integer {low}..{high:,}, got {value!r}")
-                return value
-        return default
-
-    def block(self, node: Mapping[str, Any], name: str, at: str = "") -> tuple[int, int] | None:
-        """A 2-D scale tile ``[rows, cols]``, or None when the key is absent or not a pair."""
-        block = node.get(name)
-        if not isinstance(block, Sequence) or isinstance(block, str) or len(block) != 2:
-            return None
-        out = []
-        for i, side in enumerate(block):
-            if isinstance(side, float) and side.is_integer():
-                side = int(side)
-            if not isinstance(side, int) or isinstance(side, bool) or not 1 <= side <= MAX_GROUP:
-                raise self.fail(f"{at}{name}[{i}]", f"expected an integer 1..{MAX_GROUP:,}, got {side!r}")
-            out.append(side)
-        return out[0], out[1]
-
-    def patterns(self, key: str) -> tuple[str, ...]:
-        """The exclusion patterns under ``key``, each ``re:`` one checked before any use."""
-        exclude = _list(self.q.get(key))
-        for pattern in exclude:
-            if not pattern.startswith("re:"):
-                continue
-            regex = pattern[3:]
-            why = None
-            if len(regex) > MAX_PATTERN:
-                why = f"is {len(regex)} characters, over the {MAX_PATTERN} cap"
-            elif _QUANTIFIED_GROUP.search(regex) or len(_UNBOUNDED.findall(regex)) > MAX_UNBOUNDED:
-                why = "repeats a group or repeats without bound too often (catastrophic backtracking)"
-            else:
-                try:
-                    re.compile(regex)
-                except re.error as err:
-                    why = f"is not a regular expression ({err})"
-            if why:
-                shown = pattern if len(pattern) <= 60 else pattern[:57] + "..."
-                raise self.fail(key, f"exclusion pattern {shown!r} {why}")
-        return exclude
-
-
 def weight_format(arch: Architecture) -> WeightFormat:
     """Read the weight format of ``arch`` from its dtype and quantization_config."""
     base = _base(arch)
@@ -237,10 +136,21 @@ def weight_format(arch: Architecture) -> WeightFormat:
             )
         kind = {"bfloat16": "bf16", "float16": "fp16", "float32": "fp32"}.get(base, base)
         return WeightFormat(kind, _label(base), base)
-    qr = _Q(arch, q)
+    qr = QuantConfig(arch, q)
     method = str(q.get("quant_method", "")).lower()
     exclude = qr.patterns("modules_to_not_convert") + qr.patterns("ignore")
     keep = f", rest {_label(base)}" if base else ""
+    if method == "fp8" and (q.get("quant_algo") or q.get("moe_quant_algo")):
+        # ModelOpt's mixed exports under an fp8 method (NVFP4 experts, FP8 elsewhere, module by
+        # module in ``quantized_layers``): not one format, so no one size per weight.
+        algo = q.get("moe_quant_algo") or q.get("quant_algo")
+        return WeightFormat(
+            "quantized-mixed",
+            f"fp8 with {algo} modules (ModelOpt mixed precision, not modelled)",
+            base,
+            supported=False,
+            exclude=exclude,
+        )
     if method == "fp8":
         fmt = canonical_dtype(str(q.get("fmt", "e4m3"))) or "float8_e4m3fn"
         b = qr.block(q, "weight_block_size")
@@ -297,6 +207,8 @@ def weight_format(arch: Architecture) -> WeightFormat:
         )
     if method == "compressed-tensors":
         return _compressed_tensors(qr, base, exclude, keep)
+    if method == "modelopt":
+        return _modelopt(qr, base, exclude + qr.patterns("exclude_modules"), keep)
     return WeightFormat(
         f"quantized-{method or 'unknown'}",
         f"quantized with {method or 'an unnamed method'} (not modelled)",
@@ -306,7 +218,9 @@ def weight_format(arch: Architecture) -> WeightFormat:
     )
 
 
-def _compressed_tensors(qr: _Q, base: str | None, exclude: tuple[str, ...], keep: str) -> WeightFormat:
+def _compressed_tensors(
+    qr: QuantConfig, base: str | None, exclude: tuple[str, ...], keep: str
+) -> WeightFormat:
     groups = qr.q.get("config_groups") or {}
     if not isinstance(groups, Mapping):
         raise qr.fail("config_groups", f"expected an object, got {type(groups).__name__}")
@@ -374,6 +288,47 @@ def _compressed_tensors(qr: _Q, base: str | None, exclude: tuple[str, ...], keep
     return WeightFormat(
         "quantized-compressed-tensors",
         f"compressed-tensors {kind}{bits} (not modelled)",
+        base,
+        supported=False,
+        exclude=exclude,
+    )
+
+
+def _modelopt(qr: QuantConfig, base: str | None, exclude: tuple[str, ...], keep: str) -> WeightFormat:
+    """NVIDIA ModelOpt checkpoints (``quant_method: modelopt``): NVFP4 (E2M1 elements, an FP8
+    E4M3 scale per 16 along the input, as vLLM's ModelOptNvFp4Config reads them) or FP8 per
+    tensor; a mixed export (``MIXED_PRECISION``: a format per module) is not one format."""
+    algo = str(qr.q.get("quant_algo", "")).upper()
+    if algo == "NVFP4":
+        group = qr.int(qr.q, ["group_size"], 16, 1, MAX_GROUP)
+        groups = qr.q.get("config_groups")
+        if isinstance(groups, Mapping):
+            for name, g in groups.items():
+                w = g.get("weights") if isinstance(g, Mapping) else None
+                if isinstance(w, Mapping):
+                    group = qr.int(w, ["group_size"], group, 1, MAX_GROUP, f"config_groups.{name}.weights.")
+        if group == 16:
+            return WeightFormat(
+                "nvfp4",
+                f"NVFP4 (ModelOpt: E2M1, an FP8 scale per 16){keep}",
+                base,
+                "nvfp4",
+                group=16,
+                scale_bits=8,
+                exclude=exclude,
+            )
+    if algo == "FP8":
+        return WeightFormat(
+            "fp8",
+            f"FP8 E4M3 linears, per-tensor scales (ModelOpt){keep}",
+            base,
+            "float8_e4m3fn",
+            scale_bits=32,
+            exclude=exclude,
+        )
+    return WeightFormat(
+        f"quantized-modelopt-{algo.lower() or 'unknown'}",
+        f"ModelOpt {algo or 'with no quant_algo'} (not modelled)",
         base,
         supported=False,
         exclude=exclude,

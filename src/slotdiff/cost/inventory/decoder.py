@@ -4,6 +4,7 @@ head."""
 
 from __future__ import annotations
 
+from collections.abc import Callable, Iterator
 from dataclasses import replace
 from typing import Any
 
@@ -81,6 +82,24 @@ def _shared_blocks(b: Builder, layers: tuple[LayerSpec, ...]) -> None:
     b.add("attention/shared.linear", d, d, len(users), "linear", "model.layers.0.linear", slot)
 
 
+def _grouped(
+    b: Builder, runs: tuple[tuple[LayerSpec, int], ...], key: Callable[[LayerSpec], Any]
+) -> Iterator[tuple[Any, int, LayerSpec]]:
+    """``group_runs``, with ``b.layers`` set to each group's layer positions while the caller
+    adds its rows (every row then says which layers it stands for)."""
+    where = {id(spec): at for (spec, _), at in zip(b.arch.layer_runs, b.arch.run_layers, strict=True)}
+    members: dict[Any, list[int]] = {}
+    for spec, _ in runs:
+        members.setdefault(key(spec), []).extend(where.get(id(spec), ()))
+    try:
+        for k, n, first in group_runs(runs, key):
+            at = members[k]
+            b.layers = tuple(sorted(at)) if len(at) == n else ()
+            yield k, n, first
+    finally:
+        b.layers = ()
+
+
 def _layer_tensors(b: Builder, runs: tuple[tuple[LayerSpec, int], ...]) -> None:
     """The mixers, FFNs and norms of the layers in ``runs``."""
 
@@ -100,11 +119,11 @@ def _layer_tensors(b: Builder, runs: tuple[tuple[LayerSpec, int], ...]) -> None:
             s.rope,  # a NoPE MLA layer has no RoPE key
         )
 
-    for key, n, first in group_runs(runs, shape):
+    for key, n, first in _grouped(b, runs, shape):
         _mixer(b, n, key[0], first)
-    for kind, n, first in group_runs(runs, lambda s: s.parallel):
+    for kind, n, first in _grouped(b, runs, lambda s: s.parallel):
         _mixer(b, n, kind, first)
-    for (ffn, width), n, _ in group_runs(runs, lambda s: (s.ffn, s.d_ff)):
+    for (ffn, width), n, _ in _grouped(b, runs, lambda s: (s.ffn, s.d_ff)):
         if ffn == "dense":
             dense_ffn(b, n, width or need_int(b.arch, "d_ff"))
             scales = b.arch.get("ffn_channel_scales") or 0  # per-channel scales (Dory suv_gate, suv_up)
@@ -126,7 +145,7 @@ def _layer_tensors(b: Builder, runs: tuple[tuple[LayerSpec, int], ...]) -> None:
     if b.arch.get("sublayer_global_scale"):  # a learned scalar on each MoE router and dense MLP
         scaled = sum(n for s, n in runs if s.ffn in ("moe", "dense"))
         b.add("ffn/global_scale", 1, 1, scaled, "vector", "mlp.global_scale")
-    for ffn2, n, _ in group_runs(runs, lambda s: s.ffn2):
+    for ffn2, n, _ in _grouped(b, runs, lambda s: s.ffn2):
         if ffn2 == "dense":
             dense_ffn(b, n, need_int(b.arch, "d_ff"), module="mlps.1")
         elif ffn2 == "moe":

@@ -15,17 +15,22 @@ A recurrent hybrid first loses its state pool (``sglang_state``: ``handle_max_ma
 from __future__ import annotations
 
 from ..constructs import construct, latent
+from ..core.errors import SlotdiffError
 from ..cost.gpus import GPU
+from ..cost.layout import Layout
 from ..cost.memory import MemoryPlan
 from ..schema.arch import Architecture
 from ..schema.precision import storage_bits
 from . import engine_terms as et
+from .engine_terms import Version
 from .kvspec import KVLayout, Spec, attention_token_bytes
-from .sglang_state import StateFlags, state_pool
+from .sglang_state import StateFlags, check_served, state_pool
 from .vllm import EngineArgs, EngineFit, StagePool, Term, kv_dtype_of, model_len
 
 GiB = et.GiB
 SGLANG_CONTEXT = 0.5 * GiB  # CUDA context before the pool's "free" is measured, one GPU
+PROFILE_READ_THROUGH = (0, 5, 10)  # the newest release whose profile_max_num_token was read
+FRACTION_READ_THROUGH = (0, 5, 9)  # the newest whose default mem_fraction_static is modelled
 
 
 def cell_size(arch: Architecture, tp: int, kv_dtype: str) -> tuple[float, int]:
@@ -45,6 +50,44 @@ def cell_size(arch: Architecture, tp: int, kv_dtype: str) -> tuple[float, int]:
     return total, layers
 
 
+def default_fraction(
+    arch: Architecture, version: Version, gpu: GPU, layout: Layout, chunked: int, graph_bs: int
+) -> tuple[float, str]:
+    """``--mem-fraction-static``'s default: the release's rule (``engine_terms``), then for a
+    model with a vision tower ×0.90 in 0.4.9 and from 0.4.10 ``adjust_mem_fraction_for_vlm``
+    (×0.95 × clamp(1 − 0.1 × (ViT layers × hidden² / (24 × 1024²) − 1), 0.8, 1.05), read
+    from the config's ``vision_config.num_hidden_layers`` and ``hidden_size``, 24 and 1024
+    where absent). 0.5.10 adds a piecewise-CUDA-graph reserve that depends on the model: refused."""
+    if version.parts[:3] > FRACTION_READ_THROUGH:
+        raise SlotdiffError(
+            arch.name,
+            f"not supported: SGLang {version.text}'s default --mem-fraction-static reserves "
+            "piecewise CUDA-graph memory by model (from 0.5.10): pass --mem-fraction-static",
+        )
+    frac, why = et.sglang_mem_fraction(version, gpu, layout, chunked, graph_bs)
+    if arch.vision is None or version < (0, 4, 9):
+        return frac, why
+    if version < (0, 4, 10):
+        return frac * 0.9, f"{why}; × 0.90 for a vision model"
+    sizes = []
+    for name, key, default in (("layers", "num_hidden_layers", 24), ("hidden", "hidden_size", 1024)):
+        v = arch.vision.get(name)
+        read = getattr(v, "keys", ()) or ()
+        if v is None or v.value is None:
+            sizes.append(default)
+        elif read in ((), (f"vision_config.{key}",)) and isinstance(v.value, int):
+            sizes.append(v.value)
+        else:  # SGLang reads the HF object's attribute of that name; another key is not mapped here
+            raise SlotdiffError(
+                arch.name,
+                f"not supported: SGLang sizes its vision-model fraction by vision_config.{key}, which "
+                f"this config names {'/'.join(read) or 'otherwise'}: pass --mem-fraction-static",
+            )
+    ratio = sizes[0] * sizes[1] ** 2 / (24 * 1024**2)
+    factor = 0.95 * max(0.8, min(1.05, 1.0 - 0.1 * (ratio - 1.0)))
+    return frac * factor, f"{why}; × {factor:.4f} for its ViT (adjust_mem_fraction_for_vlm)"
+
+
 def sglang_fit(arch: Architecture, plan: MemoryPlan, gpu: GPU, args: EngineArgs) -> EngineFit:
     """SGLang's start-up pool for ``arch`` on ``gpu`` with ``args`` (TP only; PP stages are
     taken as the fullest)."""
@@ -53,12 +96,20 @@ def sglang_fit(arch: Architecture, plan: MemoryPlan, gpu: GPU, args: EngineArgs)
     length = model_len(arch, args.max_model_len)
     kv_dtype = kv_dtype_of(arch, args.kv_cache_dtype)
     page = args.block_size or 1
-    chunked = args.max_num_batched_tokens or (16384 if gpu.visible > 160 * GiB else 8192)
+    if version.parts[:3] > PROFILE_READ_THROUGH:
+        raise SlotdiffError(
+            arch.name,
+            f"not supported: SGLang {version.text}'s pool sizing is read only through "
+            f"{'.'.join(map(str, PROFILE_READ_THROUGH))}: pass --engine-version 0.5.10 or earlier",
+        )
+    check_served(arch, version, layout.tp)  # a recurrent hybrid SGLang does not size: refused first
+    default_chunked, graph_bs = et.sglang_server_defaults(version, gpu, layout.tp)
+    chunked = args.max_num_batched_tokens or default_chunked
     if args.mem_fraction_static is not None:
         frac = et.check_fraction(args.mem_fraction_static, "--mem-fraction-static")
         frac_why = "--mem-fraction-static"
     else:
-        frac, frac_why = et.sglang_mem_fraction(version, gpu, layout, chunked)
+        frac, frac_why = default_fraction(arch, version, gpu, layout, chunked, graph_bs)
     linked = et.non_torch(gpu, layout) - et.NON_TORCH
     free_est = gpu.visible - SGLANG_CONTEXT - linked
     free = args.free_gib * GiB if args.free_gib is not None else free_est

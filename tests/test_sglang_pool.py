@@ -8,6 +8,7 @@ by hand from the release's formula, never taken from slotdiff's output.
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 from typing import Any
 
@@ -21,9 +22,10 @@ from slotdiff.cost.weights import effective_format
 from slotdiff.deploy.sglang import sglang_fit
 from slotdiff.deploy.vllm import EngineArgs, EngineFit
 
-from conftest import RAW
+from conftest import FIXTURES, RAW
 
 GiB = 2**30
+DEFAULTS = FIXTURES / "corpus" / "transformers-defaults"
 QWEN3_30B = RAW / "Qwen__Qwen3-30B-A3B.json"  # 48 layers, 4 KV heads, head_dim 128
 LLAVA = RAW / "llava-hf__llava-1.5-7b-hf.json"  # CLIP ViT-L/14: 24 layers, hidden 1024
 QWEN3_VL = RAW / "Qwen__Qwen3-VL-30B-A3B-Instruct.json"  # vision_config.depth, not num_hidden_layers
@@ -121,3 +123,74 @@ def test_releases_not_read_are_refused() -> None:
     # ... and a release after 0.5.10 (KV sizing moved to pool_configurator) entirely
     with pytest.raises(SlotdiffError, match=r"not supported: .*read only through 0\.5\.10"):
         fit(QWEN3_30B, version="0.5.23", mem_fraction_static=0.85)
+
+
+LLAMA_8B = RAW / "meta-llama__Llama-3.1-8B.json"  # 32 layers, 8 KV heads, head_dim 128
+V32 = RAW / "deepseek-ai__DeepSeek-V3.2.json"  # 61 DSA layers: latent 512 + rope 64, index_head_dim 128
+MLLAMA = DEFAULTS / "mllama.json"  # 40 text layers, 8 of them cross-attention; 8 KV heads × 128
+
+
+def pool(path: Path, device: str = "h100-sxm", **flags: Any) -> EngineFit:
+    """The pool from a pinned rest (``available_kv_gib``): tokens = rest // cell, page-floored."""
+    arch = load(path).arch
+    plan = MemoryPlan(arch, effective_format(arch, None)[0], "bfloat16")
+    args = EngineArgs(engine="sglang", max_model_len=32768, mem_fraction_static=0.9, **flags)
+    return sglang_fit(arch, plan, gpu(device), args)
+
+
+@pytest.mark.parametrize(
+    ("version", "tokens"),
+    [
+        # profile_max_num_token 0.5.2-0.5.6: get_num_kv_heads(tp) × head_dim × layers × 2 × 2 B
+        # (V sized as head_dim): 8 × 128 × 32 × 2 × 2 = 131,072 B; 10 GiB // 131,072 = 81,920
+        ("0.5.5", 81_920),
+        ("0.5.6", 81_920),
+        # get_cell_size_per_token from 0.5.7: × (head_dim + v_head_dim) = 8 × (128 + 64) × 32 ×
+        # 2 = 98,304 B; 10,737,418,240 // 98,304 = 109,226
+        ("0.5.7", 109_226),
+    ],
+)
+def test_mha_cell_takes_v_head_dim_from_0_5_7(tmp_path: Path, version: str, tokens: int) -> None:
+    cfg = json.loads(LLAMA_8B.read_text())
+    cfg["v_head_dim"] = 64
+    path = tmp_path / "config.json"
+    path.write_text(json.dumps(cfg))
+    assert pool(path, version=version, available_kv_gib=10).kv_pool_tokens == tokens
+
+
+def test_mha_cell_counts_every_hidden_layer() -> None:
+    """num_effective_layers is every hidden layer, cross-attention ones included (mllama: 40):
+    8 × 128 × 2 × 40 × 2 B = 163,840 B; 10 GiB // 163,840 = 65,536 (32 layers would give 81,920)."""
+    assert pool(MLLAMA, version="0.5.5", available_kv_gib=10).kv_pool_tokens == 65_536
+
+
+@pytest.mark.parametrize(
+    ("version", "device", "tokens", "page", "kv"),
+    [
+        # 0.5.4+: (512 + 64) × 2 B + the indexer's 128 + 128 // 128 × 4 = 132 B (uint8), × 61 layers
+        # = 1,284 × 61 = 78,324 B; 50 GiB = 53,687,091,200 B // 78,324 = 685,449; page 64 (set
+        # by _handle_model_specific_adjustments for DeepSeek NSA): 685,440
+        ("0.5.5", "h200", 685_440, 64, "bfloat16"),
+        # on Blackwell the KV dtype becomes fp8_e4m3: (576 + 132) × 61 = 43,188 B;
+        # 53,687,091,200 // 43,188 = 1,243,101 → 1,243,072 (page 64)
+        ("0.5.5", "b200", 1_243_072, 64, "float8_e4m3fn"),
+        # 0.5.3 has no indexer term: 576 × 2 × 61 = 70,272 B; 764,006 → 763,968 (page 64)
+        ("0.5.3", "h200", 763_968, 64, "bfloat16"),
+    ],
+)
+def test_dsa_cell_page_and_dtype(version: str, device: str, tokens: int, page: int, kv: str) -> None:
+    f = pool(V32, device, version=version, tensor_parallel_size=8, available_kv_gib=50)
+    assert (f.kv_pool_tokens, f.block_size, f.kv_cache_dtype) == (tokens, page, kv)
+
+
+def test_dsa_releases_and_flags() -> None:
+    # 0.5.3 sets mem_fraction_static 0.8 for DeepSeek NSA over the flag (0.9 passed)
+    f = pool(V32, "h200", version="0.5.3", tensor_parallel_size=8, free_gib=130, weights_gib=90)
+    assert term(f, "reserved_by_fraction") == pytest.approx(130 * GiB * 0.2)
+    with pytest.raises(SlotdiffError, match=r"not supported: SGLang 0\.5\.2 has no DeepSeek sparse"):
+        pool(V32, "h200", version="0.5.2", available_kv_gib=50)
+    # from 0.5.6 the page and dtype depend on the config's architecture: they must be passed
+    with pytest.raises(SlotdiffError, match=r"not supported: .*pass --block-size"):
+        pool(V32, "h200", version="0.5.6", available_kv_gib=50)
+    f = pool(V32, "h200", version="0.5.6", available_kv_gib=50, block_size=64, kv_cache_dtype="bfloat16")
+    assert f.kv_pool_tokens == 685_440

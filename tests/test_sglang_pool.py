@@ -194,3 +194,16 @@ def test_dsa_releases_and_flags() -> None:
         pool(V32, "h200", version="0.5.6", available_kv_gib=50)
     f = pool(V32, "h200", version="0.5.6", available_kv_gib=50, block_size=64, kv_cache_dtype="bfloat16")
     assert f.kv_pool_tokens == 685_440
+
+
+def test_gpt_oss_hybrid_swa_split_is_stated_beside_the_whole_pool() -> None:
+    """gpt-oss-20b: 24 layers (12 sliding, 12 full), 8 KV heads × 64: cell 8 × 64 × 2 × 2 × 24 =
+    49,152 B; 10 GiB // 49,152 = 218,453 tokens (the pool with hybrid SWA memory off, as SGLang
+    runs it with the triton_kernel MoE backend). With it on, set_num_token_hybrid (0.5.2-0.5.6):
+    full = int(218,453 × 24 / (0.8 × 12 + 12)) = int(5,242,872 / 21.6) = 242,725 and
+    swa = int(242,725 × 0.8) = 194,180."""
+    f = pool(RAW / "openai__gpt-oss-20b.json", version="0.5.5", available_kv_gib=10)
+    assert f.kv_pool_tokens == 218_453
+    assert any("full_layer_tokens=242725, swa_layer_tokens=194180" in n for n in f.notes)
+    later = pool(RAW / "openai__gpt-oss-20b.json", version="0.5.7", available_kv_gib=10)
+    assert not any("full_layer_tokens" in n for n in later.notes)

@@ -85,6 +85,22 @@ def cell_size(arch: Architecture, tp: int, kv_dtype: str, version: Version) -> t
     return (k + max(1, g // tp) * hv * b) * layers, layers, k
 
 
+def swa_split(arch: Architecture, version: Version, tokens: int) -> tuple[int, int] | None:
+    """``set_num_token_hybrid`` (0.5.2-0.5.6) where gpt-oss's hybrid SWA pool may be on (SGLang
+    turns it off when it picks the triton_kernel MoE backend, which depends on the install):
+    full = int(tokens × layers / (0.8 × sliding + full layers)), swa = int(full × 0.8)
+    (``--swa-full-tokens-ratio`` 0.8). None elsewhere: Gemma 2/3 and Olmo 3 have it off, Llama 4
+    needs ``--hybrid-kvcache-ratio``."""
+    if arch.model_type != "gpt_oss" or not ((0, 5, 2) <= version.parts[:3] <= (0, 5, 6)):
+        return None
+    sliding = sum(1 for s in arch.layers if s.window)
+    if not sliding:
+        return None
+    ratio = 0.8
+    full = int(tokens * len(arch.layers) / (ratio * sliding + len(arch.layers) - sliding))
+    return full, int(full * ratio)
+
+
 def dsa_defaults(
     arch: Architecture, version: Version, gpu: GPU, args: EngineArgs, page: int, kv_dtype: str
 ) -> tuple[int, str, float | None]:
@@ -246,6 +262,13 @@ def sglang_fit(arch: Architecture, plan: MemoryPlan, gpu: GPU, args: EngineArgs)
     ]
     if k_size:
         notes.append(f"K buffer {k_size / GiB:.2f} GB (+ as much V), as SGLang logs it (GB = 2^30 B)")
+    swa = swa_split(arch, version, tokens)
+    if swa:
+        notes.append(
+            f"with SGLang's hybrid SWA pool (gpt-oss when its MoE backend is not triton_kernel: no "
+            f"triton_kernels package, EP > 1, or MXFP4 on Blackwell) it logs full_layer_tokens={swa[0]}, "
+            f"swa_layer_tokens={swa[1]} and max_total_num_tokens={swa[0]:,} instead"
+        )
     concurrency = tokens / length if length else 0.0
     if state:
         notes.append(

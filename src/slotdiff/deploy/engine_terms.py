@@ -214,10 +214,34 @@ def cuda_graphs(version: Version, gpu: GPU, eager: bool) -> float:
     return CUDA_GRAPHS
 
 
+def sglang_server_defaults(version: Version, gpu: GPU, tp: int) -> tuple[int, int]:
+    """SGLang's ``chunked_prefill_size`` and ``cuda_graph_max_bs`` when not given, by the GPU's
+    memory (``server_args.py``: ``__post_init__`` up to 0.5.2, ``_handle_gpu_memory_settings``
+    from 0.5.3; ``gpu_mem`` is nvidia-smi's total, taken here as the runtime's)."""
+    mem = gpu.visible / GiB
+    if version < (0, 4, 9):  # 0.3.6-0.4.6: chunked 2,048 under 25,000 MB, else 8,192
+        return (2048 if mem * 1024 < 25_000 else 8192), 160
+    if version < (0, 5, 3):  # 0.4.9-0.5.2: 2,048 under 35 GiB, 16,384 from 160 GiB
+        chunked = 2048 if mem < 35 else 8192 if mem < 160 else 16384
+        return chunked, (8 if tp < 4 else 80) if mem < 35 else 160
+    if mem < 20:
+        return 2048, 8
+    if mem < 35:  # 0.5.3-0.5.4: 16 graphs below TP 4; 24 from 0.5.5
+        return 2048, (16 if version < (0, 5, 5) else 24) if tp < 4 else 80
+    if mem < 60:
+        return 4096, 32 if tp < 4 else 160
+    if mem < 160:
+        return 8192, 256 if tp < 4 else 512
+    return 16384, 512
+
+
 def sglang_mem_fraction(
-    version: Version, gpu: GPU, layout: Layout, chunked_prefill: int, cuda_graph_bs: int = 256
+    version: Version, gpu: GPU, layout: Layout, chunked_prefill: int, cuda_graph_bs: int
 ) -> tuple[float, str]:
-    """SGLang's default ``--mem-fraction-static`` by release (server_args)."""
+    """SGLang's default ``--mem-fraction-static`` by release (``server_args.py``), without its
+    speculative-decoding and DP-attention terms; rounded to 3 decimals from 0.4.9 as SGLang
+    rounds it. 0.5.10 reserves piecewise-CUDA-graph memory by model: not modelled (refused by
+    the caller)."""
     mem = gpu.visible / GiB
     p = layout.tp * layout.pp
     if version < (0, 4, 6) or (version < (0, 4, 9) and mem <= 80):
@@ -226,13 +250,16 @@ def sglang_mem_fraction(
         return frac, f"by TP size ({layout.tp}): {frac}"
     if version < (0, 4, 9):
         return (mem - 13) / mem, "(memory − 13 GiB) / memory"
-    if version < (0, 5, 5):
+    if version < (0, 5, 3):
         reserved = 2.8 + p / 10 if mem < 35 else 9.5 + p / 2 if mem < 90 else 12 + p / 2 if mem < 160 else 32
-        return (mem - reserved) / mem, f"(memory − {reserved:g} GiB reserved) / memory"
+        return round((mem - reserved) / mem, 3), f"(memory − {reserved:g} GiB reserved) / memory"
     # MiB terms: 512 + 1.5 × chunked-prefill tokens + 2 × CUDA-graph batch, then TP·PP/8 GiB
     reserved = (512 + 1.5 * max(chunked_prefill, 2048) + 2 * cuda_graph_bs) / 1024 + p / 8
     reserved = max(reserved, 10.0) if mem > 60 else reserved
-    return (mem - reserved) / mem, f"(memory − {reserved:.2f} GiB reserved) / memory"
+    return (
+        round((mem - reserved) / mem, 3),
+        f"(memory − {reserved:.2f} GiB reserved) / memory; CUDA-graph batch {cuda_graph_bs}",
+    )
 
 
 def gib(x: float | None) -> float | None:

@@ -15,34 +15,161 @@ A recurrent hybrid first loses its state pool (``sglang_state``: ``handle_max_ma
 from __future__ import annotations
 
 from ..constructs import construct, latent
+from ..core.errors import SlotdiffError
 from ..cost.gpus import GPU
+from ..cost.layout import Layout
 from ..cost.memory import MemoryPlan
 from ..schema.arch import Architecture
 from ..schema.precision import storage_bits
 from . import engine_terms as et
-from .kvspec import KVLayout, Spec, attention_token_bytes
-from .sglang_state import StateFlags, state_pool
+from .engine_terms import Version
+from .kvspec import KVLayout, Spec
+from .sglang_state import StateFlags, check_served, recurrent_layers, state_pool
 from .vllm import EngineArgs, EngineFit, StagePool, Term, kv_dtype_of, model_len
 
 GiB = et.GiB
 SGLANG_CONTEXT = 0.5 * GiB  # CUDA context before the pool's "free" is measured, one GPU
+PROFILE_READ_THROUGH = (0, 5, 10)  # the newest release whose profile_max_num_token was read
+FRACTION_READ_THROUGH = (0, 5, 9)  # the newest whose default mem_fraction_static is modelled
 
 
-def cell_size(arch: Architecture, tp: int, kv_dtype: str) -> tuple[float, int]:
-    """(bytes per token, layers) of SGLang's pool on one rank; hybrids count only their
-    full-attention layers (0.5.x: ``full_attention_layer_ids``)."""
+V_HEAD_FROM = (0, 5, 7)  # profile_max_num_token's MHA cell takes v_head_dim (head_dim twice before)
+INDEXER_FROM = (0, 5, 4)  # the DSA indexer's keys join the MLA cell
+# is_deepseek_nsa (configs/model_config.py): the architectures it names, as model_types
+DSA_MODEL_TYPES = {(0, 5, 3): {"deepseek_v3", "deepseek_v32"}, (0, 5, 10): {"glm_moe_dsa", "mistral_large_3"}}
+DSA_PAGE = ((0, 5, 3), (0, 5, 5))  # releases that set page 64 (and fp8 on Blackwell) for any DSA model
+INDEX_QUANT_BLOCK = 128  # NSATokenToKVPool.quant_block_size: one 4-byte scale per 128 index elements
+
+
+def dsa(arch: Architecture) -> bool:
+    """A DeepSeek sparse-attention model: an indexer of its own on some latent layer."""
+    return bool(arch.get("index_head_dim")) and any(s.sparse and latent(s.mixer) for s in arch.layers)
+
+
+def dsa_served(arch: Architecture, version: Version) -> bool:
+    """``is_deepseek_nsa`` in ``version``: the config's architecture among those it names."""
+    names: set[str] = set()
+    for since, types in DSA_MODEL_TYPES.items():
+        if version >= since:
+            names |= types
+    return arch.model_type in names
+
+
+def cell_size(arch: Architecture, tp: int, kv_dtype: str, version: Version) -> tuple[float, int, float]:
+    """(bytes per token, layers, K bytes per token) of SGLang's pool on one rank, as
+    ``ModelRunner.profile_max_num_token`` (0.5.7+: ``get_cell_size_per_token``) computes it:
+
+    * its layers: every hidden layer (``num_effective_layers``, whatever its mixer), a
+      recurrent hybrid's full-attention layers only (``full_attention_layer_ids``);
+    * MHA/GQA: ``get_num_kv_heads(tp)`` = max(1, the model's KV heads // TP) × (head_dim +
+      head_dim) × bytes, the model's one head_dim (``hf_text_config.head_dim``, else hidden /
+      heads) on every layer; from 0.5.7 head_dim + v_head_dim;
+    * MLA: (kv_lora_rank + qk_rope_head_dim) × bytes, on every rank; a DSA model adds from
+      0.5.4 its indexer's keys, index_head_dim + index_head_dim // 128 × 4 scale bytes (uint8)."""
     b = storage_bits(kv_dtype) / 8
-    total, layers = 0.0, 0
-    for s in arch.layers:
-        mech = construct(s.mixer)
-        fixed = mech.engine_token_elements(arch) if mech else None
-        if fixed is not None:  # a latent cache (MLA): the same on every rank
-            total += fixed * b
-            layers += 1
-        elif mech and mech.softmax and not s.kv_shared:
-            total += attention_token_bytes(arch, s, tp, b)
-            layers += 1
-    return total, layers
+    mechs = [construct(s.mixer) for s in arch.layers]
+    full = [s for s, m in zip(arch.layers, mechs, strict=True) if m and (m.softmax or m.latent_kv)]
+    layers = len(full) if recurrent_layers(arch) else len(arch.layers)
+    mla = next((m for m in mechs if m and m.engine_token_elements(arch) is not None), None)
+    if mla is not None:  # a latent cache (MLA): the same on every rank
+        per = mla.engine_token_elements(arch) * b
+        if dsa(arch) and version >= INDEXER_FROM:
+            idim = arch.get("index_head_dim") or 0
+            per += idim + idim // INDEX_QUANT_BLOCK * 4
+        return per * layers, layers, 0.0
+    g = arch.get("n_kv_heads") or arch.get("n_heads") or 1
+    h = arch.get("n_heads") or 1
+    hd = arch.get("head_dim") or (arch.get("d_model") or 0) // h
+    hv = (arch.get("v_head_dim") or hd) if version >= V_HEAD_FROM else hd
+    k = max(1, g // tp) * hd * b
+    return (k + max(1, g // tp) * hv * b) * layers, layers, k
+
+
+def swa_split(arch: Architecture, version: Version, tokens: int) -> tuple[int, int] | None:
+    """``set_num_token_hybrid`` (0.5.2-0.5.6) where gpt-oss's hybrid SWA pool may be on (SGLang
+    turns it off when it picks the triton_kernel MoE backend, which depends on the install):
+    full = int(tokens × layers / (0.8 × sliding + full layers)), swa = int(full × 0.8)
+    (``--swa-full-tokens-ratio`` 0.8). None elsewhere: Gemma 2/3 and Olmo 3 have it off, Llama 4
+    needs ``--hybrid-kvcache-ratio``."""
+    if arch.model_type != "gpt_oss" or not ((0, 5, 2) <= version.parts[:3] <= (0, 5, 6)):
+        return None
+    sliding = sum(1 for s in arch.layers if s.window)
+    if not sliding:
+        return None
+    ratio = 0.8
+    full = int(tokens * len(arch.layers) / (ratio * sliding + len(arch.layers) - sliding))
+    return full, int(full * ratio)
+
+
+def dsa_defaults(
+    arch: Architecture, version: Version, gpu: GPU, args: EngineArgs, page: int, kv_dtype: str
+) -> tuple[int, str, float | None]:
+    """What ``_handle_model_specific_adjustments`` (``server_args.py``) sets for a DeepSeek NSA
+    model on CUDA/ROCm: (page size, KV dtype, a forced mem_fraction_static). 0.5.3-0.5.5 set
+    page 64 over any --page-size and fp8_e4m3 on compute capability 10+ (0.5.3-0.5.4 over the
+    flag, 0.5.5 only for auto); 0.5.3 also sets mem_fraction_static 0.8. From 0.5.6 the block
+    runs only for some architectures (``hf_config.architectures[0]``, which slotdiff does not
+    keep): the page size and KV dtype must be passed."""
+    mt = arch.model_type
+    if not dsa_served(arch, version):
+        raise SlotdiffError(
+            arch.name,
+            f"not supported: SGLang {version.text} has no DeepSeek sparse-attention pool for {mt} "
+            "(is_deepseek_nsa)",
+            key=arch.key("model_type"),
+        )
+    if version.parts[:3] > DSA_PAGE[-1]:
+        if args.block_size is None or args.kv_cache_dtype == "auto":
+            raise SlotdiffError(
+                arch.name,
+                f"not supported: SGLang {version.text} picks a DSA model's page size and KV dtype by "
+                "its config's architecture: pass --block-size (64 with the NSA backend) and --kv-cache-dtype",
+                key=arch.key("model_type"),
+            )
+        return page, kv_dtype, None
+    cc = et.compute_capability(gpu)
+    blackwell = bool(cc and cc[0] >= 10)
+    if blackwell and (version < (0, 5, 5) or args.kv_cache_dtype == "auto"):
+        kv_dtype = "float8_e4m3fn"
+    return 64, kv_dtype, 0.8 if version < (0, 5, 4) else None
+
+
+def default_fraction(
+    arch: Architecture, version: Version, gpu: GPU, layout: Layout, chunked: int, graph_bs: int
+) -> tuple[float, str]:
+    """``--mem-fraction-static``'s default: the release's rule (``engine_terms``), then for a
+    model with a vision tower ×0.90 in 0.4.9 and from 0.4.10 ``adjust_mem_fraction_for_vlm``
+    (×0.95 × clamp(1 − 0.1 × (ViT layers × hidden² / (24 × 1024²) − 1), 0.8, 1.05), read
+    from the config's ``vision_config.num_hidden_layers`` and ``hidden_size``, 24 and 1024
+    where absent). 0.5.10 adds a piecewise-CUDA-graph reserve that depends on the model: refused."""
+    if version.parts[:3] > FRACTION_READ_THROUGH:
+        raise SlotdiffError(
+            arch.name,
+            f"not supported: SGLang {version.text}'s default --mem-fraction-static reserves "
+            "piecewise CUDA-graph memory by model (from 0.5.10): pass --mem-fraction-static",
+        )
+    frac, why = et.sglang_mem_fraction(version, gpu, layout, chunked, graph_bs)
+    if arch.vision is None or version < (0, 4, 9):
+        return frac, why
+    if version < (0, 4, 10):
+        return frac * 0.9, f"{why}; × 0.90 for a vision model"
+    sizes = []
+    for name, key, default in (("layers", "num_hidden_layers", 24), ("hidden", "hidden_size", 1024)):
+        v = arch.vision.get(name)
+        read = getattr(v, "keys", ()) or ()
+        if v is None or v.value is None:
+            sizes.append(default)
+        elif read in ((), (f"vision_config.{key}",)) and isinstance(v.value, int):
+            sizes.append(v.value)
+        else:  # SGLang reads the HF object's attribute of that name; another key is not mapped here
+            raise SlotdiffError(
+                arch.name,
+                f"not supported: SGLang sizes its vision-model fraction by vision_config.{key}, which "
+                f"this config names {'/'.join(read) or 'otherwise'}: pass --mem-fraction-static",
+            )
+    ratio = sizes[0] * sizes[1] ** 2 / (24 * 1024**2)
+    factor = 0.95 * max(0.8, min(1.05, 1.0 - 0.1 * (ratio - 1.0)))
+    return frac * factor, f"{why}; × {factor:.4f} for its ViT (adjust_mem_fraction_for_vlm)"
 
 
 def sglang_fit(arch: Architecture, plan: MemoryPlan, gpu: GPU, args: EngineArgs) -> EngineFit:
@@ -53,12 +180,25 @@ def sglang_fit(arch: Architecture, plan: MemoryPlan, gpu: GPU, args: EngineArgs)
     length = model_len(arch, args.max_model_len)
     kv_dtype = kv_dtype_of(arch, args.kv_cache_dtype)
     page = args.block_size or 1
-    chunked = args.max_num_batched_tokens or (16384 if gpu.visible > 160 * GiB else 8192)
-    if args.mem_fraction_static is not None:
+    forced_frac = None
+    if dsa(arch):
+        page, kv_dtype, forced_frac = dsa_defaults(arch, version, gpu, args, page, kv_dtype)
+    if version.parts[:3] > PROFILE_READ_THROUGH:
+        raise SlotdiffError(
+            arch.name,
+            f"not supported: SGLang {version.text}'s pool sizing is read only through "
+            f"{'.'.join(map(str, PROFILE_READ_THROUGH))}: pass --engine-version 0.5.10 or earlier",
+        )
+    check_served(arch, version, layout.tp)  # a recurrent hybrid SGLang does not size: refused first
+    default_chunked, graph_bs = et.sglang_server_defaults(version, gpu, layout.tp)
+    chunked = args.max_num_batched_tokens or default_chunked
+    if forced_frac is not None:
+        frac, frac_why = forced_frac, "SGLang 0.5.3 sets 0.8 for DeepSeek NSA, whatever is passed"
+    elif args.mem_fraction_static is not None:
         frac = et.check_fraction(args.mem_fraction_static, "--mem-fraction-static")
         frac_why = "--mem-fraction-static"
     else:
-        frac, frac_why = et.sglang_mem_fraction(version, gpu, layout, chunked)
+        frac, frac_why = default_fraction(arch, version, gpu, layout, chunked, graph_bs)
     linked = et.non_torch(gpu, layout) - et.NON_TORCH
     free_est = gpu.visible - SGLANG_CONTEXT - linked
     free = args.free_gib * GiB if args.free_gib is not None else free_est
@@ -70,7 +210,7 @@ def sglang_fit(arch: Architecture, plan: MemoryPlan, gpu: GPU, args: EngineArgs)
     rest = available - free * (1 - frac)
     if args.available_kv_gib is not None:
         rest = args.available_kv_gib * GiB
-    cell, layers = cell_size(arch, layout.tp, kv_dtype)
+    cell, layers, k_token = cell_size(arch, layout.tp, kv_dtype, version)
     flags = StateFlags(
         args.max_mamba_cache_size,
         args.mamba_ssm_dtype,
@@ -115,14 +255,20 @@ def sglang_fit(arch: Architecture, plan: MemoryPlan, gpu: GPU, args: EngineArgs)
     spec = Spec("full", int(cell * page))
     kv = KVLayout(page, (spec,), 1, ((0, 1),), (spec,), f"page size {page}")
     pool = StagePool(0, layers, terms, kv_rest, tokens // page, kv)
-    per_layer_k = cell / 2 / max(1, layers) if not any(latent(s.mixer) for s in arch.layers) else 0.0
-    k_size = (tokens + page) * per_layer_k * layers
+    k_size = (tokens + page) * k_token * layers
     notes = [
         f"SGLang {version.text} accounting; mem_fraction_static {frac:.3f} ({frac_why})",
         f"cell size {cell:,.0f} B per token over {layers} layers on each of {layout.tp} TP ranks",
     ]
     if k_size:
         notes.append(f"K buffer {k_size / GiB:.2f} GB (+ as much V), as SGLang logs it (GB = 2^30 B)")
+    swa = swa_split(arch, version, tokens)
+    if swa:
+        notes.append(
+            f"with SGLang's hybrid SWA pool (gpt-oss when its MoE backend is not triton_kernel: no "
+            f"triton_kernels package, EP > 1, or MXFP4 on Blackwell) it logs full_layer_tokens={swa[0]}, "
+            f"swa_layer_tokens={swa[1]} and max_total_num_tokens={swa[0]:,} instead"
+        )
     concurrency = tokens / length if length else 0.0
     if state:
         notes.append(

@@ -121,13 +121,11 @@ def recurrent_layers(arch: Architecture) -> bool:
     )
 
 
-def state_pool(
-    arch: Architecture, version: Version, tp: int, rest: float, flags: StateFlags
-) -> StatePool | None:
-    """SGLang's ``handle_max_mamba_cache`` for ``arch`` on one rank, ``rest`` the bytes
-    ``profile_max_num_token`` holds before it; None for a model without recurrent layers."""
+def check_served(arch: Architecture, version: Version, tp: int) -> bool:
+    """False for a model without recurrent layers; True where SGLang ``version`` sizes its state
+    pool; a one-line refusal otherwise."""
     if not recurrent_layers(arch):
-        return None
+        return False
     mt = model_type(arch)
     first = first_release(arch, mt)
     if first is None:
@@ -166,6 +164,17 @@ def state_pool(
             "the extra groups later releases add; its state size is not reproduced",
             key=arch.key("model_type"),
         )
+    return True
+
+
+def state_pool(
+    arch: Architecture, version: Version, tp: int, rest: float, flags: StateFlags
+) -> StatePool | None:
+    """SGLang's ``handle_max_mamba_cache`` for ``arch`` on one rank, ``rest`` the bytes
+    ``profile_max_num_token`` holds before it; None for a model without recurrent layers."""
+    if not check_served(arch, version, tp):
+        return None
+    mt = model_type(arch)
     per, layers = per_request(arch, tp, flags.mamba_ssm_dtype)
     radix = version >= RATIO_FROM and not flags.disable_radix_cache and mt not in RADIX_OFF
     if radix and per:

@@ -16,6 +16,7 @@ from __future__ import annotations
 
 from ..constructs import construct, latent
 from ..core.errors import SlotdiffError
+from ..core.resources import load_schema_file
 from ..cost.gpus import GPU
 from ..cost.layout import Layout
 from ..cost.memory import MemoryPlan
@@ -90,8 +91,9 @@ def swa_split(arch: Architecture, version: Version, tokens: int) -> tuple[int, i
     turns it off when it picks the triton_kernel MoE backend, which depends on the install):
     full = int(tokens × layers / (0.8 × sliding + full layers)), swa = int(full × 0.8)
     (``--swa-full-tokens-ratio`` 0.8). None elsewhere: Gemma 2/3 and Olmo 3 have it off, Llama 4
-    needs ``--hybrid-kvcache-ratio``."""
-    if arch.model_type != "gpt_oss" or not ((0, 5, 2) <= version.parts[:3] <= (0, 5, 6)):
+    needs ``--hybrid-kvcache-ratio`` (schemas/engine_families.json)."""
+    pool = load_schema_file("engine_families.json")["sglang_hybrid_swa_pool"]["model_types"]
+    if arch.model_type not in pool or not ((0, 5, 2) <= version.parts[:3] <= (0, 5, 6)):
         return None
     sliding = sum(1 for s in arch.layers if s.window)
     if not sliding:

@@ -114,7 +114,7 @@ class KVLayout:
         """What vLLM logs as the pool's size in tokens (``# GPU blocks`` × block before 0.8)."""
         if not self.kinds:
             return 0
-        if version.v1 and version >= (0, 21):
+        if version.v1 and version >= (0, 20, 1):  # _report_kv_cache_config, from 0.20.1
             return int(concurrency * max_model_len)
         if version.v1 and version >= (0, 8) and self.num_groups > 1:
             return blocks // self.num_groups * self.block_size
@@ -137,6 +137,18 @@ class KVLayout:
             else:
                 hi = mid - 1
         return lo
+
+
+def _group_ratio(version: Version) -> float:
+    """How many more layers the largest type may have than the smallest for vLLM to take its
+    count as the group size (fewer padding layers) rather than the smallest type's
+    (``_get_kv_cache_groups_uniform_page_size``, v1/core/kv_cache_utils.py): never before 0.12
+    (the smallest count always), under 1.25× in 0.12-0.17, under 1.5× from 0.18."""
+    if version >= (0, 18):
+        return 1.5
+    if version >= (0, 12):
+        return 1.25
+    return 1.0
 
 
 def _kind(arch: Architecture, layer: LayerSpec, version: Version, hybrid_manager: bool) -> str | None:
@@ -220,7 +232,7 @@ def kv_layout(
         n = len(specs)
         return KVLayout(block, tuple(specs), n, ((0, n),) if n else (), tuple(kinds), note)
     small, large = min(members), max(members)
-    size = large if large < small * 1.25 else small
+    size = large if large < small * _group_ratio(version) else small
     groups: list[tuple[int, int]] = []
     padded = 0
     for k, n in enumerate(members):

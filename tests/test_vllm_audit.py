@@ -8,10 +8,12 @@ slotdiff's output.
 from __future__ import annotations
 
 import json
+from dataclasses import replace
 
 import pytest
 
 from slotdiff.analysis.analyze import load
+from slotdiff.core.errors import SlotdiffError
 from slotdiff.deploy.engine_terms import parse_version
 from slotdiff.deploy.kvspec import kv_layout
 
@@ -64,3 +66,60 @@ def test_vllm_token_line_is_concurrency_times_length_from_0_20_1(version: str, t
     conc = kv.concurrency(1000, 10_001, 8192, v)
     assert conc == pytest.approx(1000 / 626)
     assert kv.tokens_line(1000, conc, 10_001, v) == tokens
+
+
+# vLLM 0.11+ DeepSeek-V3.2 (deepseek_v2.py Indexer → DeepseekV32IndexerCache.get_kv_cache_spec):
+# every DSA layer has a second cache beside the latent, an MLAAttentionSpec of one head of
+# index_head_dim + index_head_dim // 128 · 4 bytes (uint8: fp8 key + a float32 scale per 128),
+# whatever --kv-cache-dtype. Both are FullAttentionSpecs, so they form one group
+# (UniformTypeKVCacheSpecs) and num_blocks = K // Σ pages (get_kv_cache_config_from_groups).
+# DeepSeek-V3.2: 61 layers, latent 512 + 64, index_head_dim 128 → indexer 128 + 4 = 132 B/token.
+# Block 64 (sparse MLA). K = 40 GiB = 42,949,672,960 B; max_model_len 32,768 → 512 blocks/request.
+#   fp8 (fp8_ds_mla, 656 B): (656 + 132) × 64 = 50,432 B a layer, × 61 = 3,076,352 B a block
+#       → 13,961 blocks, 893,504 tokens, concurrency 13,961 / 512 = 27.27
+#   bf16: (1,152 + 132) × 64 = 82,176 B, × 61 = 5,012,736 → 8,568 blocks, 548,352 tokens, 16.73
+@pytest.mark.parametrize(
+    ("kv_dtype", "page", "blocks"),
+    [("float8_e4m3fn", 50_432, 13_961), ("bfloat16", 82_176, 8_568)],
+)
+def test_vllm_prices_the_dsa_indexer_key_cache(kv_dtype: str, page: int, blocks: int) -> None:
+    arch = load(json.loads((RAW / "deepseek-ai__DeepSeek-V3.2.json").read_text())).arch
+    v = parse_version("0.19.1")
+    kv = kv_layout(arch, arch.layers, 1, kv_dtype, v, None, 64)
+    assert {s.page_bytes for s in kv.specs} == {page}
+    assert kv.num_blocks(40 * 2**30) == blocks
+    conc = kv.concurrency(blocks, 32_768, 8192, v)
+    assert conc == pytest.approx(blocks / 512)
+    assert kv.tokens_line(blocks, conc, 32_768, v) == blocks * 64
+
+
+# Layers that reuse another layer's top-k (index_topk_freq: deepseek_v2.py DeepseekV2MLAAttention
+# _skip_topk; Mistral Large 4's "reuse" layers, MistralIndexerCache of the same size) build no
+# indexer, so no key cache: their page is the latent's alone. The layers' pages then differ, but
+# all are MLAAttentionSpecs: one group from 0.11, num_blocks = K // Σ pages.
+# 4 layers of V3.2, the third reusing the second's selection, bf16, block 64: own 82,176 B,
+# shared 1,152 × 64 = 73,728 B; Σ = 3 × 82,176 + 73,728 = 320,256 B a block;
+# K = 1 GiB = 1,073,741,824 → 3,352 blocks (3,352 × 320,256 = 1,073,498,112).
+def test_vllm_dsa_layers_without_an_indexer_share_one_group() -> None:
+    arch = load(json.loads((RAW / "deepseek-ai__DeepSeek-V3.2.json").read_text())).arch
+    layers = tuple(replace(s, index_shared=i == 2) for i, s in enumerate(arch.layers[:4]))
+    kv = kv_layout(arch, layers, 1, "bfloat16", parse_version("0.26.0"), None, 64)
+    assert sorted(s.page_bytes for s in kv.specs) == [73_728, 82_176, 82_176, 82_176]
+    assert (kv.num_groups, kv.group_size) == (1, 4)
+    assert kv.num_blocks(2**30) == 3_352
+
+
+# Indexer caches slotdiff does not price for vLLM are refused, never left out of the pool:
+# GLM-5-Next's pooled keys (glm5next/common/attention.py Glm5NextIndexerCache, tokens_per_state =
+# index_kpool, and Glm5NextTailCache) and an indexer on softmax attention (MiniMax-M3's
+# MiniMaxM3IndexerCache, whose dtype follows indexer_kv_dtype).
+def test_vllm_refuses_indexer_caches_it_does_not_price() -> None:
+    from test_glm5_next_constructs import CONFIG
+
+    glm = load(CONFIG).arch
+    with pytest.raises(SlotdiffError, match="index_kpool"):
+        kv_layout(glm, glm.layers, 1, "bfloat16", parse_version("0.34.0"), None, 64)
+    llama = load(json.loads((RAW / "meta-llama__Llama-3.1-8B.json").read_text())).arch
+    layers = tuple(replace(s, sparse=True) for s in llama.layers)
+    with pytest.raises(SlotdiffError, match="indexer on softmax attention"):
+        kv_layout(llama, layers, 1, "bfloat16", parse_version("0.34.0"), None, 16)

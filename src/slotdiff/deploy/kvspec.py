@@ -89,12 +89,14 @@ class KVLayout:
         """Blocks the pool gets from ``available`` bytes (0 when nothing caches)."""
         if not self.kinds or available <= 0:
             return 0
-        if self.num_groups == 1 and len(self.kinds) == 1:
-            return int(available // (self.page * len(self.specs)))
+        if self.num_groups == 1:  # one type: each layer its own page (a uniform-type group)
+            return int(available // sum(s.page_bytes for s in self.specs))
         return int(available // self.page // self.group_size)
 
     def bytes_per_token(self) -> float:
         """Pool bytes one cached token takes when every layer pays a page (the token line)."""
+        if self.num_groups == 1:
+            return sum(s.page_bytes for s in self.specs) / self.block_size
         return self.page * self.group_size * self.num_groups / self.block_size if self.kinds else 0.0
 
     def blocks_per_request(self, max_model_len: int, batched_tokens: int) -> int:
@@ -170,6 +172,22 @@ def _kind(arch: Architecture, layer: LayerSpec, version: Version, hybrid_manager
     return "full"
 
 
+def _refuse_unpriced_indexers(arch: Architecture, layers: tuple[LayerSpec, ...]) -> None:
+    """vLLM keeps a DSA indexer's keys in a cache of their own; slotdiff prices DeepSeek-V3.2's
+    (on MLA, ``indexer.vllm_index_bytes``) and refuses the others rather than leave them out."""
+    own = [s for s in layers if s.sparse and not s.index_shared]
+    if own and arch.get("index_kpool"):
+        raise SlotdiffError(
+            arch.name,
+            "its indexer compresses keys into pools (index_kpool): vLLM's pooled indexer cache "
+            "and its tail buffer are not modelled",
+        )
+    if any((m := construct(s.mixer)) is None or not m.latent_kv for s in own):
+        raise SlotdiffError(
+            arch.name, "an indexer on softmax attention keeps a key cache in vLLM that is not modelled"
+        )
+
+
 def kv_layout(
     arch: Architecture,
     layers: tuple[LayerSpec, ...],
@@ -186,6 +204,7 @@ def kv_layout(
     conv_b = storage_bits(model_dtype) / 8
     state_b = storage_bits(canonical_dtype(arch.get("ssm_state_dtype")) or model_dtype) / 8
     manager = hybrid_manager and version.v1 and version >= (0, 9)
+    _refuse_unpriced_indexers(arch, layers)
     typed = [(k, s) for s in layers if (k := _kind(arch, s, version, manager))]
     attn = [s for k, s in typed if k in ("full", "sliding", "chunked")]
     mambas = [s for k, s in typed if k == "mamba"]
@@ -228,9 +247,23 @@ def kv_layout(
             kinds.append(x)
             members.append(0)
         members[kinds.index(x)] += 1
+    n = len(specs)
     if len(kinds) <= 1:
-        n = len(specs)
         return KVLayout(block, tuple(specs), n, ((0, n),) if n else (), tuple(kinds), note)
+    if version >= (0, 11) and all(x.window is None and x.kind != "mamba" for x in kinds):
+        # One type (FullAttentionSpec and its MLA subclass) whose layers' pages differ: from 0.11
+        # vLLM keeps them in one group (UniformTypeKVCacheSpecs), num_blocks = K // Σ pages
+        # (kv_cache_utils.get_kv_cache_config_from_groups).
+        return KVLayout(block, tuple(specs), n, ((0, n),), tuple(kinds), note)
+    if len({x.page_bytes for x in kinds}) > 1:
+        # vLLM evens such pages by raising the smaller pages' block size
+        # (unify_kv_cache_spec_page_size), which is not modelled: refused, never a wrong pool.
+        pages = ", ".join(f"{x.kind} {x.page_bytes:,} B" for x in kinds)
+        raise SlotdiffError(
+            arch.name,
+            f"its layer types' pages differ on a TP={tp} rank ({pages}); vLLM evens them by "
+            "raising the smaller pages' block size, which slotdiff does not model",
+        )
     small, large = min(members), max(members)
     size = large if large < small * _group_ratio(version) else small
     groups: list[tuple[int, int]] = []

@@ -123,3 +123,45 @@ def test_vllm_refuses_indexer_caches_it_does_not_price() -> None:
     layers = tuple(replace(s, sparse=True) for s in llama.layers)
     with pytest.raises(SlotdiffError, match="indexer on softmax attention"):
         kv_layout(llama, layers, 1, "bfloat16", parse_version("0.34.0"), None, 16)
+
+
+# The hybrid block rule (attention block raised so its page holds a mamba page, then the mamba
+# page padded to it): block = A · cdiv(mamba_page, A · attention bytes per token), kept where the
+# configured block is already larger. A by release:
+#   0.10-0.11 (models/config.py HybridAttentionMambaModelConfig): 16, MLA included;
+#   0.12-0.19 (same function): 16, MLA 64 (kernel_block_alignment_size);
+#   0.20 on (platforms/interface.py update_block_size_for_backend): max(the backend's smallest
+#   kernel block, the configured block), MLA at least 128 from 0.27.
+# Kimi Linear (transformers' defaults: KDA + MLA, latent 512 + 64 → 1,152 B a token in bf16,
+# not split by TP). KDA page at TP 2: 1,085,440 B (test_recurrent_constructs).
+#   0.11.2: 16 · cdiv(1,085,440, 16 · 1,152 = 18,432) = 16 · 59 = 944
+#   0.19.1: 64 · cdiv(1,085,440, 73,728) = 64 · 15 = 960
+#   0.24.0 on an H100 (FlashMLA's default block 64): max(16, 64) = 64 → 960
+#   0.27.1: 128 · cdiv(1,085,440, 147,456) = 128 · 8 = 1,024
+# Every page is then block × 1,152 (the KDA page padded to it).
+@pytest.mark.parametrize(
+    ("version", "block"), [("0.11.2", 944), ("0.19.1", 960), ("0.24.0", 960), ("0.27.1", 1024)]
+)
+def test_vllm_mla_hybrid_raises_the_latent_block(version: str, block: int) -> None:
+    arch = load(json.loads((RAW.parent / "transformers-defaults" / "kimi_linear.json").read_text())).arch
+    kv = kv_layout(arch, arch.layers, 2, "bfloat16", parse_version(version), None, 64)
+    assert kv.block_size == block
+    assert {s.page_bytes for s in kv.specs} == {block * 1152}
+
+
+# A block set by --block-size is raised too when a mamba page does not fit ("override attention
+# block size if it is too small, even if the user has explicitly set it"), and from 0.20 the flag's
+# value is the alignment. Nemotron-3-Nano at TP 1: attention 2 · 2 KV heads · 128 · 2 B = 1,024 B a
+# token; Mamba-2 page 2,134,016 B (test_recurrent_constructs).
+#   0.19.1 default or --block-size 16: 16 · cdiv(2,134,016, 16,384) = 16 · 131 = 2,096
+#   0.19.1 --block-size 4,096: 4,096 ≥ 2,096, kept
+#   0.24.0 --block-size 256: 256 · cdiv(2,134,016, 262,144) = 256 · 9 = 2,304
+@pytest.mark.parametrize(
+    ("version", "flag", "block"),
+    [("0.19.1", None, 2096), ("0.19.1", 16, 2096), ("0.19.1", 4096, 4096), ("0.24.0", 256, 2304)],
+)
+def test_vllm_hybrid_block_rule_overrides_a_small_flag(version: str, flag: int | None, block: int) -> None:
+    arch = load(json.loads((RAW / "nvidia__NVIDIA-Nemotron-3-Nano-30B-A3B-BF16.json").read_text())).arch
+    kv = kv_layout(arch, arch.layers, 1, "bfloat16", parse_version(version), flag, 16)
+    assert kv.block_size == block
+    assert {s.page_bytes for s in kv.specs} == {block * 1024}

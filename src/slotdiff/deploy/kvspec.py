@@ -153,6 +153,30 @@ def _group_ratio(version: Version) -> float:
     return 1.0
 
 
+def _latent(arch: Architecture, layer: LayerSpec):  # type: ignore[no-untyped-def]
+    """The layer's construct where it caches a latent of its own (vLLM's MLA spec), else None."""
+    mech = construct(layer.mixer)
+    return mech if mech and mech.engine_token_elements(arch) is not None else None
+
+
+def _hybrid_alignment(version: Version, latent: bool, block: int) -> int:
+    """The multiple of tokens vLLM rounds a hybrid model's attention block to when it raises it
+    to hold a mamba page (``block`` = the flag's or the backend's default):
+    ``HybridAttentionMambaModelConfig.verify_and_update_config`` (models/config.py) to 0.19,
+    ``Platform.update_block_size_for_backend`` (platforms/interface.py) from 0.20.
+
+    * 0.10-0.11: 16;
+    * 0.12-0.19: 16, 64 for MLA (128 only with --attention-backend CUTLASS_MLA);
+    * 0.20 on: the larger of the backend's smallest kernel block and the configured block
+      (the flag, else the backend's preferred size), for MLA at least 128 from 0.27.
+    """
+    if version >= (0, 20):
+        return max(16, block, 128 if latent and version >= (0, 27) else 0)
+    if version >= (0, 12):
+        return 64 if latent else 16
+    return 16
+
+
 def _kind(arch: Architecture, layer: LayerSpec, version: Version, hybrid_manager: bool) -> str | None:
     if layer.kv_shared:
         return None
@@ -206,20 +230,27 @@ def kv_layout(
     manager = hybrid_manager and version.v1 and version >= (0, 9)
     _refuse_unpriced_indexers(arch, layers)
     typed = [(k, s) for s in layers if (k := _kind(arch, s, version, manager))]
-    attn = [s for k, s in typed if k in ("full", "sliding", "chunked")]
+    attn = [s for k, s in typed if k != "mamba"]
     mambas = [s for k, s in typed if k == "mamba"]
     block = block_size or default_block
     note = f"--block-size {block}" if block_size else f"block size {block} (the default here)"
-    if mambas and attn and not block_size:
-        per_token = attention_token_bytes(arch, attn[0], tp, b)
+    if mambas and attn:
+        latent = _latent(arch, attn[0])
+        if latent:  # an MLA page per token, whatever the TP degree
+            per_token = latent.vllm_token_bytes(arch, attn[0], b)
+        else:
+            per_token = attention_token_bytes(arch, attn[0], tp, b)
         mpage = max(mamba_page(arch, s, tp, conv_b, state_b) for s in mambas)
         if mpage <= 0 or per_token <= 0:  # a size from absent keys: refused, never a 0-token block
             what = "recurrent state" if mpage <= 0 else "attention KV per token"
             raise SlotdiffError(
                 arch.name, f"its {what} on a TP={tp} rank sizes to 0 bytes, so vLLM's page cannot be sized"
             )
-        block = 16 * math.ceil(mpage / (16 * per_token))
-        note = f"attention block size raised to {block} tokens so a page holds a mamba state (vLLM does so)"
+        align = _hybrid_alignment(version, latent is not None, block)
+        needed = align * math.ceil(mpage / (align * per_token))
+        if needed > block:  # vLLM raises a block too small for a mamba page, even one set by flag
+            block = needed
+            note = f"attention block size raised to {block} tokens so a page holds a mamba state (as vLLM)"
     specs: list[Spec] = []
     for k, s in typed:
         mech = construct(s.mixer)

@@ -165,3 +165,35 @@ def test_vllm_hybrid_block_rule_overrides_a_small_flag(version: str, flag: int |
     kv = kv_layout(arch, arch.layers, 1, "bfloat16", parse_version(version), flag, 16)
     assert kv.block_size == block
     assert {s.page_bytes for s in kv.specs} == {block * 1024}
+
+
+# Prefix caching is on by default for hybrid models from vLLM 0.26 (ModelConfig.
+# is_prefix_caching_supported), which sets mamba_cache_mode = "align" (models/config.py
+# MambaModelConfig); a mamba page then holds 2 + num_prefill_checkpoint_blocks pages per request
+# (kv_interface MambaSpec.max_memory_usage_bytes), the checkpoint block being Mamba-2's from 0.32
+# (MambaMixer2.get_kv_cache_spec). Concurrency = blocks / Σ_groups cdiv(max_memory, page).
+# Nemotron-3-Nano: 6 attention + 23 Mamba-2 layers → groups of 6: 1 attention + cdiv(23, 6) = 4
+# mamba groups. Block 2,096 (test above); max_model_len 8,192 → attention cdiv(8,192, 2,096) = 4.
+#   0.25.1: 4 + 4 × 1 = 8;  0.26.0: 4 + 4 × 2 = 12;  0.32.0: 4 + 4 × 3 = 16 blocks a request.
+@pytest.mark.parametrize(("version", "per_request"), [("0.25.1", 8), ("0.26.0", 12), ("0.32.0", 16)])
+def test_vllm_hybrid_mamba_pages_per_request_in_align_mode(version: str, per_request: int) -> None:
+    arch = load(json.loads((RAW / "nvidia__NVIDIA-Nemotron-3-Nano-30B-A3B-BF16.json").read_text())).arch
+    v = parse_version(version)
+    kv = kv_layout(arch, arch.layers, 1, "bfloat16", v, None, 16)
+    assert (kv.block_size, kv.group_size, kv.num_groups) == (2096, 6, 5)
+    assert kv.blocks_per_request(8192, 8192) == per_request
+    assert kv.concurrency(1000, 8192, 8192, v) == pytest.approx(1000 / per_request)
+
+
+# An attention-free model keeps prefix caching off (is_prefix_caching_supported: attention_free
+# → False), so its state stays one page a request in every release. A Gated DeltaNet hybrid from
+# 0.33 adds a checkpoint block and aligns blocks to 64 only when its prefill runs on FlashInfer
+# (qwen_gdn_linear_attn.py _resolve_gdn_prefill_backend: by GPU and CUDA runtime): refused.
+def test_vllm_align_mode_spares_attention_free_models_and_refuses_gdn_from_0_33() -> None:
+    mamba = load(json.loads((RAW.parent / "transformers-defaults" / "mamba2.json").read_text())).arch
+    kv = kv_layout(mamba, mamba.layers, 1, "bfloat16", parse_version("0.34.0"), None, 16)
+    assert kv.blocks_per_request(8192, 8192) == 1
+    qwen = load(json.loads((RAW / "Qwen__Qwen3.5-35B-A3B.json").read_text())).arch
+    assert kv_layout(qwen, qwen.layers, 1, "bfloat16", parse_version("0.32.0"), None, 16)
+    with pytest.raises(SlotdiffError, match="prefill-checkpoint"):
+        kv_layout(qwen, qwen.layers, 1, "bfloat16", parse_version("0.33.0"), None, 16)

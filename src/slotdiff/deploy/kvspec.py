@@ -31,11 +31,12 @@ class Spec:
     kind: str  # full | sliding | chunked | mla | mamba
     page_bytes: int  # one block of this layer
     window: int | None = None  # sliding window / attention chunk, tokens
+    pages: int = 1  # mamba: the pages one request holds (align mode: 2 + checkpoint blocks)
 
     def blocks_per_request(self, block: int, max_model_len: int, batched_tokens: int) -> int:
         """Blocks one request at ``max_model_len`` needs (``max_memory_usage_bytes / page``)."""
         if self.kind == "mamba":
-            return 1
+            return self.pages
         if self.kind == "sliding" and self.window:
             return math.ceil(min(self.window - 1 + batched_tokens, max_model_len) / block) + 1
         if self.kind == "chunked" and self.window:
@@ -153,6 +154,25 @@ def _group_ratio(version: Version) -> float:
     return 1.0
 
 
+def _mamba_pages(arch: Architecture, layer: LayerSpec, version: Version, hybrid: bool) -> int:
+    """Pages one request holds of a recurrent layer (``MambaSpec.max_memory_usage_bytes``): one,
+    or in align mode 2 + its prefill-checkpoint blocks. vLLM turns prefix caching on for hybrid
+    models by default from 0.26 (``ModelConfig.is_prefix_caching_supported``), and with it
+    ``mamba_cache_mode = "align"`` (``MambaModelConfig.verify_and_update_config``); an
+    attention-free model keeps it off."""
+    if not (hybrid and version.v1 and version >= (0, 26)):
+        return 1
+    mech = construct(layer.mixer)
+    extra = mech.vllm_checkpoint_blocks(arch, layer, version.parts) if mech else 0
+    if extra is None:
+        raise SlotdiffError(
+            arch.name,
+            f"in vLLM {version.text} its {layer.mixer} layers' prefill-checkpoint blocks (prefix "
+            "caching's align mode) depend on the kernel chosen at run time, which is not modelled",
+        )
+    return 2 + extra
+
+
 def _latent(arch: Architecture, layer: LayerSpec):  # type: ignore[no-untyped-def]
     """The layer's construct where it caches a latent of its own (vLLM's MLA spec), else None."""
     mech = construct(layer.mixer)
@@ -264,7 +284,11 @@ def kv_layout(
     if mambas:  # the mamba page is padded up to the attention page
         attn_page = max((x.page_bytes for x in specs if x.kind != "mamba"), default=0)
         mpage = int(max(mamba_page(arch, s, tp, conv_b, state_b) for s in mambas))
-        specs = [Spec("mamba", max(attn_page, mpage)) if x.kind == "mamba" else x for x in specs]
+        held = [_mamba_pages(arch, s, version, bool(attn)) for k, s in typed if k == "mamba"]
+        it = iter(held)
+        specs = [
+            Spec("mamba", max(attn_page, mpage), pages=next(it)) if x.kind == "mamba" else x for x in specs
+        ]
     if any(x.page_bytes <= 0 for x in specs):  # a page from absent keys: refused, never divided by
         zero = next(x.kind for x in specs if x.page_bytes <= 0)
         raise SlotdiffError(

@@ -78,6 +78,14 @@ class Construct:
         """A recurrent layer's state on a TP rank: the one page vLLM keeps for it."""
         raise NotImplementedError
 
+    def vllm_checkpoint_blocks(
+        self, arch: Architecture, layer: LayerSpec, version: tuple[int, ...]
+    ) -> int | None:
+        """Extra pages a request holds for a recurrent layer's prefill checkpoints in vLLM's
+        align mode (``MambaSpec.num_prefill_checkpoint_blocks``): 0 where the layer exports
+        none, None where it depends on the kernel vLLM picks at run time (not modelled)."""
+        return 0
+
     def sglang_state(self, arch: Architecture, layer: LayerSpec, tp: int) -> tuple[int, int] | None:
         """A recurrent layer's state on a TP rank as SGLang shapes it (``configs/mamba_utils``):
         (convolution-window elements, kept in bf16; temporal-state elements, kept in

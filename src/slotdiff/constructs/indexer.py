@@ -17,6 +17,21 @@ def index_key_elements(arch: Architecture) -> int:
     return idim + (idim + 1 if arch.get("index_kpool") else 0)
 
 
+# vLLM's indexer key cache quantizes the key to fp8 with one float32 scale per this many elements.
+VLLM_INDEX_QUANT_BLOCK = 128
+
+
+def vllm_index_bytes(arch: Architecture, layer: LayerSpec) -> int:
+    """Bytes per token vLLM's DSA indexer key cache keeps for a layer with its own indexer
+    (``DeepseekV32IndexerCache``, 0.11 on): the key in fp8 and a float32 scale per 128
+    elements, ``index_head_dim + index_head_dim // 128 · 4`` uint8, whatever
+    ``--kv-cache-dtype``; none on a layer that reuses another's selection."""
+    if not (layer.sparse and not layer.index_shared):
+        return 0
+    idim = arch.get("index_head_dim") or 0
+    return idim + idim // VLLM_INDEX_QUANT_BLOCK * 4
+
+
 def own_index_elements(arch: Architecture, layer: LayerSpec) -> int:
     """Index-key elements a layer caches per token: its own indexer's, none where it reads
     another layer's selection (``index_shared``) or has no indexer."""

@@ -50,6 +50,21 @@ class LinearAttention(Construct):
         kernel = arch.get("linear_conv_kernel") or 0
         return nv * dk * dv, (2 * nk * dk + nv * dv) * kernel
 
+    def vllm_checkpoint_blocks(
+        self, arch: Architecture, layer: LayerSpec, version: tuple[int, ...]
+    ) -> int | None:
+        """Gated DeltaNet exports prefill checkpoints from vLLM 0.33 when its prefill runs on
+        FlashInfer's kernel (Hopper; Blackwell by CUDA runtime), also aligning blocks to 64;
+        from 0.29 Kimi-K3's and GLM-5-Next's own KDA layers do where their kernel can, and
+        nothing in a config tells their KDA from Kimi Linear's (vLLM's generic KDA, none):
+        both chosen at run time, so None. Lightning attention: none."""
+        variant = layer.variant or "gated_deltanet"
+        if variant == "gated_deltanet" and version >= (0, 33):
+            return None
+        if variant == "kda" and version >= (0, 29):
+            return None
+        return 0
+
     def vllm_state_page(
         self, arch: Architecture, layer: LayerSpec, tp: int, conv_bytes: float, state_bytes: float
     ) -> float:

@@ -49,6 +49,13 @@ class Mamba(Construct):
         conv = (inner + 2 * groups * n) // tp * max(0, kernel - 1)
         return conv * conv_bytes + inner // tp * n * state_bytes
 
+    def vllm_checkpoint_blocks(
+        self, arch: Architecture, layer: LayerSpec, version: tuple[int, ...]
+    ) -> int | None:
+        """Mamba-2 exports its block-boundary state from inside a prefill from vLLM 0.32
+        (``MambaMixer2.get_kv_cache_spec``: one checkpoint block, whatever the kernel)."""
+        return 1 if self.version == 2 and version >= (0, 32) else 0
+
     def sglang_state(self, arch: Architecture, layer: LayerSpec, tp: int) -> tuple[int, int] | None:
         """Mamba-2 as SGLang's ``Mamba2StateShape`` (inner = heads × head_dim; Falcon-H1's
         ``mamba_d_ssm``); SGLang serves no Mamba-1 model, so None."""

@@ -221,9 +221,12 @@ class MLA(Construct):
         return (arch.get("kv_lora_rank") or 0) + (arch.get("qk_rope_head_dim") or 0)
 
     def vllm_token_bytes(self, arch: Architecture, layer: LayerSpec, b: float) -> float:
-        """The latent at ``b``, or vLLM's fp8_ds_mla entry on a DSA layer with an fp8 cache."""
+        """The latent at ``b``, or vLLM's fp8_ds_mla entry on a DSA layer with an fp8 cache,
+        plus the layer's indexer key cache (vLLM gives it a layer spec of its own,
+        ``DeepseekV32IndexerCache``, grouped with the latent's; priced here as one page)."""
         latent = (arch.get("kv_lora_rank") or 0) + (arch.get("qk_rope_head_dim") or 0)
-        return DS_MLA_FP8_BYTES if (layer.sparse and b == 1) else latent * b
+        main = DS_MLA_FP8_BYTES if (layer.sparse and b == 1) else latent * b
+        return main + indexer.vllm_index_bytes(arch, layer)
 
     def tp_note(self, tp: int) -> str:
         """The latent has no heads: TP replicates it; data-parallel attention would not."""

@@ -31,11 +31,12 @@ class Spec:
     kind: str  # full | sliding | chunked | mla | mamba
     page_bytes: int  # one block of this layer
     window: int | None = None  # sliding window / attention chunk, tokens
+    pages: int = 1  # mamba: the pages one request holds (align mode: 2 + checkpoint blocks)
 
     def blocks_per_request(self, block: int, max_model_len: int, batched_tokens: int) -> int:
         """Blocks one request at ``max_model_len`` needs (``max_memory_usage_bytes / page``)."""
         if self.kind == "mamba":
-            return 1
+            return self.pages
         if self.kind == "sliding" and self.window:
             return math.ceil(min(self.window - 1 + batched_tokens, max_model_len) / block) + 1
         if self.kind == "chunked" and self.window:
@@ -89,12 +90,14 @@ class KVLayout:
         """Blocks the pool gets from ``available`` bytes (0 when nothing caches)."""
         if not self.kinds or available <= 0:
             return 0
-        if self.num_groups == 1 and len(self.kinds) == 1:
-            return int(available // (self.page * len(self.specs)))
+        if self.num_groups == 1:  # one type: each layer its own page (a uniform-type group)
+            return int(available // sum(s.page_bytes for s in self.specs))
         return int(available // self.page // self.group_size)
 
     def bytes_per_token(self) -> float:
         """Pool bytes one cached token takes when every layer pays a page (the token line)."""
+        if self.num_groups == 1:
+            return sum(s.page_bytes for s in self.specs) / self.block_size
         return self.page * self.group_size * self.num_groups / self.block_size if self.kinds else 0.0
 
     def blocks_per_request(self, max_model_len: int, batched_tokens: int) -> int:
@@ -114,7 +117,7 @@ class KVLayout:
         """What vLLM logs as the pool's size in tokens (``# GPU blocks`` × block before 0.8)."""
         if not self.kinds:
             return 0
-        if version.v1 and version >= (0, 21):
+        if version.v1 and version >= (0, 20, 1):  # _report_kv_cache_config, from 0.20.1
             return int(concurrency * max_model_len)
         if version.v1 and version >= (0, 8) and self.num_groups > 1:
             return blocks // self.num_groups * self.block_size
@@ -139,6 +142,61 @@ class KVLayout:
         return lo
 
 
+def _group_ratio(version: Version) -> float:
+    """How many more layers the largest type may have than the smallest for vLLM to take its
+    count as the group size (fewer padding layers) rather than the smallest type's
+    (``_get_kv_cache_groups_uniform_page_size``, v1/core/kv_cache_utils.py): never before 0.12
+    (the smallest count always), under 1.25× in 0.12-0.17, under 1.5× from 0.18."""
+    if version >= (0, 18):
+        return 1.5
+    if version >= (0, 12):
+        return 1.25
+    return 1.0
+
+
+def _mamba_pages(arch: Architecture, layer: LayerSpec, version: Version, hybrid: bool) -> int:
+    """Pages one request holds of a recurrent layer (``MambaSpec.max_memory_usage_bytes``): one,
+    or in align mode 2 + its prefill-checkpoint blocks. vLLM turns prefix caching on for hybrid
+    models by default from 0.26 (``ModelConfig.is_prefix_caching_supported``), and with it
+    ``mamba_cache_mode = "align"`` (``MambaModelConfig.verify_and_update_config``); an
+    attention-free model keeps it off."""
+    if not (hybrid and version.v1 and version >= (0, 26)):
+        return 1
+    mech = construct(layer.mixer)
+    extra = mech.vllm_checkpoint_blocks(arch, layer, version.parts) if mech else 0
+    if extra is None:
+        raise SlotdiffError(
+            arch.name,
+            f"in vLLM {version.text} its {layer.mixer} layers' prefill-checkpoint blocks (prefix "
+            "caching's align mode) depend on the kernel chosen at run time, which is not modelled",
+        )
+    return 2 + extra
+
+
+def _latent(arch: Architecture, layer: LayerSpec):  # type: ignore[no-untyped-def]
+    """The layer's construct where it caches a latent of its own (vLLM's MLA spec), else None."""
+    mech = construct(layer.mixer)
+    return mech if mech and mech.engine_token_elements(arch) is not None else None
+
+
+def _hybrid_alignment(version: Version, latent: bool, block: int) -> int:
+    """The multiple of tokens vLLM rounds a hybrid model's attention block to when it raises it
+    to hold a mamba page (``block`` = the flag's or the backend's default):
+    ``HybridAttentionMambaModelConfig.verify_and_update_config`` (models/config.py) to 0.19,
+    ``Platform.update_block_size_for_backend`` (platforms/interface.py) from 0.20.
+
+    * 0.10-0.11: 16;
+    * 0.12-0.19: 16, 64 for MLA (128 only with --attention-backend CUTLASS_MLA);
+    * 0.20 on: the larger of the backend's smallest kernel block and the configured block
+      (the flag, else the backend's preferred size), for MLA at least 128 from 0.27.
+    """
+    if version >= (0, 20):
+        return max(16, block, 128 if latent and version >= (0, 27) else 0)
+    if version >= (0, 12):
+        return 64 if latent else 16
+    return 16
+
+
 def _kind(arch: Architecture, layer: LayerSpec, version: Version, hybrid_manager: bool) -> str | None:
     if layer.kv_shared:
         return None
@@ -158,6 +216,22 @@ def _kind(arch: Architecture, layer: LayerSpec, version: Version, hybrid_manager
     return "full"
 
 
+def _refuse_unpriced_indexers(arch: Architecture, layers: tuple[LayerSpec, ...]) -> None:
+    """vLLM keeps a DSA indexer's keys in a cache of their own; slotdiff prices DeepSeek-V3.2's
+    (on MLA, ``indexer.vllm_index_bytes``) and refuses the others rather than leave them out."""
+    own = [s for s in layers if s.sparse and not s.index_shared]
+    if own and arch.get("index_kpool"):
+        raise SlotdiffError(
+            arch.name,
+            "its indexer compresses keys into pools (index_kpool): vLLM's pooled indexer cache "
+            "and its tail buffer are not modelled",
+        )
+    if any((m := construct(s.mixer)) is None or not m.latent_kv for s in own):
+        raise SlotdiffError(
+            arch.name, "an indexer on softmax attention keeps a key cache in vLLM that is not modelled"
+        )
+
+
 def kv_layout(
     arch: Architecture,
     layers: tuple[LayerSpec, ...],
@@ -174,21 +248,29 @@ def kv_layout(
     conv_b = storage_bits(model_dtype) / 8
     state_b = storage_bits(canonical_dtype(arch.get("ssm_state_dtype")) or model_dtype) / 8
     manager = hybrid_manager and version.v1 and version >= (0, 9)
+    _refuse_unpriced_indexers(arch, layers)
     typed = [(k, s) for s in layers if (k := _kind(arch, s, version, manager))]
-    attn = [s for k, s in typed if k in ("full", "sliding", "chunked")]
+    attn = [s for k, s in typed if k != "mamba"]
     mambas = [s for k, s in typed if k == "mamba"]
     block = block_size or default_block
     note = f"--block-size {block}" if block_size else f"block size {block} (the default here)"
-    if mambas and attn and not block_size:
-        per_token = attention_token_bytes(arch, attn[0], tp, b)
+    if mambas and attn:
+        latent = _latent(arch, attn[0])
+        if latent:  # an MLA page per token, whatever the TP degree
+            per_token = latent.vllm_token_bytes(arch, attn[0], b)
+        else:
+            per_token = attention_token_bytes(arch, attn[0], tp, b)
         mpage = max(mamba_page(arch, s, tp, conv_b, state_b) for s in mambas)
         if mpage <= 0 or per_token <= 0:  # a size from absent keys: refused, never a 0-token block
             what = "recurrent state" if mpage <= 0 else "attention KV per token"
             raise SlotdiffError(
                 arch.name, f"its {what} on a TP={tp} rank sizes to 0 bytes, so vLLM's page cannot be sized"
             )
-        block = 16 * math.ceil(mpage / (16 * per_token))
-        note = f"attention block size raised to {block} tokens so a page holds a mamba state (vLLM does so)"
+        align = _hybrid_alignment(version, latent is not None, block)
+        needed = align * math.ceil(mpage / (align * per_token))
+        if needed > block:  # vLLM raises a block too small for a mamba page, even one set by flag
+            block = needed
+            note = f"attention block size raised to {block} tokens so a page holds a mamba state (as vLLM)"
     specs: list[Spec] = []
     for k, s in typed:
         mech = construct(s.mixer)
@@ -202,7 +284,11 @@ def kv_layout(
     if mambas:  # the mamba page is padded up to the attention page
         attn_page = max((x.page_bytes for x in specs if x.kind != "mamba"), default=0)
         mpage = int(max(mamba_page(arch, s, tp, conv_b, state_b) for s in mambas))
-        specs = [Spec("mamba", max(attn_page, mpage)) if x.kind == "mamba" else x for x in specs]
+        held = [_mamba_pages(arch, s, version, bool(attn)) for k, s in typed if k == "mamba"]
+        it = iter(held)
+        specs = [
+            Spec("mamba", max(attn_page, mpage), pages=next(it)) if x.kind == "mamba" else x for x in specs
+        ]
     if any(x.page_bytes <= 0 for x in specs):  # a page from absent keys: refused, never divided by
         zero = next(x.kind for x in specs if x.page_bytes <= 0)
         raise SlotdiffError(
@@ -216,11 +302,25 @@ def kv_layout(
             kinds.append(x)
             members.append(0)
         members[kinds.index(x)] += 1
+    n = len(specs)
     if len(kinds) <= 1:
-        n = len(specs)
         return KVLayout(block, tuple(specs), n, ((0, n),) if n else (), tuple(kinds), note)
+    if version >= (0, 11) and all(x.window is None and x.kind != "mamba" for x in kinds):
+        # One type (FullAttentionSpec and its MLA subclass) whose layers' pages differ: from 0.11
+        # vLLM keeps them in one group (UniformTypeKVCacheSpecs), num_blocks = K // Σ pages
+        # (kv_cache_utils.get_kv_cache_config_from_groups).
+        return KVLayout(block, tuple(specs), n, ((0, n),), tuple(kinds), note)
+    if len({x.page_bytes for x in kinds}) > 1:
+        # vLLM evens such pages by raising the smaller pages' block size
+        # (unify_kv_cache_spec_page_size), which is not modelled: refused, never a wrong pool.
+        pages = ", ".join(f"{x.kind} {x.page_bytes:,} B" for x in kinds)
+        raise SlotdiffError(
+            arch.name,
+            f"its layer types' pages differ on a TP={tp} rank ({pages}); vLLM evens them by "
+            "raising the smaller pages' block size, which slotdiff does not model",
+        )
     small, large = min(members), max(members)
-    size = large if large < small * 1.25 else small
+    size = large if large < small * _group_ratio(version) else small
     groups: list[tuple[int, int]] = []
     padded = 0
     for k, n in enumerate(members):

@@ -1,7 +1,7 @@
 """vLLM's KV pool at start-up, per rank and version: the memory it gets, its blocks, the
 "GPU KV cache size: N tokens" and "Maximum concurrency for L tokens per request" lines.
 
-Per rank: ``K = T · u − W − A − N`` (− G from 0.21, where CUDA graphs are estimated before
+Per rank: ``K = T · u − W − A − N`` (− G from 0.20, where CUDA graphs are estimated before
 the pool is sized), ``num_blocks = K // page // group_size`` (``kvspec``); every rank is set
 to the fewest blocks of any rank, so the pool is the binding (fullest) pipeline stage's.
 ``K`` may instead come from the log (``--available-kv-gib``: then tokens and concurrency

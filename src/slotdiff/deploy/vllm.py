@@ -13,7 +13,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field, replace
 from typing import Any
 
-from ..core.errors import UsageError
+from ..core.errors import SlotdiffError, UsageError
+from ..core.resources import load_schema_file
 from ..cost.context import context_limit
 from ..cost.gpus import GPU
 from ..cost.layout import Layout, stage_sizes
@@ -195,9 +196,25 @@ def _stage_layers(arch: Architecture, pp: int) -> list[tuple]:
     return out
 
 
+def _check_served(arch: Architecture, version: et.Version) -> None:
+    """Refuse a release that no longer serves the model (vLLM's registry names the last one
+    that did, and refuses the architecture after it: schemas/engine_families.json)."""
+    removed = load_schema_file("engine_families.json")["vllm_removed"]["model_types"]
+    for model_type in (arch.config_model_type, arch.model_type):
+        last = removed.get(model_type or "")
+        if last and version.parts[:2] > tuple(int(x) for x in last.split(".")[:2]):  # its patches too
+            raise SlotdiffError(
+                arch.name,
+                f"vLLM {version.text} does not serve {model_type} models (served until {last}): "
+                f"pass --engine-version {last.rsplit('.', 1)[0]} or earlier",
+                key=arch.key("model_type"),
+            )
+
+
 def vllm_fit(arch: Architecture, plan: MemoryPlan, gpu: GPU, args: EngineArgs) -> EngineFit:
     """vLLM's start-up figures for ``arch`` on ``gpu`` with ``args``."""
     version = et.parse_version(args.version or et.DEFAULT_VLLM, args.use_v1)
+    _check_served(arch, version)
     layout = args.layout
     notes: list[str] = []
     if plan.fmt.base_dtype == "float32":

@@ -197,3 +197,20 @@ def test_vllm_align_mode_spares_attention_free_models_and_refuses_gdn_from_0_33(
     assert kv_layout(qwen, qwen.layers, 1, "bfloat16", parse_version("0.32.0"), None, 16)
     with pytest.raises(SlotdiffError, match="prefill-checkpoint"):
         kv_layout(qwen, qwen.layers, 1, "bfloat16", parse_version("0.33.0"), None, 16)
+
+
+def test_vllm_serves_kimi_linear_with_the_generic_kda_and_no_checkpoint_pages() -> None:
+    """From 0.29 vLLM's KDA exports prefill checkpoints only in Kimi-K3's and GLM-5-Next's own
+    layers (kernel chosen at run time); Kimi Linear (KimiLinearForCausalLM) runs the generic
+    KDA, which exports none: in align mode (0.26+) each KDA layer holds 2 pages a request and
+    the 6 MLA layers cdiv(32,768, 1,920) = 18 blocks each (block 128 · cdiv(2,170,880 /
+    (128 · 1,152)) = 1,920, the test above's rule). Kimi-K3's file is still refused."""
+    arch = load(json.loads((RAW.parent / "transformers-defaults" / "kimi_linear.json").read_text())).arch
+    kv = kv_layout(arch, arch.layers, 1, "bfloat16", parse_version("0.34.0"), None, 16)
+    kda = sum(1 for s in arch.layers if s.variant == "kda")
+    mla = len(arch.layers) - kda
+    assert kv.block_size == 1_920
+    assert sum(s.blocks_per_request(kv.block_size, 32_768, 8_192) for s in kv.specs) == 2 * kda + 18 * mla
+    k3 = load(json.loads((RAW / "moonshotai__Kimi-K3.json").read_text())).arch
+    with pytest.raises(SlotdiffError, match="prefill-checkpoint"):
+        kv_layout(k3, k3.layers, 1, "bfloat16", parse_version("0.34.0"), None, 16)

@@ -8,6 +8,7 @@ inputs), what vLLM keeps in one mamba page; its tensors are below.
 from __future__ import annotations
 
 from ..core.errors import SlotdiffError
+from ..core.resources import load_schema_file
 from ..schema.arch import Architecture, LayerSpec
 from .base import Construct
 from .mamba import sglang_mamba2_shape
@@ -55,14 +56,15 @@ class LinearAttention(Construct):
     ) -> int | None:
         """Gated DeltaNet exports prefill checkpoints from vLLM 0.33 when its prefill runs on
         FlashInfer's kernel (Hopper; Blackwell by CUDA runtime), also aligning blocks to 64;
-        from 0.29 Kimi-K3's and GLM-5-Next's own KDA layers do where their kernel can, and
-        nothing in a config tells their KDA from Kimi Linear's (vLLM's generic KDA, none):
-        both chosen at run time, so None. Lightning attention: none."""
+        from 0.29 Kimi-K3's and GLM-5-Next's own KDA layers do where their kernel can: both
+        chosen at run time, so None. A model vLLM serves with its generic KDA (Kimi Linear, by
+        the file's model_type: schemas/engine_families.json) exports none. Lightning: none."""
         variant = layer.variant or "gated_deltanet"
         if variant == "gated_deltanet" and version >= (0, 33):
             return None
         if variant == "kda" and version >= (0, 29):
-            return None
+            generic = load_schema_file("engine_families.json")["vllm_generic_kda"]["model_types"]
+            return 0 if (arch.config_model_type or arch.model_type) in generic else None
         return 0
 
     def vllm_state_page(

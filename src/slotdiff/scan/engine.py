@@ -44,6 +44,9 @@ from .verdict import (
     skipped,
 )
 
+# Seconds a scan that stops early gives its busy workers (told to cancel) to end before it exits.
+STOP_WAIT = 2.0
+
 
 @dataclass
 class ScanResult:
@@ -258,12 +261,12 @@ def run_scan(
         result.interrupted = True
         state.checkpoint(force=True)
         state.close()
-        pool.close()
+        pool.close(wait=STOP_WAIT)
         raise
     except OSError:  # the journal or the state could not be written (a full disk): stop, keep both
         cancel.set()
         state.close()
-        pool.close()
+        pool.close(wait=STOP_WAIT)
         raise
     pool.close()
     result.notes.extend(one_line(n) for n in listing_notes)

@@ -40,6 +40,7 @@ class DeadlinePool:
         self._running: dict[Hashable, tuple[float, Any]] = {}
         self._workers = max(1, workers)
         self._spawned = 0
+        self._threads: list[threading.Thread] = []
         self.abandoned = 0  # threads given up on (still finishing in the background)
         self.pending = 0  # submitted, outcome not yet handed out
         for _ in range(self._workers):
@@ -48,6 +49,7 @@ class DeadlinePool:
     def _spawn(self) -> None:
         self._spawned += 1
         t = threading.Thread(target=self._work, name=f"slotdiff-fetch-{self._spawned}", daemon=True)
+        self._threads.append(t)
         t.start()
 
     def _work(self) -> None:
@@ -117,7 +119,13 @@ class DeadlinePool:
         self.pending -= len(out)
         return out
 
-    def close(self) -> None:
-        """Stop the idle workers; busy and abandoned ones are daemons and end on their own."""
+    def close(self, wait: float = 0.0) -> None:
+        """Stop the idle workers; busy and abandoned ones are daemons and end on their own.
+        ``wait``: give the busy ones up to that many seconds to end first, when the scan stops
+        early (a daemon thread still inside a C call as the interpreter finalizes can crash the
+        process after its error is written: exit -11 instead of 2)."""
         for _ in range(self._workers):
             self._tasks.put(None)
+        end = time.monotonic() + wait
+        for t in self._threads if wait > 0 else ():
+            t.join(max(0.0, end - time.monotonic()))

@@ -214,3 +214,15 @@ def test_vllm_serves_kimi_linear_with_the_generic_kda_and_no_checkpoint_pages() 
     k3 = load(json.loads((RAW / "moonshotai__Kimi-K3.json").read_text())).arch
     with pytest.raises(SlotdiffError, match="prefill-checkpoint"):
         kv_layout(k3, k3.layers, 1, "bfloat16", parse_version("0.34.0"), None, 16)
+
+
+def test_vllm_without_prefix_caching_holds_one_recurrent_page() -> None:
+    """--no-enable-prefix-caching: MambaModelConfig sets mamba_cache_mode "none", and
+    MambaSpec.max_memory_usage_bytes is then one page a request (no speculative blocks), so
+    Qwen3.5's gated-DeltaNet layers are sized at 0.34 where align mode is refused."""
+    qwen = load(json.loads((RAW / "Qwen__Qwen3.5-35B-A3B.json").read_text())).arch
+    kv = kv_layout(qwen, qwen.layers, 1, "bfloat16", parse_version("0.34.0"), None, 16, prefix_caching=False)
+    mamba = [s for s in kv.specs if s.kind == "mamba"]
+    assert mamba and all(s.blocks_per_request(kv.block_size, 8192, 8192) == 1 for s in mamba)
+    with pytest.raises(SlotdiffError, match="--no-enable-prefix-caching"):
+        kv_layout(qwen, qwen.layers, 1, "bfloat16", parse_version("0.34.0"), None, 16)

@@ -90,6 +90,12 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         help="SGLang 0.5.4+: state pool / KV pool with the radix cache on (default 0.9)",
     )
     eng.add_argument("--disable-radix-cache", action="store_true", help="SGLang: no prefix cache")
+    eng.add_argument(
+        "--no-enable-prefix-caching",
+        action="store_true",
+        help="vLLM: prefix caching off (a hybrid's recurrent layers then hold one page a request, "
+        "not align mode's two and its checkpoints)",
+    )
     meas = parser.add_argument_group(
         "measured terms (GiB, from a start-up log) instead of slotdiff's estimates"
     )
@@ -125,6 +131,7 @@ def _engine_args(args: argparse.Namespace, layout: Layout) -> EngineArgs | None:
         kv_cache_dtype=args.kv_cache_dtype,
         enforce_eager=args.enforce_eager,
         hybrid_kv_cache_manager=not args.disable_hybrid_kv_cache_manager,
+        enable_prefix_caching=not args.no_enable_prefix_caching,
         kv_cache_memory_gib=args.kv_cache_memory,
         max_total_tokens=args.max_total_tokens,
         max_mamba_cache_size=args.max_mamba_cache_size,

@@ -154,21 +154,24 @@ def _group_ratio(version: Version) -> float:
     return 1.0
 
 
-def _mamba_pages(arch: Architecture, layer: LayerSpec, version: Version, hybrid: bool) -> int:
+def _mamba_pages(
+    arch: Architecture, layer: LayerSpec, version: Version, hybrid: bool, prefix_caching: bool = True
+) -> int:
     """Pages one request holds of a recurrent layer (``MambaSpec.max_memory_usage_bytes``): one,
     or in align mode 2 + its prefill-checkpoint blocks. vLLM turns prefix caching on for hybrid
     models by default from 0.26 (``ModelConfig.is_prefix_caching_supported``), and with it
     ``mamba_cache_mode = "align"`` (``MambaModelConfig.verify_and_update_config``); an
     attention-free model keeps it off."""
-    if not (hybrid and version.v1 and version >= (0, 26)):
-        return 1
+    if not (hybrid and prefix_caching and version.v1 and version >= (0, 26)):
+        return 1  # mamba_cache_mode "none": one page (--no-enable-prefix-caching too)
     mech = construct(layer.mixer)
     extra = mech.vllm_checkpoint_blocks(arch, layer, version.parts) if mech else 0
     if extra is None:
         raise SlotdiffError(
             arch.name,
             f"in vLLM {version.text} its {layer.mixer} layers' prefill-checkpoint blocks (prefix "
-            "caching's align mode) depend on the kernel chosen at run time, which is not modelled",
+            "caching's align mode) depend on the kernel chosen at run time, which is not modelled; "
+            "--no-enable-prefix-caching sizes it as vLLM runs without prefix caching",
         )
     return 2 + extra
 
@@ -241,8 +244,10 @@ def kv_layout(
     block_size: int | None,
     default_block: int,
     hybrid_manager: bool = True,
+    prefix_caching: bool = True,
 ) -> KVLayout:
-    """The cache layout of ``layers`` (one pipeline stage) on one TP rank."""
+    """The cache layout of ``layers`` (one pipeline stage) on one TP rank (``prefix_caching``:
+    vLLM's default; off, a hybrid's recurrent layers hold one page a request)."""
     b = storage_bits(kv_dtype) / 8
     model_dtype = canonical_dtype(arch.get("dtype")) or "bfloat16"
     conv_b = storage_bits(model_dtype) / 8
@@ -284,7 +289,7 @@ def kv_layout(
     if mambas:  # the mamba page is padded up to the attention page
         attn_page = max((x.page_bytes for x in specs if x.kind != "mamba"), default=0)
         mpage = int(max(mamba_page(arch, s, tp, conv_b, state_b) for s in mambas))
-        held = [_mamba_pages(arch, s, version, bool(attn)) for k, s in typed if k == "mamba"]
+        held = [_mamba_pages(arch, s, version, bool(attn), prefix_caching) for k, s in typed if k == "mamba"]
         it = iter(held)
         specs = [
             Spec("mamba", max(attn_page, mpage), pages=next(it)) if x.kind == "mamba" else x for x in specs

@@ -90,6 +90,7 @@ class EngineArgs:
     kv_cache_dtype: str = "auto"
     enforce_eager: bool = False
     hybrid_kv_cache_manager: bool = True
+    enable_prefix_caching: bool = True  # vLLM: --no-enable-prefix-caching turns it off
     kv_cache_memory_gib: float | None = None
     max_total_tokens: int | None = None  # SGLang
     non_torch_gib: float | None = None
@@ -299,6 +300,7 @@ def vllm_fit(arch: Architecture, plan: MemoryPlan, gpu: GPU, args: EngineArgs) -
             args.block_size,
             block_default,
             args.hybrid_kv_cache_manager,
+            args.enable_prefix_caching,
         )
         stages.append(StagePool(s, len(layers), tuple(terms), avail, kv.num_blocks(avail), kv))
     binding = min(range(len(stages)), key=lambda i: (stages[i].blocks, i))

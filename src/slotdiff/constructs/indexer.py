@@ -17,19 +17,23 @@ def index_key_elements(arch: Architecture) -> int:
     return idim + (idim + 1 if arch.get("index_kpool") else 0)
 
 
-# vLLM's indexer key cache quantizes the key to fp8 with one float32 scale per this many elements.
-VLLM_INDEX_QUANT_BLOCK = 128
+# The engines' indexer key caches quantize a key to fp8 with one float32 scale per this many
+# elements (vLLM's DeepseekV32IndexerCache, SGLang's NSATokenToKVPool.quant_block_size).
+INDEX_QUANT_BLOCK = 128
+
+
+def engine_index_bytes(arch: Architecture) -> int:
+    """Bytes per token an engine's DSA index-key cache keeps for one indexer: the key in fp8
+    and a float32 scale per 128 elements, ``index_head_dim + index_head_dim // 128 · 4``
+    uint8, whatever the KV cache dtype."""
+    idim = arch.get("index_head_dim") or 0
+    return idim + idim // INDEX_QUANT_BLOCK * 4
 
 
 def vllm_index_bytes(arch: Architecture, layer: LayerSpec) -> int:
-    """Bytes per token vLLM's DSA indexer key cache keeps for a layer with its own indexer
-    (``DeepseekV32IndexerCache``, 0.11 on): the key in fp8 and a float32 scale per 128
-    elements, ``index_head_dim + index_head_dim // 128 · 4`` uint8, whatever
-    ``--kv-cache-dtype``; none on a layer that reuses another's selection."""
-    if not (layer.sparse and not layer.index_shared):
-        return 0
-    idim = arch.get("index_head_dim") or 0
-    return idim + idim // VLLM_INDEX_QUANT_BLOCK * 4
+    """``engine_index_bytes`` on a layer with its own indexer (vLLM 0.11 on); none on a layer
+    that reuses another's selection."""
+    return engine_index_bytes(arch) if layer.sparse and not layer.index_shared else 0
 
 
 def own_index_elements(arch: Architecture, layer: LayerSpec) -> int:

@@ -18,6 +18,7 @@ import math
 from dataclasses import dataclass
 
 from ..constructs import construct
+from ..constructs.base import Construct
 from ..core.errors import SlotdiffError
 from ..schema.arch import Architecture, LayerSpec
 from ..schema.precision import canonical_dtype, storage_bits
@@ -176,7 +177,7 @@ def _mamba_pages(
     return 2 + extra
 
 
-def _latent(arch: Architecture, layer: LayerSpec):  # type: ignore[no-untyped-def]
+def _latent(arch: Architecture, layer: LayerSpec) -> Construct | None:
     """The layer's construct where it caches a latent of its own (vLLM's MLA spec), else None."""
     mech = construct(layer.mixer)
     return mech if mech and mech.engine_token_elements(arch) is not None else None

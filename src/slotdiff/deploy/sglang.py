@@ -15,6 +15,7 @@ A recurrent hybrid first loses its state pool (``sglang_state``: ``handle_max_ma
 from __future__ import annotations
 
 from ..constructs import construct, latent
+from ..constructs.indexer import engine_index_bytes
 from ..core.errors import SlotdiffError
 from ..core.resources import load_schema_file
 from ..cost.gpus import GPU
@@ -36,10 +37,7 @@ FRACTION_READ_THROUGH = (0, 5, 9)  # the newest whose default mem_fraction_stati
 
 V_HEAD_FROM = (0, 5, 7)  # profile_max_num_token's MHA cell takes v_head_dim (head_dim twice before)
 INDEXER_FROM = (0, 5, 4)  # the DSA indexer's keys join the MLA cell
-# is_deepseek_nsa (configs/model_config.py): the architectures it names, as model_types
-DSA_MODEL_TYPES = {(0, 5, 3): {"deepseek_v3", "deepseek_v32"}, (0, 5, 10): {"glm_moe_dsa", "mistral_large_3"}}
 DSA_PAGE = ((0, 5, 3), (0, 5, 5))  # releases that set page 64 (and fp8 on Blackwell) for any DSA model
-INDEX_QUANT_BLOCK = 128  # NSATokenToKVPool.quant_block_size: one 4-byte scale per 128 index elements
 
 
 def dsa(arch: Architecture) -> bool:
@@ -49,11 +47,11 @@ def dsa(arch: Architecture) -> bool:
 
 def dsa_served(arch: Architecture, version: Version) -> bool:
     """``is_deepseek_nsa`` in ``version``: the config's architecture among those it names."""
-    names: set[str] = set()
-    for since, types in DSA_MODEL_TYPES.items():
-        if version >= since:
-            names |= types
-    return arch.model_type in names
+    since = load_schema_file("engine_families.json")["sglang_deepseek_nsa"]["since"]
+    return any(
+        version >= tuple(int(x) for x in release.split(".")) and arch.model_type in types
+        for release, types in since.items()
+    )
 
 
 def cell_size(arch: Architecture, tp: int, kv_dtype: str, version: Version) -> tuple[float, int, float]:
@@ -75,8 +73,7 @@ def cell_size(arch: Architecture, tp: int, kv_dtype: str, version: Version) -> t
     if mla is not None:  # a latent cache (MLA): the same on every rank
         per = mla.engine_token_elements(arch) * b
         if dsa(arch) and version >= INDEXER_FROM:
-            idim = arch.get("index_head_dim") or 0
-            per += idim + idim // INDEX_QUANT_BLOCK * 4
+            per += engine_index_bytes(arch)
         return per * layers, layers, 0.0
     g = arch.get("n_kv_heads") or arch.get("n_heads") or 1
     h = arch.get("n_heads") or 1

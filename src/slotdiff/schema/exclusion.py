@@ -20,7 +20,7 @@ from functools import lru_cache
 _PREFIXES = (
     ("model.language_model.", "model."),
     ("language_model.model.", "model."),
-    ("language_model.", ""),
+    ("language_model.lm_head", "lm_head"),
 )
 _MEMO = 65536  # module names remembered per list (a list meets a few thousand)
 

@@ -8,6 +8,8 @@ the plain definition written here (a run of whole dotted components, each matche
 from __future__ import annotations
 
 import fnmatch
+import json
+from pathlib import Path
 
 from hypothesis import given, settings
 from hypothesis import strategies as st
@@ -16,6 +18,8 @@ from slotdiff.analysis.analyze import load
 from slotdiff.cost.params import count
 from slotdiff.cost.weights import weights_cost
 from slotdiff.schema.exclusion import matcher
+
+PUBLISHED = Path(__file__).resolve().parent / "fixtures" / "conformance" / "published"
 
 
 def _reference(pattern: str, name: str) -> bool:
@@ -153,3 +157,14 @@ def test_mixed_precision_exports_are_refused_not_priced_as_one_format() -> None:
     arch = load(under_fp8).arch
     cost = weights_cost(arch, count(arch))
     assert not cost.supported and "NVFP4" in cost.detail
+
+
+def test_a_published_modelopt_nvfp4_checkpoint_against_a_model_card() -> None:
+    """nvidia/Kimi-K2.5-NVFP4 as published: NVFP4 linears, its ignore list keeping lm_head,
+    every layer's self_attn (MLA), the vision tower and the projector in bf16. The same
+    architecture quantized with the same split (wafer-ai/Kimi-K2.6-NVFP4's card: "lm_head, all
+    *self_attn* projections, *vision_tower*, *mm_projector* ... kept BF16") is stated as
+    "~590 GB (550 GiB)"; the card rounds, so 1%."""
+    entry = json.loads((PUBLISHED / "nvidia__Kimi-K2.5-NVFP4.json").read_text(encoding="utf-8"))
+    got = _bytes(entry["config"])
+    assert abs(got - 590e9) / 590e9 < 0.01, got

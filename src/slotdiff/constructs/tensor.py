@@ -105,6 +105,7 @@ class Builder:
         self.arch = arch
         self.out: list[Tensor] = []
         self.layers: tuple[int, ...] = ()
+        self.where: dict[int, tuple[int, ...]] | None = None  # layer positions by run (decoder._grouped)
 
     def add(
         self,

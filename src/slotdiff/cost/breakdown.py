@@ -71,13 +71,23 @@ def _sizer(fmt: WeightFormat) -> Callable[[Tensor], int]:
     return lambda t: t.rows * t.cols * t.count * bits // 8
 
 
-def classed(ts: tuple[Tensor, ...], fmt: WeightFormat, g: int, out: Bytes | None = None) -> Bytes:
-    """Bytes of ``ts`` in ``fmt`` by (share class, ``g``), added to ``out``."""
+def classed(
+    ts: tuple[Tensor, ...],
+    fmt: WeightFormat,
+    g: int,
+    out: Bytes | None = None,
+    keep: Callable[[Tensor], bool] | None = None,
+) -> Bytes:
+    """Bytes of ``ts`` (those ``keep`` selects) in ``fmt`` by (share class, ``g``), added to ``out``."""
     out = {} if out is None else out
     size = _sizer(fmt)
+    classes, get = _CLASSES, out.get
     for t in ts:
-        key = (_class(t), g)
-        out[key] = out.get(key, 0.0) + size(t)
+        if keep is not None and not keep(t):
+            continue
+        cls = classes.get((t.part, t.slot, t.kind, t.routed)) or _class(t)
+        key = (cls, g)
+        out[key] = get(key, 0.0) + size(t)
     return out
 
 
@@ -151,7 +161,7 @@ def whole_model(arch: Architecture, fmt: WeightFormat, select: str, mtp: bool) -
         return None
     keep = SELECT[select]
     first, last = _extras(arch, fmt, select, mtp, g0)
-    out = classed(tuple(t for t in tensors(arch) if keep(t)), fmt, g0)
+    out = classed(tensors(arch), fmt, g0, keep=keep)
     for extra in (first, last):
         for key, v in extra.items():
             out[key] = out.get(key, 0.0) + v

@@ -207,7 +207,7 @@ class Deployment:
         if context in self._stages:
             return self._stages[context]
         lay = self.layout
-        one_rank = replace(lay, dp=1)
+        one_rank = lay if lay.dp == 1 else replace(lay, dp=1)
         kv = self.kv(context)
         read_share = kv.read_at_context / kv.bytes_at_context if kv.bytes_at_context else 1.0
         sizes = stage_sizes(self.arch.n_layers, lay.pp)

@@ -61,21 +61,38 @@ class MemoryPlan:
         if select == "flops":  # 2 bytes a parameter: a tensor's "bytes" are its FLOPs per token
             fmt = FLOPS_FORMAT
         self.arch, self.fmt, self.kv_dtype, self.select, self.mtp = arch, fmt, kv_dtype, select, mtp
-        self.b = storage_bits(kv_dtype) / 8
-        self.b_state = storage_bits(state_dtype(arch)) / 8
         self.designs: list[LayerSpec] = [spec for spec, _ in arch.layer_runs]
         self.counts: list[int] = [n for _, n in arch.layer_runs]
-        self._index = {design_key(spec): i for i, spec in enumerate(self.designs)}
         self._sums: dict[int, list[tuple[Bytes, dict[tuple[bool, int, int | None], float], float]]] = {}
-        self.kv_groups: list[list[tuple[bool, int, int | None, float]]] = []
-        self.state: list[float] = []
+
+    @cached_property
+    def _cache(self) -> tuple[list[list[tuple[bool, int, int | None, float]]], list[float]]:
+        """(KV groups, recurrent state bytes) per layer design: made on first use, as a
+        FLOPs plan (every counterfactual's) never reads them."""
+        arch = self.arch
+        b = storage_bits(self.kv_dtype) / 8
+        b_state = storage_bits(state_dtype(arch)) / 8
+        kv_groups: list[list[tuple[bool, int, int | None, float]]] = []
+        state: list[float] = []
         for spec in self.designs:
             elems = layer_kv_elements(arch, spec)
             cap = min((x for x in (spec.window, spec.chunk) if x), default=None)
-            groups = [(latent(spec.mixer), kv_heads(arch, spec), cap, elems * self.b)] if elems else []
-            self.kv_groups.append(groups)
+            kv_groups.append([(latent(spec.mixer), kv_heads(arch, spec), cap, elems * b)] if elems else [])
             rec, conv = layer_state_elements(arch, spec)
-            self.state.append(rec * self.b_state + conv * self.b)
+            state.append(rec * b_state + conv * b)
+        return kv_groups, state
+
+    @property
+    def kv_groups(self) -> list[list[tuple[bool, int, int | None, float]]]:
+        return self._cache[0]
+
+    @property
+    def state(self) -> list[float]:
+        return self._cache[1]
+
+    @cached_property
+    def _index(self) -> dict[tuple[object, ...], int]:
+        return {design_key(spec): i for i, spec in enumerate(self.designs)}
 
     # ------------------------------------------------------------------ per stage, per layout
 
@@ -133,7 +150,7 @@ class MemoryPlan:
                     w[key] = w.get(key, 0.0) + n * v
             kv: dict[tuple[bool, int, int | None], float] = {}
             st = 0.0
-            for d, n in enumerate(c):
+            for d, n in enumerate(c if self.select != "flops" else ()):  # FLOPs: no cache
                 if n:
                     for whole, g, cap, per_token in self.kv_groups[d]:
                         kv[(whole, g, cap)] = kv.get((whole, g, cap), 0.0) + n * per_token
@@ -145,7 +162,7 @@ class MemoryPlan:
     def stages(self, layout: Layout, context: int) -> Iterator[tuple[float, float, float, float]]:
         """Per stage: (weights outside routed experts, routed experts, KV of one sequence at
         ``context``, recurrent state of one sequence), per GPU, before the DP split of experts."""
-        one_rank = replace(layout, dp=1)
+        one_rank = layout if layout.dp == 1 else replace(layout, dp=1)
         for w, kvs, st in self._stage_sums(layout.pp):
             weights = experts = kv = 0.0
             for (cls, g), v in w.items():

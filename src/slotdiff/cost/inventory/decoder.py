@@ -87,7 +87,11 @@ def _grouped(
 ) -> Iterator[tuple[Any, int, LayerSpec]]:
     """``group_runs``, with ``b.layers`` set to each group's layer positions while the caller
     adds its rows (every row then says which layers it stands for)."""
-    where = {id(spec): at for (spec, _), at in zip(b.arch.layer_runs, b.arch.run_layers, strict=True)}
+    where = b.where
+    if where is None:  # once per build: every group of every sublayer reads it
+        where = b.where = {
+            id(spec): at for (spec, _), at in zip(b.arch.layer_runs, b.arch.run_layers, strict=True)
+        }
     members: dict[Any, list[int]] = {}
     for spec, _ in runs:
         members.setdefault(key(spec), []).extend(where.get(id(spec), ()))

@@ -235,9 +235,15 @@ class MemoryPlan:
         ]
         bases.sort(key=lambda b: (b.tp * b.pp, b.pp, b.tp, b.ep))
         found: tuple[tuple[int, int, int, int], Need] | None = None
+        held, experts = self._weight_totals()
         for base in bases:
             if found is not None and base.tp * base.pp > found[0][0]:
                 break  # no layout from here on uses fewer GPUs
+            # Every share is at least 1/TP of a tensor, so the fullest stage's GPU holds at
+            # least the weights / (TP × PP) (routed experts aside under EP, which DP spreads):
+            # past the usable memory, no DP makes this base fit, and its stages go unbuilt.
+            if (held - (experts if base.ep else 0.0)) / (base.tp * base.pp) > usable * (1 + 1e-9):
+                continue
             got = self._smallest_dp(base, batch, context, usable, found[0][0] if found else limit)
             if got is None:
                 continue
@@ -245,6 +251,11 @@ class MemoryPlan:
             if found is None or rank < found[0]:
                 found = (rank, got)
         return (found[1].layout.gpus, found[1]) if found else None
+
+    def _weight_totals(self) -> tuple[float, float]:
+        """(every weight byte, the routed experts' bytes) of the model, one copy."""
+        w = self._stage_sums(1)[0][0]
+        return sum(w.values()), sum(v for (cls, _), v in w.items() if cls == "exp")
 
     def _smallest_dp(self, base: Layout, batch: int, context: int, usable: float, limit: int) -> Need | None:
         stages = list(self.stages(base, context))

@@ -86,6 +86,14 @@ class Construct:
         none, None where it depends on the kernel vLLM picks at run time (not modelled)."""
         return 0
 
+    def vllm_checkpoint_alignment(
+        self, arch: Architecture, layer: LayerSpec, version: tuple[int, ...], chip: str | None
+    ) -> int | None:
+        """The token alignment a recurrent layer declares for the prefill checkpoints it exports
+        in vLLM's align mode (``MambaBase.get_prefill_checkpoint_alignment``) on a GPU of
+        architecture ``chip``: None where it declares none (vLLM's default)."""
+        return None
+
     def sglang_state(self, arch: Architecture, layer: LayerSpec, tp: int) -> tuple[int, int] | None:
         """A recurrent layer's state on a TP rank as SGLang shapes it (``configs/mamba_utils``):
         (convolution-window elements, kept in bf16; temporal-state elements, kept in

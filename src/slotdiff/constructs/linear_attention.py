@@ -54,18 +54,46 @@ class LinearAttention(Construct):
     def vllm_checkpoint_blocks(
         self, arch: Architecture, layer: LayerSpec, version: tuple[int, ...]
     ) -> int | None:
-        """Gated DeltaNet exports prefill checkpoints from vLLM 0.33 when its prefill runs on
-        FlashInfer's kernel (Hopper; Blackwell by CUDA runtime), also aligning blocks to 64;
-        from 0.29 Kimi-K3's and GLM-5-Next's own KDA layers do where their kernel can: both
-        chosen at run time, so None. A model vLLM serves with its generic KDA (Kimi Linear, by
-        the file's model_type: schemas/engine_families.json) exports none. Lightning: none."""
+        """From 0.29 Kimi-K3's and GLM-5-Next's own KDA layers export prefill checkpoints where
+        their kernel can, chosen at run time, so None; a model vLLM serves with its generic KDA
+        (Kimi Linear, by the file's model_type: schemas/engine_families.json) exports none.
+        A gated DeltaNet's checkpoint block goes with its alignment (``vllm_checkpoint_alignment``,
+        by GPU), not here. Lightning: none."""
         variant = layer.variant or "gated_deltanet"
-        if variant == "gated_deltanet" and version >= (0, 33):
-            return None
         if variant == "kda" and version >= (0, 29):
             generic = load_schema_file("engine_families.json")["vllm_generic_kda"]["model_types"]
             return 0 if (arch.config_model_type or arch.model_type) in generic else None
         return 0
+
+    def vllm_checkpoint_alignment(
+        self, arch: Architecture, layer: LayerSpec, version: tuple[int, ...], chip: str | None
+    ) -> int | None:
+        """From vLLM 0.33 a Qwen gated DeltaNet (``QwenGatedDeltaNetAttention``, by model_type:
+        schemas/engine_families.json) whose prefill runs on FlashInfer's kernel declares 64
+        tokens and then holds one prefill-checkpoint page (``_resolve_gdn_prefill_backend``:
+        FlashInfer on Hopper; on Blackwell with d_k 128 only under a CUDA 13 runtime, which
+        slotdiff cannot see, so refused; Triton elsewhere: none)."""
+        if (layer.variant or "gated_deltanet") != "gated_deltanet" or version < (0, 33):
+            return None
+        families = load_schema_file("engine_families.json")["vllm_gdn_checkpoints"]["model_types"]
+        if (arch.config_model_type or arch.model_type) not in families:
+            return None
+        release = ".".join(map(str, version))
+        if chip is None or (chip == "blackwell" and arch.get("linear_k_head_dim") == 128):
+            why = (
+                "the GPU's architecture is not known"
+                if chip is None
+                else "on Blackwell it runs on FlashInfer's kernel only under a CUDA 13 runtime, which "
+                "slotdiff cannot see"
+            )
+            raise SlotdiffError(
+                arch.name,
+                f"in vLLM {release} its gated DeltaNet layers hold a prefill-checkpoint page (prefix "
+                f"caching's align mode) only where their prefill kernel is FlashInfer's, and {why}; "
+                "pick a GPU preset, or --no-enable-prefix-caching sizes it as vLLM runs without prefix "
+                "caching",
+            )
+        return 64 if chip == "hopper" else None
 
     def vllm_state_page(
         self, arch: Architecture, layer: LayerSpec, tp: int, conv_bytes: float, state_bytes: float

@@ -155,18 +155,45 @@ def _group_ratio(version: Version) -> float:
     return 1.0
 
 
+def _align_mode(version: Version, hybrid: bool, prefix_caching: bool) -> bool:
+    """Whether vLLM runs ``mamba_cache_mode = "align"``: prefix caching, on for hybrid models by
+    default from 0.26 (``ModelConfig.is_prefix_caching_supported``, then
+    ``MambaModelConfig.verify_and_update_config``); an attention-free model keeps it off."""
+    return hybrid and prefix_caching and version.v1 and version >= (0, 26)
+
+
+def _checkpoint_grid(
+    arch: Architecture, mambas: list[LayerSpec], version: Version, chip: str | None
+) -> int | None:
+    """The LCM of the recurrent layers' checkpoint alignments, None unless every one declares
+    one (``get_mamba_prefill_checkpoint_alignment``: only then do layers export checkpoints)."""
+    aligns = []
+    for s in mambas:
+        mech = construct(s.mixer)
+        aligns.append(mech.vllm_checkpoint_alignment(arch, s, version.parts, chip) if mech else None)
+    if not aligns or any(a is None for a in aligns):
+        return None
+    return math.lcm(*(a for a in aligns if a is not None))
+
+
 def _mamba_pages(
-    arch: Architecture, layer: LayerSpec, version: Version, hybrid: bool, prefix_caching: bool = True
+    arch: Architecture,
+    layer: LayerSpec,
+    version: Version,
+    align_mode: bool,
+    grid: int | None = None,
+    chip: str | None = None,
 ) -> int:
     """Pages one request holds of a recurrent layer (``MambaSpec.max_memory_usage_bytes``): one,
-    or in align mode 2 + its prefill-checkpoint blocks. vLLM turns prefix caching on for hybrid
-    models by default from 0.26 (``ModelConfig.is_prefix_caching_supported``), and with it
-    ``mamba_cache_mode = "align"`` (``MambaModelConfig.verify_and_update_config``); an
-    attention-free model keeps it off."""
-    if not (hybrid and prefix_caching and version.v1 and version >= (0, 26)):
+    or in align mode 2 + its prefill-checkpoint blocks: its own kind's, or one where it declares
+    a checkpoint alignment and every recurrent layer does (``grid``; the gated DeltaNet's
+    ``get_kv_cache_spec`` from 0.33)."""
+    if not align_mode:
         return 1  # mamba_cache_mode "none": one page (--no-enable-prefix-caching too)
     mech = construct(layer.mixer)
     extra = mech.vllm_checkpoint_blocks(arch, layer, version.parts) if mech else 0
+    if mech and grid is not None and mech.vllm_checkpoint_alignment(arch, layer, version.parts, chip):
+        extra = 1
     if extra is None:
         raise SlotdiffError(
             arch.name,
@@ -246,9 +273,11 @@ def kv_layout(
     default_block: int,
     hybrid_manager: bool = True,
     prefix_caching: bool = True,
+    chip: str | None = None,
 ) -> KVLayout:
     """The cache layout of ``layers`` (one pipeline stage) on one TP rank (``prefix_caching``:
-    vLLM's default; off, a hybrid's recurrent layers hold one page a request)."""
+    vLLM's default; off, a hybrid's recurrent layers hold one page a request; ``chip``: the
+    GPU's architecture, where a layer's prefill kernel depends on it)."""
     b = storage_bits(kv_dtype) / 8
     model_dtype = canonical_dtype(arch.get("dtype")) or "bfloat16"
     conv_b = storage_bits(model_dtype) / 8
@@ -260,6 +289,8 @@ def kv_layout(
     mambas = [s for k, s in typed if k == "mamba"]
     block = block_size or default_block
     note = f"--block-size {block}" if block_size else f"block size {block} (the default here)"
+    align_mode = _align_mode(version, bool(attn), prefix_caching)
+    grid = _checkpoint_grid(arch, mambas, version, chip) if align_mode and mambas else None
     if mambas and attn:
         latent = _latent(arch, attn[0])
         if latent:  # an MLA page per token, whatever the TP degree
@@ -273,10 +304,17 @@ def kv_layout(
                 arch.name, f"its {what} on a TP={tp} rank sizes to 0 bytes, so vLLM's page cannot be sized"
             )
         align = _hybrid_alignment(version, latent is not None, block)
+        if grid:  # align mode: internal prefill checkpoints land on block boundaries
+            align = math.lcm(align, grid)
         needed = align * math.ceil(mpage / (align * per_token))
         if needed > block:  # vLLM raises a block too small for a mamba page, even one set by flag
             block = needed
             note = f"attention block size raised to {block} tokens so a page holds a mamba state (as vLLM)"
+        if grid:
+            note += (
+                f"; its recurrent layers export prefill checkpoints on this GPU's prefill kernel: blocks "
+                f"aligned to {grid} tokens, one page more a request (align mode, prefix caching)"
+            )
     specs: list[Spec] = []
     for k, s in typed:
         mech = construct(s.mixer)
@@ -290,7 +328,7 @@ def kv_layout(
     if mambas:  # the mamba page is padded up to the attention page
         attn_page = max((x.page_bytes for x in specs if x.kind != "mamba"), default=0)
         mpage = int(max(mamba_page(arch, s, tp, conv_b, state_b) for s in mambas))
-        held = [_mamba_pages(arch, s, version, bool(attn), prefix_caching) for k, s in typed if k == "mamba"]
+        held = [_mamba_pages(arch, s, version, align_mode, grid, chip) for k, s in typed if k == "mamba"]
         it = iter(held)
         specs = [
             Spec("mamba", max(attn_page, mpage), pages=next(it)) if x.kind == "mamba" else x for x in specs

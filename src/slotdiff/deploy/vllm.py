@@ -301,6 +301,7 @@ def vllm_fit(arch: Architecture, plan: MemoryPlan, gpu: GPU, args: EngineArgs) -
             block_default,
             args.hybrid_kv_cache_manager,
             args.enable_prefix_caching,
+            gpu.architecture,
         )
         stages.append(StagePool(s, len(layers), tuple(terms), avail, kv.num_blocks(avail), kv))
     binding = min(range(len(stages)), key=lambda i: (stages[i].blocks, i))

@@ -11,12 +11,18 @@ from __future__ import annotations
 import json
 import os
 import subprocess
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
+import jsonschema
 import pytest
 
 from slotdiff.cli import main
+from slotdiff.scan.engine import run_scan
+from slotdiff.scan.report import to_dict
+from test_scan import isolated, make_families, options
+from test_scan import repo as scan_repo
 
 from conftest import raw
 from hubserver import Fault, HubServer, Repo, run_slotdiff
@@ -222,6 +228,7 @@ def test_a_folder_or_fifo_in_its_place_is_one_line(
 
 
 BAD_GROUP = {"quant_algo": "NVFP4", "group_size": -1}
+BAD = {**SIDECAR, "quantization": BAD_GROUP}
 
 
 def repos() -> list[Repo]:
@@ -300,3 +307,59 @@ def test_a_hub_failing_on_the_file_leaves_the_weights_to_config_json_and_says_so
     data = ok(run_slotdiff(hub, tmp_path, "acme/flaky"))
     assert weights(data) == BF16_BYTES
     assert "hf_quant_config.json could not be read (the Hub answered HTTP 500)" in data["source"]["note"]
+
+
+# ------------------------------------------------------------------------------------ the scan
+
+
+@pytest.fixture(scope="module")
+def scanned(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, Any]]:
+    tmp = tmp_path_factory.mktemp("scan-hfq")
+    make_families(tmp / "families")
+    packed = {"BF16": 1_000, "U8": 2_000, "F8_E4M3": 300, "F32": 10}  # what the listing says
+    side = "hf_quant_config.json"
+    when = scan_repo("acme/any", CONFIG, hours=1).created_at
+
+    def packed_repo(repo_id: str, body: Any, *faults: Fault) -> Repo:
+        files = {"config.json": CONFIG, side: body}
+        return Repo(repo_id, files=files, created_at=when, safetensors=packed, faults=list(faults))
+
+    repos = [
+        packed_repo("nvidia/tiny-V3-FP4", SIDECAR),
+        packed_repo("acme/bad-FP4", BAD),
+        packed_repo("acme/flaky-FP4", SIDECAR, Fault.server_error(500, times=None, files=(side,))),
+        # the same config.json bytes, a bf16 checkpoint: the file is not asked for
+        scan_repo("acme/tiny-V3", CONFIG, hours=2, safetensors={"BF16": 2_150_432}),
+        scan_repo("acme/tiny-V3-fp8", CONFIG, hours=3, safetensors={"F8_E4M3": 2_000, "BF16": 100}),
+    ]
+    with pytest.MonkeyPatch.context() as mp, isolated(mp, tmp), HubServer(repos) as server:
+        result = run_scan(options(server, tmp, state=None))
+        yield {"data": to_dict(result), "hub": server}
+
+
+def test_the_scan_asks_where_the_listing_says_the_checkpoint_is_quantized(scanned: dict[str, Any]) -> None:
+    models = {m["repo_id"]: m for m in scanned["data"]["models"]}
+    fp4 = models["nvidia/tiny-V3-FP4"]["figures"]
+    assert fp4["weight_bytes"] == NVFP4_BYTES and fp4["quantized"]
+    assert "quantization_config read from hf_quant_config.json" in fp4["source_note"]
+    assert models["nvidia/tiny-V3-FP4"]["checkpoint"]["status"] == "not compared"  # packed counts
+    plain = models["acme/tiny-V3"]["figures"]  # same config bytes, not served the FP4 analysis
+    assert plain["weight_bytes"] == BF16_BYTES and plain["source_note"] is None
+    assert models["acme/tiny-V3"]["checkpoint"]["status"] == "match"
+    fp8 = models["acme/tiny-V3-fp8"]["figures"]  # asked, 404: priced as before, nothing said
+    assert fp8["weight_bytes"] == BF16_BYTES and fp8["source_note"] is None
+    hub = scanned["hub"]
+    asked = {e.repo_id: e.status for e in hub.requests(filename="hf_quant_config.json")}
+    assert asked == {
+        "nvidia/tiny-V3-FP4": 200,
+        "acme/tiny-V3-fp8": 404,
+        "acme/bad-FP4": 200,
+        "acme/flaky-FP4": 500,
+    }
+    bad = models["acme/bad-FP4"]  # a broken file: the model is unreadable as published, and says why
+    assert (bad["verdict"], bad["reason"]) == ("skipped", "unreadable")
+    assert bad["detail"].startswith("hf_quant_config.json: quantization.group_size: expected an integer")
+    flaky = models["acme/flaky-FP4"]["figures"]  # the Hub failing on it: config.json's weights, said so
+    assert flaky["weight_bytes"] == BF16_BYTES and "could not be read" in flaky["source_note"]
+    schema = json.loads((Path(__file__).parents[1] / "schemas" / "scan-report.schema.json").read_text())
+    jsonschema.validate(json.loads(json.dumps(scanned["data"])), schema)

@@ -11,6 +11,7 @@ from __future__ import annotations
 import json
 import os
 import subprocess
+import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -244,6 +245,11 @@ def repos() -> list[Repo]:
             faults=[Fault.huge(5 * 1024 * 1024, files=(side,))],
         ),
         Repo(
+            "acme/stall",
+            files={"config.json": CONFIG, side: SIDECAR},
+            faults=[Fault.delay(25, times=None, files=(side,))],
+        ),
+        Repo(
             "acme/flaky",
             files={"config.json": CONFIG, side: SIDECAR},
             faults=[Fault.server_error(500, times=None, files=(side,))],
@@ -363,3 +369,10 @@ def test_the_scan_asks_where_the_listing_says_the_checkpoint_is_quantized(scanne
     assert flaky["weight_bytes"] == BF16_BYTES and "could not be read" in flaky["source_note"]
     schema = json.loads((Path(__file__).parents[1] / "schemas" / "scan-report.schema.json").read_text())
     jsonschema.validate(json.loads(json.dumps(scanned["data"])), schema)
+
+
+def test_a_stalled_file_ends_within_the_hub_deadline(hub: HubServer, tmp_path: Path) -> None:
+    started = time.monotonic()
+    data = ok(run_slotdiff(hub, tmp_path, "acme/stall", SLOTDIFF_HUB_DEADLINE="3"))
+    assert time.monotonic() - started < 15  # the stall is 25 s
+    assert weights(data) == BF16_BYTES and "hf_quant_config.json could not be read" in data["source"]["note"]

@@ -56,13 +56,24 @@ def _download(repo_id: str, revision: str | None, timeout: float) -> str | None:
         hf_logging.set_verbosity(verbosity)
 
 
+def _fallback(
+    repo_id: str, pinned: str | None, name: str, fail: HubFailure
+) -> tuple[bytes | None, str | None]:
+    """After the Hub failed on the file: the HF cache's copy, else none and why."""
+    path = _cached(repo_id, pinned)
+    if path is None:
+        return None, f"{FILENAME} could not be read ({fail}): weights priced from config.json alone"
+    return read_capped(path, name, MAX_BYTES), None
+
+
 def fetch_sidecar(
-    repo_id: str, revision: str | None, location: str, origin: str
+    repo_id: str, revision: str | None, location: str, origin: str, deadline: float | None = None
 ) -> tuple[bytes | None, str | None]:
     """(the bytes of ``repo_id``'s hf_quant_config.json or None, why it could not be read or
-    None), at the commit of the config.json read at ``location``; a config read from the HF
-    cache (offline, or the Hub failing) finds it there only. A file over the size cap is a
-    SlotdiffError naming it; a Hub failure leaves the weights to config.json and says so."""
+    None), at the commit of the config.json read at ``location``, within ``deadline`` seconds
+    (what the Hub deadline left after config.json); a config read from the HF cache (offline,
+    or the Hub failing) finds it there only. A file over the size cap is a SlotdiffError
+    naming it; a Hub failure leaves the weights to config.json and says so."""
     name = f"{repo_id}/{FILENAME}"
     pinned = commit_of(location, revision) or revision
     if origin != "hub" or offline():
@@ -71,17 +82,17 @@ def fetch_sidecar(
     from huggingface_hub import constants
 
     quiet_side_requests()
-    deadline = hub_deadline()
+    deadline = hub_deadline() if deadline is None else deadline
+    if deadline <= 0:
+        fail = HubFailure("network", "no time left within the Hub deadline", retryable=True)
+        return _fallback(repo_id, pinned, name, fail)
     probe = min(float(constants.HF_HUB_ETAG_TIMEOUT or 10), deadline)
     try:
         path = within(lambda: _download(repo_id, pinned, probe), deadline)
     except HubFailure as fail:
         if fail.kind == "too_large":
             raise SlotdiffError(name, fail.reason) from fail
-        path = _cached(repo_id, pinned)
-        if path is None:
-            return None, f"{FILENAME} could not be read ({fail}): weights priced from config.json alone"
-        return read_capped(path, name, MAX_BYTES), None
+        return _fallback(repo_id, pinned, name, fail)
     if path is None or not os.path.exists(path):
         return None, None
     return read_capped(path, name, MAX_BYTES), None

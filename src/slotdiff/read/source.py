@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import csv
 import difflib
+import time
 from collections.abc import Mapping
 from dataclasses import dataclass, replace
 from functools import cache, cached_property
@@ -21,7 +22,7 @@ from ..core.printable import one_line
 from ..core.resources import catalog_dir
 from .hf_quant import FILENAME as QUANT_FILE
 from .hf_quant import read_sidecar
-from .hub import download_config
+from .hub import download_config, hub_deadline
 from .hub_errors import HubFailure, looks_like_repo_id
 from .hub_sidecar import fetch_sidecar
 from .jsonpos import MAX_BYTES, JSONInputError, Parsed, parse
@@ -280,6 +281,7 @@ def resolve(spec: str, revision: str | None = None) -> RawConfig:
 
     if not looks_like_repo_id(spec):
         raise SlotdiffError(spec, "no such file, and not a Hub repo id (org/name)" + _did_you_mean(spec))
+    started = time.monotonic()
     try:
         local, origin, note = download_config(spec, revision)
     except HubFailure as fail:
@@ -301,5 +303,7 @@ def resolve(spec: str, revision: str | None = None) -> RawConfig:
     )
     if states_quantization(data):
         return raw
-    body, failed = fetch_sidecar(spec, revision, local, origin)
+    # One deadline for both files (a config read from the HF cache reads the other there too).
+    left = hub_deadline() - (time.monotonic() - started) if origin == "hub" else None
+    body, failed = fetch_sidecar(spec, revision, local, origin, left)
     return with_sidecar(raw, body, f"{spec}/{QUANT_FILE}", failed)

@@ -9,8 +9,9 @@ from __future__ import annotations
 
 import csv
 import difflib
+import time
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from functools import cache, cached_property
 from pathlib import Path
 from typing import Any
@@ -19,8 +20,11 @@ from ..core.errors import SlotdiffError
 from ..core.files import read_capped
 from ..core.printable import one_line
 from ..core.resources import catalog_dir
-from .hub import download_config
+from .hf_quant import FILENAME as QUANT_FILE
+from .hf_quant import read_sidecar
+from .hub import download_config, hub_deadline
 from .hub_errors import HubFailure, looks_like_repo_id
+from .hub_sidecar import fetch_sidecar
 from .jsonpos import MAX_BYTES, JSONInputError, Parsed, parse
 
 # Keys under which multimodal / composite configs keep their language model, in the order
@@ -194,15 +198,46 @@ def parse_config(raw: bytes | str, name: str) -> tuple[Mapping[str, Any], Parsed
     return parsed.value, parsed
 
 
+def states_quantization(data: Mapping[str, Any]) -> bool:
+    """True when config.json holds a ``quantization_config`` (at the top or in its text
+    config): vLLM then never reads hf_quant_config.json, and neither does slotdiff."""
+    text: Any = data
+    for key in text_config_path(data):
+        text = text[key]
+    return any(isinstance(n, Mapping) and n.get("quantization_config") is not None for n in (data, text))
+
+
+def with_sidecar(raw: RawConfig, body: bytes | None, name: str, failed: str | None = None) -> RawConfig:
+    """``raw`` with the ``quantization_config`` that ModelOpt's hf_quant_config.json (``body``,
+    read from ``name``; None: there is none) stands for, and a note saying where it came from;
+    ``failed`` says why the file could not be read (the weights are then the config's)."""
+    note = failed
+    if body is not None:
+        doc, _ = parse_config(body, name)
+        side = read_sidecar(doc, name)
+        note = side.note
+        if side.config is not None:
+            data = {**raw.data, "quantization_config": side.config}
+            raw = replace(raw, data=data)
+    if note is None:
+        return raw
+    return replace(raw, note="; ".join(n for n in (raw.note, note) if n))
+
+
 def from_file(path: Path, name: str | None = None) -> RawConfig:
-    """Load a local config.json (or a folder holding one)."""
+    """Load a local config.json (or a folder holding one), with ModelOpt's hf_quant_config.json
+    beside it when config.json states no quantization (as vLLM reads a local model)."""
     name = name or str(path)
     if path.is_dir():
         path = path / "config.json"
         if not path.is_file():
             raise SlotdiffError(name, "folder has no config.json")
     data, parsed = parse_config(read_bytes(path, name), name)
-    return RawConfig(name=name, data=data, parsed=parsed, origin="file", location=str(path))
+    raw = RawConfig(name=name, data=data, parsed=parsed, origin="file", location=str(path))
+    side = path.parent / QUANT_FILE
+    if path.name != "config.json" or states_quantization(data) or not (side.exists() or side.is_symlink()):
+        return raw
+    return with_sidecar(raw, read_capped(side, str(side), MAX_BYTES), str(side))
 
 
 def from_catalog(repo_id: str, why: str | None = None) -> RawConfig:
@@ -246,6 +281,7 @@ def resolve(spec: str, revision: str | None = None) -> RawConfig:
 
     if not looks_like_repo_id(spec):
         raise SlotdiffError(spec, "no such file, and not a Hub repo id (org/name)" + _did_you_mean(spec))
+    started = time.monotonic()
     try:
         local, origin, note = download_config(spec, revision)
     except HubFailure as fail:
@@ -255,7 +291,7 @@ def resolve(spec: str, revision: str | None = None) -> RawConfig:
         hint = _did_you_mean(spec) if fail.kind in _SUGGEST_KINDS and not in_catalog else ""
         raise SlotdiffError(spec, str(fail) + hint) from fail
     data, parsed = parse_config(read_bytes(Path(local), spec), spec)
-    return RawConfig(
+    raw = RawConfig(
         name=spec,
         data=data,
         parsed=parsed,
@@ -265,3 +301,9 @@ def resolve(spec: str, revision: str | None = None) -> RawConfig:
         revision=revision,
         note=note,
     )
+    if states_quantization(data):
+        return raw
+    # One deadline for both files (a config read from the HF cache reads the other there too).
+    left = hub_deadline() - (time.monotonic() - started) if origin == "hub" else None
+    body, failed = fetch_sidecar(spec, revision, local, origin, left)
+    return with_sidecar(raw, body, f"{spec}/{QUANT_FILE}", failed)

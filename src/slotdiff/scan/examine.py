@@ -1,6 +1,7 @@
-"""One model's work in a scan's worker thread: fetch its config (and card), read and classify
-it (identical config bytes once, and configs that differ only in values no stage reads once,
-in bounded memos), judge it against what is known."""
+"""One model's work in a scan's worker thread: fetch its config (and card, and ModelOpt's
+hf_quant_config.json where the listing's stored dtypes say the checkpoint is quantized and
+config.json does not), read and classify it (identical config bytes once, and configs that
+differ only in values no stage reads once, in bounded memos), judge it against what is known."""
 
 from __future__ import annotations
 
@@ -12,13 +13,15 @@ from dataclasses import replace
 from typing import Any
 
 from ..core.errors import SlotdiffError
-from ..read.hub import fetch_config
+from ..read.hf_quant import FILENAME as QUANT_FILE
+from ..read.hub import fetch_config, fetch_file
 from ..read.hub_errors import HubFailure
-from ..read.jsonpos import JSONInputError
+from ..read.jsonpos import MAX_BYTES, JSONInputError
 from ..read.retry import Retrier
 from .lineage import wants_card, with_lineage
 from .listing import Listed
 from .options import ScanOptions
+from .pipelines import quantization_file_dtypes
 from .verdict import (
     Analysis,
     Knowledge,
@@ -51,6 +54,21 @@ def design_key(config: dict[str, Any]) -> str | None:
     except (ValueError, RecursionError):  # within the reader's caps, but never share a doubt
         return None
     return hashlib.sha256(text.encode()).hexdigest()
+
+
+def wants_quant_file(listed: Listed, data: bytes) -> bool:
+    """True when config.json names no quantization_config but the listing says the checkpoint
+    stores quantized dtypes (``schemas/scan.json``): its scheme may be in hf_quant_config.json."""
+    if listed.safetensors is None or b'"quantization_config"' in data:
+        return False
+    wanted = quantization_file_dtypes()
+    return any(dtype in wanted for dtype, _ in listed.safetensors)
+
+
+def _side_key(side: tuple[bytes | None, str | None]) -> str:
+    """A memo key's part for what hf_quant_config.json gave (its bytes, or why there were none)."""
+    body, failed = side
+    return hashlib.sha256(body if body is not None else (failed or "").encode()).hexdigest()
 
 
 def _remember(memo: dict[str, Analysis], key: str, analysis: Analysis) -> None:
@@ -116,18 +134,48 @@ class Examiner:
         if self.opts.cards:
             with self._lock:
                 self._bytes[listed.repo_id] = data
-        return self.classify(listed, data, digest, facts, prev)
+        side = self.quant_file(listed, cfg.commit) if wants_quant_file(listed, data) else None
+        return self.classify(listed, data, digest, facts, prev, side)
+
+    def quant_file(self, listed: Listed, commit: str | None) -> tuple[bytes | None, str | None]:
+        """(hf_quant_config.json's bytes or None, why it could not be read or None), at the
+        commit config.json came from; a repo without one (404) is the ordinary answer."""
+        try:
+            body = fetch_file(
+                listed.repo_id,
+                QUANT_FILE,
+                revision=commit or (listed.sha if listed.sha and _SHA.fullmatch(listed.sha) else None),
+                timeout=self.opts.timeout,
+                endpoint=self.opts.endpoint,
+                token=self.opts.token,
+                retrier=self.retrier,
+                cap=MAX_BYTES,
+            )
+        except HubFailure as fail:
+            if fail.kind == "no_config":  # the file's 404: the repo has none
+                return None, None
+            return None, f"{QUANT_FILE} could not be read ({fail}): weights priced from config.json alone"
+        return body, None
 
     def classify(
-        self, listed: Listed, data: bytes, digest: str, facts: dict[str, Any], prev: dict[str, Any] | None
+        self,
+        listed: Listed,
+        data: bytes,
+        digest: str,
+        facts: dict[str, Any],
+        prev: dict[str, Any] | None,
+        side: tuple[bytes | None, str | None] | None = None,
     ) -> Record:
+        # The same config.json beside another hf_quant_config.json (NVIDIA's copies of a base
+        # model's config) is another model: the file is part of the memo's key.
+        key = digest if side is None else f"{digest}+{_side_key(side)}"
         with self._lock:
-            analysis = self._memo.get(digest)
+            analysis = self._memo.get(key)
         try:
             if analysis is None:
-                analysis = self._analyze(data, listed.repo_id)
+                analysis = self._analyze(data, listed.repo_id, side)
                 with self._lock:
-                    _remember(self._memo, digest, analysis)
+                    _remember(self._memo, key, analysis)
         except JSONInputError as err:
             reason = "too_large" if "bytes, over the" in err.message else "invalid_json"
             return skipped(listed, reason, f"{err.message} (line {err.line}, column {err.col})", **facts)
@@ -135,7 +183,9 @@ class Examiner:
             new = judge_unreadable(listed, data, str(err), self.know, **facts)
             return new or skipped(listed, "not_lm", str(err), **facts)
         except SlotdiffError as err:
-            where = f"{err.key}: " if err.key else ""
+            # A refusal of hf_quant_config.json names that file; the config's, only its key.
+            side_file = QUANT_FILE if err.source.endswith("/" + QUANT_FILE) else None
+            where = "".join(f"{p}: " for p in (side_file, err.key) if p)
             new = judge_unreadable(listed, data, where + err.reason, self.know, **facts)
             return new or skipped(listed, "unreadable", where + err.reason, **facts)
         except Exception as err:  # a config slotdiff cannot handle must not stop the scan
@@ -145,16 +195,20 @@ class Examiner:
             rec = replace(rec, previous={"fingerprint": prev["fingerprint"], "verdict": prev.get("verdict")})
         return rec
 
-    def _analyze(self, data: bytes, name: str) -> Analysis:
+    def _analyze(
+        self, data: bytes, name: str, side: tuple[bytes | None, str | None] | None = None
+    ) -> Analysis:
         """The analysis of config bytes not seen before: an earlier one where the config
         differs from that one's only in INERT_KEYS' values, else a new one."""
         parsed = parse_config(data)  # the same caps and refusals whether or not a copy is known
         key = design_key(parsed.value)
+        if key and side is not None:
+            key = f"{key}+{_side_key(side)}"
         with self._lock:
             known = self._designs.get(key) if key else None
         if known is not None:
             return known
-        analysis = analyze_parsed(parsed, name)
+        analysis = analyze_parsed(parsed, name) if side is None else analyze_parsed(parsed, name, side)
         if key and name not in repr(analysis):  # one that quotes its repo (an error's source) is its own
             with self._lock:
                 _remember(self._designs, key, analysis)

@@ -32,6 +32,7 @@ class Figures:
     note: str | None = None  # why figures are missing
     mtp_params: int | None = None  # MTP modules, stored beside the model (cost.params.mtp)
     quantized: bool = False  # a quantization_config: the Hub's stored count is of packed elements
+    source_note: str | None = None  # where the quantization came from when not config.json
 
     def to_dict(self) -> dict[str, Any]:
         out = {name: getattr(self, name) for name in self.__dataclass_fields__}
@@ -62,7 +63,13 @@ def figures_of(report: Report) -> Figures:
     quantized = bool(report.arch.get("quantization_config"))
     if cost is None:
         note = "; ".join(c.note or "" for c in report.changes if c.facet == "*") or "not priced"
-        return Figures(trust=status, trust_reasons=reasons, note=note, quantized=quantized)
+        return Figures(
+            trust=status,
+            trust_reasons=reasons,
+            note=note,
+            quantized=quantized,
+            source_note=report.source.note,
+        )
     fit = cost.feasibility
     kv = cost.kv.bytes_per_token
     return Figures(
@@ -79,4 +86,5 @@ def figures_of(report: Report) -> Figures:
         note=None if fit else "fit not searched (weights in a format slotdiff cannot size)",
         mtp_params=_int(cost.params.mtp),
         quantized=quantized,
+        source_note=report.source.note,
     )

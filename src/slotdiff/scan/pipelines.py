@@ -1,5 +1,6 @@
 """Pipeline tags as data (``schemas/scan.json``): the ``--pipeline-tag`` presets and the tags
-that are never a language model's.
+that are never a language model's (and, from the same file, the stored dtypes after which a
+scan asks for ModelOpt's hf_quant_config.json).
 
 ``--pipeline-tag lm`` lists every tag the Hub gives a language model (``text-generation``,
 ``image-text-to-text``, ``any-to-any``, ``audio-text-to-text``, ...), so a weekly scan does not
@@ -36,6 +37,13 @@ def lm_pipeline_tags() -> frozenset[str]:
 @cache
 def not_lm_pipeline_tags() -> frozenset[str]:
     return frozenset(_data()["not_lm_pipeline_tags"])
+
+
+@cache
+def quantization_file_dtypes() -> frozenset[str]:
+    """Safetensors dtypes of a quantized checkpoint: stored, with no quantization_config in
+    config.json, they send the scan for hf_quant_config.json (``schemas/scan.json``)."""
+    return frozenset(_data()["quantization_file_dtypes"]["dtypes"])
 
 
 @cache

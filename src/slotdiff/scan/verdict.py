@@ -27,9 +27,10 @@ from typing import Any
 
 from ..analysis.analyze import analyze, load
 from ..core.errors import SlotdiffError
+from ..read.hf_quant import FILENAME as QUANT_FILE
 from ..read.hub_errors import HubFailure
 from ..read.jsonpos import JSONInputError, Parsed, parse
-from ..read.source import RawConfig
+from ..read.source import RawConfig, with_sidecar
 from ..slots.classify import (
     Family,
     Fingerprint,
@@ -191,9 +192,15 @@ def analyze_config(data: bytes, name: str) -> Analysis:
     return analyze_parsed(parse_config(data), name)
 
 
-def analyze_parsed(parsed: Parsed, name: str) -> Analysis:
-    """Classify a parsed config (``parse_config``); raises NotALanguageModel or SlotdiffError."""
+def analyze_parsed(
+    parsed: Parsed, name: str, side: tuple[bytes | None, str | None] | None = None
+) -> Analysis:
+    """Classify a parsed config (``parse_config``), with ``side``, what the repo's
+    hf_quant_config.json gave (its bytes, or why they could not be read) when it was asked
+    for; raises NotALanguageModel or SlotdiffError."""
     raw = RawConfig(name=name, data=parsed.value, parsed=parsed, origin="hub", location=name)
+    if side is not None:
+        raw = with_sidecar(raw, side[0], f"{name}/{QUANT_FILE}", side[1])
     try:
         model = load(raw)
     except SlotdiffError as err:

@@ -4,12 +4,14 @@ line naming the key (never an int() or a division failing deep in the cost pass)
 
 from __future__ import annotations
 
-import re
 from collections.abc import Mapping, Sequence
 from typing import Any
 
 from ..core.errors import SlotdiffError
+from ..read.hf_quant import MAX_BITS, MAX_GROUP, pattern_problem
 from .arch import Architecture
+
+__all__ = ["MAX_BITS", "MAX_GROUP", "QuantConfig"]
 
 
 def _list(value: Any) -> tuple[str, ...]:
@@ -18,19 +20,6 @@ def _list(value: Any) -> tuple[str, ...]:
     if isinstance(value, Sequence):
         return tuple(str(v) for v in value)
     return ()
-
-
-# quantization_config numbers slotdiff does arithmetic with; past these they are not a real scheme.
-MAX_BITS = 64
-MAX_GROUP = 2**40
-
-# A ``re:`` exclusion pattern is matched against every module name: one that can backtrack
-# catastrophically ((a+)+, (.*x)*) or that repeats without bound many times would let a
-# config stall the linter, so such patterns are refused, like any other invalid value.
-_QUANTIFIED_GROUP = re.compile(r"\)(?:[*+]|\{\d*,\d*\})")
-_UNBOUNDED = re.compile(r"(?<!\\)(?:[*+]|\{\d*,\})")
-MAX_PATTERN = 256
-MAX_UNBOUNDED = 4
 
 
 class QuantConfig:
@@ -82,19 +71,7 @@ class QuantConfig:
         """The exclusion patterns under ``key``, each ``re:`` one checked before any use."""
         exclude = _list(self.q.get(key))
         for pattern in exclude:
-            if not pattern.startswith("re:"):
-                continue
-            regex = pattern[3:]
-            why = None
-            if len(regex) > MAX_PATTERN:
-                why = f"is {len(regex)} characters, over the {MAX_PATTERN} cap"
-            elif _QUANTIFIED_GROUP.search(regex) or len(_UNBOUNDED.findall(regex)) > MAX_UNBOUNDED:
-                why = "repeats a group or repeats without bound too often (catastrophic backtracking)"
-            else:
-                try:
-                    re.compile(regex)
-                except re.error as err:
-                    why = f"is not a regular expression ({err})"
+            why = pattern_problem(pattern)
             if why:
                 shown = pattern if len(pattern) <= 60 else pattern[:57] + "..."
                 raise self.fail(key, f"exclusion pattern {shown!r} {why}")

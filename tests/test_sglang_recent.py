@@ -12,6 +12,7 @@ formula, never taken from slotdiff's output.
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 from typing import Any
 
@@ -121,6 +122,29 @@ def test_dsa_pool(version: str, kv: str, tokens: int) -> None:
         kv_cache_dtype=kv,
     )
     assert f.kv_pool_tokens == tokens
+
+
+def test_shared_top_k_layers_priced_until_their_index_keys_are_elided(tmp_path: Path) -> None:
+    """A GLM-5-style config (glm_moe_dsa, DeepSeek-V3.2's shapes) with index_topk_freq 2: layers
+    2, 4, …, 60 reuse the previous top-k (30 of 61). Through 0.5.17 SGLang still keeps index keys
+    on every layer: (576 × 2 + 132) × 61 = 78,324 B → 685,440 tokens (page 64, 50 GiB) as above;
+    0.5.18 gives them none (dsa_layer_skips_topk): refused."""
+    cfg = json.loads(V32.read_text()) | {
+        "model_type": "glm_moe_dsa",
+        "architectures": ["GlmMoeDsaForCausalLM"],
+        "index_topk_freq": 2,
+    }
+    path = tmp_path / "config.json"
+    path.write_text(json.dumps(cfg))
+    flags: dict[str, Any] = {
+        "available_kv_gib": 50,
+        "mem_fraction_static": 0.9,
+        "block_size": 64,
+        "kv_cache_dtype": "bfloat16",
+    }
+    assert fit(path, "h200", version="0.5.17", **flags).kv_pool_tokens == 685_440
+    with pytest.raises(SlotdiffError, match=r"SGLang 0\.5\.18 sizes shared-top-k layers"):
+        fit(path, "h200", version="0.5.18", **flags)
 
 
 def test_vision_model_priced_until_the_multimodal_reserve() -> None:

@@ -16,8 +16,8 @@ KV sharding or the (off by default) post-capture sizing. What changed, and is re
   a chunk-capped variant);
 * an indexer on softmax attention is MiniMax's sparse pool (0.5.15);
 * a DSA model's latent row comes from ``calculate_mla_kv_cache_dim`` from 0.5.17: with an fp8
-  cache its size depends on the DSA kernels picked at run time; shared-top-k layers and k-pools
-  change the index keys (``dsa_layer_skips_topk``, ``index_kpool``);
+  cache its size depends on the DSA kernels picked at run time; shared-top-k layers (from 0.5.18)
+  and k-pools change the index keys (``dsa_layer_skips_topk``, ``index_kpool``);
 * a multimodal model loses ``SGLANG_VLM_CACHE_SIZE_MB`` (and feature-transport pools) from the
   rest from 0.5.18 (``mm_runtime_reservation_gb``), by SGLang's own multimodal test;
 * the default mem_fraction_static keeps 0.5.10's CUDA-graph reserve for prefill (piecewise, from
@@ -35,6 +35,7 @@ RECENT_FROM = (0, 5, 11)  # the pool configurator (sglang PR #18263)
 READ_THROUGH = (0, 5, 23)  # the newest release read
 DSA_ROW_BY_BACKEND = (0, 5, 17)  # calculate_mla_kv_cache_dim enters the cell
 MULTIMODAL_RESERVE = (0, 5, 18)  # mm_runtime_reservation_gb comes out of the rest
+INDEX_ELIDED = (0, 5, 18)  # dsa_layer_skips_topk: no index keys on a shared-top-k layer
 
 
 def _refuse(arch: Architecture, version: Version, what: str) -> SlotdiffError:
@@ -77,7 +78,8 @@ def check_pool(arch: Architecture, version: Version, kv_dtype: str, dsa: bool) -
                 "sizes an fp8 DSA latent row by the DSA kernels it picks at run time "
                 "(calculate_mla_kv_cache_dim: 576 or 656 B): pass --kv-cache-dtype bfloat16",
             )
-        if arch.get("index_kpool") or any(s.index_shared for s in arch.layers if s.sparse):
+        shared = version >= INDEX_ELIDED and any(s.index_shared for s in arch.layers if s.sparse)
+        if arch.get("index_kpool") or shared:
             raise _refuse(
                 arch, version, "sizes shared-top-k layers' and k-pooled index keys differently, not modelled"
             )

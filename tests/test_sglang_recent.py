@@ -35,6 +35,7 @@ V32 = RAW / "deepseek-ai__DeepSeek-V3.2.json"  # the same latent, plus a DSA ind
 LLAVA = RAW / "llava-hf__llava-1.5-7b-hf.json"  # Llama-2-7B text: 32 layers, 32 KV heads × 128
 GPT_OSS = RAW / "openai__gpt-oss-20b.json"  # 12 sliding-window + 12 full layers
 QWEN3_NEXT = RAW / "Qwen__Qwen3-Next-80B-A3B-Thinking.json"  # Gated DeltaNet hybrid
+LLAMA4 = RAW / "meta-llama__Llama-4-Scout-17B-16E-Instruct.json"  # 36 of 48 layers chunked (8,192)
 
 RECENT = [f"0.5.{n}" for n in range(11, 24)]
 
@@ -174,6 +175,8 @@ FRACTION = {"mem_fraction_static": 0.83}
         (LLAMA3_8B, {"version": "0.5.24"} | FRACTION, r"SGLang 0\.5\.24 is newer .*through 0\.5\.23"),
         # sliding-window layers: HybridSWAPoolConfigurator
         (GPT_OSS, {"version": "0.5.11"} | FRACTION, r"SGLang 0\.5\.11 may size sliding-window"),
+        # chunked attention (Llama 4) is one of SGLang's hybrid-SWA architectures too
+        (LLAMA4, {"version": "0.5.11"} | FRACTION, r"SGLang 0\.5\.11 may size sliding-window \(chunked"),
         # an fp8 DSA row sized by the DSA kernels from 0.5.17
         (
             V32,

@@ -12,8 +12,9 @@ bytes) and MLA cell ((kv_lora_rank + rope) × layers × bytes, DSA indexer keys 
 0.5.10 through 0.5.23 for the models slotdiff prices, without speculative decoding, DCP, HiSparse,
 KV sharding or the (off by default) post-capture sizing. What changed, and is refused:
 
-* sliding-window models go to ``HybridSWAPoolConfigurator`` (full + ratio × SWA cell, from 0.5.14
-  a chunk-capped variant);
+* sliding-window models (Llama 4's chunked and DeepSeek-V4's compressed layers among them) go to
+  ``HybridSWAPoolConfigurator`` (full + ratio × SWA cell; 0.5.12 ``DSV4PoolConfigurator``, from
+  0.5.14 a chunk-capped variant);
 * an indexer on softmax attention is MiniMax's sparse pool (0.5.15);
 * a DSA model's latent row comes from ``calculate_mla_kv_cache_dim`` from 0.5.17: with an fp8
   cache its size depends on the DSA kernels picked at run time; shared-top-k layers (from 0.5.18)
@@ -39,6 +40,7 @@ INDEX_ELIDED = (0, 5, 18)  # dsa_layer_skips_topk: no index keys on a shared-top
 
 
 def _refuse(arch: Architecture, version: Version, what: str) -> SlotdiffError:
+    """The one-line refusal naming the release and what it sizes that is not modelled."""
     return SlotdiffError(
         arch.name, f"not supported: SGLang {version.text} {what}", key=arch.key("model_type")
     )
@@ -61,12 +63,12 @@ def check_pool(arch: Architecture, version: Version, kv_dtype: str, dsa: bool) -
     (module docstring); ``kv_dtype`` is the cache dtype after SGLang's DSA adjustments."""
     if version < RECENT_FROM:
         return
-    if any(s.window for s in arch.layers):
-        raise _refuse(
+    if any(s.window or s.chunk or s.compress for s in arch.layers):
+        raise _refuse(  # Llama 4's chunked and DeepSeek-V4's compressed layers are SGLang SWA models
             arch,
             version,
-            "may size sliding-window layers in a separate pool (HybridSWAPoolConfigurator: "
-            "full + swa_full_tokens_ratio × SWA cell), not modelled",
+            "may size sliding-window (chunked, compressed) layers in a separate pool "
+            "(HybridSWAPoolConfigurator: full + swa_full_tokens_ratio × SWA cell), not modelled",
         )
     if any(s.sparse and not latent(s.mixer) for s in arch.layers):
         raise _refuse(arch, version, "sizes an indexer on softmax attention in its own pool, not modelled")

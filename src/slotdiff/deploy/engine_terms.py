@@ -217,7 +217,8 @@ def cuda_graphs(version: Version, gpu: GPU, eager: bool) -> float:
 def sglang_server_defaults(version: Version, gpu: GPU, tp: int) -> tuple[int, int]:
     """SGLang's ``chunked_prefill_size`` and ``cuda_graph_max_bs`` when not given, by the GPU's
     memory (``server_args.py``: ``__post_init__`` up to 0.5.2, ``_handle_gpu_memory_settings``
-    from 0.5.3; ``gpu_mem`` is nvidia-smi's total, taken here as the runtime's)."""
+    from 0.5.3, ``arg_groups/memory_hook.py`` from 0.5.19; ``gpu_mem`` is nvidia-smi's total, taken
+    here as the runtime's): unchanged through 0.5.23 but below 35 GiB from 0.5.20."""
     mem = gpu.visible / GiB
     if version < (0, 4, 9):  # 0.3.6-0.4.6: chunked 2,048 under 25,000 MB, else 8,192
         return (2048 if mem * 1024 < 25_000 else 8192), 160
@@ -226,6 +227,8 @@ def sglang_server_defaults(version: Version, gpu: GPU, tp: int) -> tuple[int, in
         return chunked, (8 if tp < 4 else 80) if mem < 35 else 160
     if mem < 20:
         return 2048, 8
+    if mem < 35 and version >= (0, 5, 20):  # arg_groups/memory_hook.py from 0.5.20 (RTX 5090)
+        return 4096, 48 if tp < 4 else 160
     if mem < 35:  # 0.5.3-0.5.4: 16 graphs below TP 4; 24 from 0.5.5
         return 2048, (16 if version < (0, 5, 5) else 24) if tp < 4 else 80
     if mem < 60:

@@ -9,7 +9,8 @@ cell_size``, with ``cell_size`` the bytes of one token over this rank's layers (
 heads per rank × head_dim × layers × 2 × dtype bytes; MLA: (kv_lora_rank + rope) × layers ×
 dtype bytes), capped by ``--max-total-tokens`` and floored to a multiple of the page size.
 A recurrent hybrid first loses its state pool (``sglang_state``: ``handle_max_mamba_cache``,
-0.5.2-0.5.6) and its cell counts the full-attention layers only.
+0.5.2-0.5.6) and its cell counts the full-attention layers only. 0.5.11-0.5.23 size the same
+pool through a pool configurator (``sglang_recent``, which refuses what they size otherwise).
 """
 
 from __future__ import annotations
@@ -26,12 +27,12 @@ from ..schema.precision import storage_bits
 from . import engine_terms as et
 from .engine_terms import Version
 from .kvspec import KVLayout, Spec
+from .sglang_recent import check_pool, check_release
 from .sglang_state import StateFlags, check_served, recurrent_layers, state_pool
 from .vllm import EngineArgs, EngineFit, StagePool, Term, kv_dtype_of, model_len
 
 GiB = et.GiB
 SGLANG_CONTEXT = 0.5 * GiB  # CUDA context before the pool's "free" is measured, one GPU
-PROFILE_READ_THROUGH = (0, 5, 10)  # the newest release whose profile_max_num_token was read
 FRACTION_READ_THROUGH = (0, 5, 9)  # the newest whose default mem_fraction_static is modelled
 
 
@@ -140,12 +141,14 @@ def default_fraction(
     model with a vision tower ×0.90 in 0.4.9 and from 0.4.10 ``adjust_mem_fraction_for_vlm``
     (×0.95 × clamp(1 − 0.1 × (ViT layers × hidden² / (24 × 1024²) − 1), 0.8, 1.05), read
     from the config's ``vision_config.num_hidden_layers`` and ``hidden_size``, 24 and 1024
-    where absent). 0.5.10 adds a piecewise-CUDA-graph reserve that depends on the model: refused."""
+    where absent). 0.5.10 adds a piecewise-CUDA-graph reserve that depends on the model (kept
+    through 0.5.23 as the prefill CUDA graph's): refused."""
     if version.parts[:3] > FRACTION_READ_THROUGH:
         raise SlotdiffError(
             arch.name,
             f"not supported: SGLang {version.text}'s default --mem-fraction-static reserves "
-            "piecewise CUDA-graph memory by model (from 0.5.10): pass --mem-fraction-static",
+            "piecewise (prefill) CUDA-graph memory by model, backend and features (from 0.5.10): "
+            "pass --mem-fraction-static",
         )
     frac, why = et.sglang_mem_fraction(version, gpu, layout, chunked, graph_bs)
     if arch.vision is None or version < (0, 4, 9):
@@ -180,14 +183,10 @@ def sglang_fit(arch: Architecture, plan: MemoryPlan, gpu: GPU, args: EngineArgs)
     kv_dtype = kv_dtype_of(arch, args.kv_cache_dtype)
     page = args.block_size or 1
     forced_frac = None
+    check_release(arch, version)
     if dsa(arch):
         page, kv_dtype, forced_frac = dsa_defaults(arch, version, gpu, args, page, kv_dtype)
-    if version.parts[:3] > PROFILE_READ_THROUGH:
-        raise SlotdiffError(
-            arch.name,
-            f"not supported: SGLang {version.text}'s pool sizing is read only through "
-            f"{'.'.join(map(str, PROFILE_READ_THROUGH))}: pass --engine-version 0.5.10 or earlier",
-        )
+    check_pool(arch, version, kv_dtype, dsa(arch))  # 0.5.11+: what the configurator sizes otherwise
     check_served(arch, version, layout.tp)  # a recurrent hybrid SGLang does not size: refused first
     default_chunked, graph_bs = et.sglang_server_defaults(version, gpu, layout.tp)
     chunked = args.max_num_batched_tokens or default_chunked

@@ -23,6 +23,7 @@ from ..schema.arch import Architecture
 from ..schema.precision import weight_format
 from . import engine_terms as et
 from .kvspec import KVLayout, kv_layout
+from .vllm_profile import concurrent_batches
 
 GiB = et.GiB
 
@@ -306,11 +307,13 @@ def vllm_fit(arch: Architecture, plan: MemoryPlan, gpu: GPU, args: EngineArgs) -
     binding = min(range(len(stages)), key=lambda i: (stages[i].blocks, i))
     pool = stages[binding]
     blocks = min(x.blocks for x in stages)
-    conc = pool.kv.concurrency(blocks, length, tokens, version)
-    needed = max(x.kv.needed_bytes(length, tokens) for x in stages)
+    # what a sliding window or attention chunk reserves beside its window: the batches in flight
+    inflight = tokens * concurrent_batches(arch, version.parts, layout.pp)
+    conc = pool.kv.concurrency(blocks, length, inflight, version)
+    needed = max(x.kv.needed_bytes(length, inflight) for x in stages)
     est = None
     if pool.available < needed:
-        est = min(x.kv.max_model_len(x.available, tokens, length) for x in stages)
+        est = min(x.kv.max_model_len(x.available, inflight, length) for x in stages)
         notes.append(
             f"vLLM refuses to start: one request at max_model_len {length:,} needs {needed / GiB:.2f} GiB "
             f"of KV cache, more than the {pool.available / GiB:.2f} GiB available; the longest it holds "

@@ -23,6 +23,7 @@ from ..schema.arch import Architecture
 from ..schema.precision import weight_format
 from . import engine_terms as et
 from .kvspec import KVLayout, kv_layout
+from .kvunify import kernel_block_refusal, unify_note
 from .vllm_profile import concurrent_batches
 
 GiB = et.GiB
@@ -68,6 +69,7 @@ class StagePool:
             "page_bytes": self.kv.page,
             "group_size": self.kv.group_size,
             "groups": self.kv.num_groups,
+            "group_block_sizes": [self.kv.kinds[k].block or self.kv.block_size for k, _ in self.kv.groups],
         }
 
 
@@ -199,16 +201,26 @@ def _stage_layers(arch: Architecture, pp: int) -> list[tuple]:
 
 
 def _check_served(arch: Architecture, version: et.Version) -> None:
-    """Refuse a release that no longer serves the model (vLLM's registry names the last one
-    that did, and refuses the architecture after it: schemas/engine_families.json)."""
-    removed = load_schema_file("engine_families.json")["vllm_removed"]["model_types"]
+    """Refuse a release that does not serve the model: one before its architecture entered
+    vLLM's registry, or one after the registry names the last that did
+    (schemas/engine_families.json)."""
+    families = load_schema_file("engine_families.json")
+    removed = families["vllm_removed"]["model_types"]
+    added = families["vllm_added"]["model_types"]
     for model_type in (arch.config_model_type, arch.model_type):
-        last = removed.get(model_type or "")
+        last, first = removed.get(model_type or ""), added.get(model_type or "")
         if last and version.parts[:2] > tuple(int(x) for x in last.split(".")[:2]):  # its patches too
             raise SlotdiffError(
                 arch.name,
                 f"vLLM {version.text} does not serve {model_type} models (served until {last}): "
                 f"pass --engine-version {last.rsplit('.', 1)[0]} or earlier",
+                key=arch.key("model_type"),
+            )
+        if first and version.parts[:2] < tuple(int(x) for x in first.split(".")[:2]):
+            raise SlotdiffError(
+                arch.name,
+                f"vLLM {version.text} does not serve {model_type} models (first served in {first}): "
+                f"pass --engine-version {first.rsplit('.', 1)[0]} or later",
                 key=arch.key("model_type"),
             )
 
@@ -303,6 +315,8 @@ def vllm_fit(arch: Architecture, plan: MemoryPlan, gpu: GPU, args: EngineArgs) -
             args.hybrid_kv_cache_manager,
             args.enable_prefix_caching,
         )
+        if why := kernel_block_refusal(arch, version, gpu, kv_dtype, args.block_size):
+            raise SlotdiffError(arch.name, why)
         stages.append(StagePool(s, len(layers), tuple(terms), avail, kv.num_blocks(avail), kv))
     binding = min(range(len(stages)), key=lambda i: (stages[i].blocks, i))
     pool = stages[binding]
@@ -323,6 +337,8 @@ def vllm_fit(arch: Architecture, plan: MemoryPlan, gpu: GPU, args: EngineArgs) -
         notes.append(f"the hybrid allocator adds {pool.kv.padded_layers} padding layers to even the groups")
     if not args.block_size and pool.kv.block_size != block_default:
         notes.append(pool.kv.block_note)
+    if even := unify_note(pool.kv, version):
+        notes.append(even)
     return EngineFit(
         engine="vllm",
         version=version.text,

@@ -28,6 +28,8 @@ from ..core.errors import SlotdiffError
 from ..schema.arch import Architecture
 from .engine_terms import Version, compute_capability
 
+PER_HEAD = ("full", "sliding", "chunked")  # vLLM's per-head attention specs, the pages it may pad
+
 if TYPE_CHECKING:
     from ..cost.gpus import GPU
     from .kvspec import KVLayout, Spec
@@ -63,7 +65,7 @@ def unify_pages(
             out[k] = k
         elif top % k.page_bytes == 0:
             out[k] = replace(k, page_bytes=top, block=block * (top // k.page_bytes))
-        elif version >= (0, 29) and k.kind != "mla":
+        elif version >= (0, 29) and k.kind in PER_HEAD:
             out[k] = replace(k, page_bytes=top, padded=k.page_bytes)
         else:
             raise SlotdiffError(arch.name, _no_divide(version, k, top, tp))
@@ -76,8 +78,8 @@ def _no_divide(version: Version, k: Spec, top: int, tp: int) -> str:
         f"its {k.kind} page ({k.page_bytes:,} B on a TP={tp} rank) does not divide the largest "
         f"({top:,} B), so vLLM {version.text}"
     )
-    if k.kind == "mla":
-        return f"{head} cannot even it by block size, and an MLA page is never padded (NotImplementedError)"
+    if k.kind not in PER_HEAD:
+        return f"{head} cannot even it by block size, and a latent page is never padded (NotImplementedError)"
     if version >= (0, 24):
         return (
             f"{head} pads it only where the attention backend indexes pages by block stride "

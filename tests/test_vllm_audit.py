@@ -14,8 +14,12 @@ import pytest
 
 from slotdiff.analysis.analyze import load
 from slotdiff.core.errors import SlotdiffError
+from slotdiff.cost.gpus import gpu
+from slotdiff.cost.memory import MemoryPlan
+from slotdiff.cost.weights import effective_format
 from slotdiff.deploy.engine_terms import parse_version
 from slotdiff.deploy.kvspec import kv_layout
+from slotdiff.deploy.vllm import EngineArgs, vllm_fit
 
 from conftest import RAW
 
@@ -226,3 +230,29 @@ def test_vllm_without_prefix_caching_holds_one_recurrent_page() -> None:
     assert mamba and all(s.blocks_per_request(kv.block_size, 8192, 8192) == 1 for s in mamba)
     with pytest.raises(SlotdiffError, match="--no-enable-prefix-caching"):
         kv_layout(qwen, qwen.layers, 1, "bfloat16", parse_version("0.34.0"), None, 16)
+
+
+# From 0.26 a sliding window reserves blocks for every batch in flight, not one
+# (SlidingWindowSpec.max_memory_usage_bytes over VllmConfig.max_in_flight_tokens =
+# max_concurrent_batches × max_num_batched_tokens; async scheduling on by default: the V1 runner
+# keeps 2 batches without PP, the V2 runner PP + 1). gpt-oss-20b (MoE: V1 runner at 0.26, V2 from
+# 0.29): 12 sliding (window 128) + 12 full layers, 8 KV heads × 64 → 2 · 8 · 64 · 2 = 2,048 B a
+# token, page 32,768; groups of 12 (2 groups). K = 40 GiB, max_model_len 32,768, 8,192 batched.
+#   PP 1: blocks = 42,949,672,960 // (12 × 32,768) = 109,226; full cdiv(32,768, 16) = 2,048;
+#     0.25.1: sliding cdiv(min(127 + 8,192 = 8,319, 32,768), 16) + 1 = 520 + 1 = 521 → 2,569
+#     0.26.0 (2 batches): cdiv(127 + 16,384 = 16,511, 16) + 1 = 1,032 + 1 = 1,033 → 3,081
+#   PP 2 at 0.34.0 (V2: 3 batches): each stage 6 + 6 layers, blocks = K // (6 × 32,768) = 218,453;
+#     sliding cdiv(127 + 24,576 = 24,703, 16) + 1 = 1,544 + 1 = 1,545 → 3,593
+@pytest.mark.parametrize(
+    ("version", "pp", "blocks", "per_request"),
+    [("0.25.1", 1, 109_226, 2_569), ("0.26.0", 1, 109_226, 3_081), ("0.34.0", 2, 218_453, 3_593)],
+)
+def test_vllm_sliding_windows_reserve_the_batches_in_flight(
+    version: str, pp: int, blocks: int, per_request: int
+) -> None:
+    arch = load(json.loads((RAW / "openai__gpt-oss-20b.json").read_text())).arch
+    plan = MemoryPlan(arch, effective_format(arch, None)[0], "bfloat16")
+    args = EngineArgs(version=version, max_model_len=32_768, available_kv_gib=40.0, pipeline_parallel_size=pp)
+    fit = vllm_fit(arch, plan, gpu("h100-sxm"), args)
+    assert min(s.blocks for s in fit.stages) == blocks
+    assert fit.max_concurrency == pytest.approx(blocks / per_request)

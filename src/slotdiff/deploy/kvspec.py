@@ -9,7 +9,8 @@ head_size · dtype_bytes`` for softmax attention (kv_heads_per_rank = max(1, g /
 replicate once TP exceeds them), ``block · (kv_lora_rank + qk_rope_head_dim) · dtype_bytes``
 for MLA (one latent, not split by TP), and a mamba/linear-attention layer's whole state in
 one page. Layer types form groups of ``group_size`` layers; ``num_blocks = available //
-page // group_size``, every layer paying a page per block.
+page // group_size``, every layer paying a page per block. Types whose pages differ (Gemma-4's
+sliding and global layers) are first evened as vLLM evens them (``kvunify``).
 """
 
 from __future__ import annotations
@@ -23,6 +24,7 @@ from ..core.errors import SlotdiffError
 from ..schema.arch import Architecture, LayerSpec
 from ..schema.precision import canonical_dtype, storage_bits
 from .engine_terms import Version
+from .kvunify import unify_pages
 
 
 @dataclass(frozen=True)
@@ -33,9 +35,14 @@ class Spec:
     page_bytes: int  # one block of this layer
     window: int | None = None  # sliding window / attention chunk, tokens
     pages: int = 1  # mamba: the pages one request holds (align mode: 2 + checkpoint blocks)
+    block: int = 0  # its own block once vLLM raised it to even the pages (0: the layout's)
+    padded: int = 0  # the page it had before vLLM padded it to the largest (0: not padded)
 
     def blocks_per_request(self, block: int, max_model_len: int, batched_tokens: int) -> int:
-        """Blocks one request at ``max_model_len`` needs (``max_memory_usage_bytes / page``)."""
+        """Blocks one request at ``max_model_len`` needs (``max_memory_usage_bytes / page``), at
+        its own block size where vLLM raised it; ``batched_tokens``: the tokens in flight a
+        sliding window or attention chunk reserves for."""
+        block = self.block or block
         if self.kind == "mamba":
             return self.pages
         if self.kind == "sliding" and self.window:
@@ -354,15 +361,10 @@ def kv_layout(
         # vLLM keeps them in one group (UniformTypeKVCacheSpecs), num_blocks = K // Σ pages
         # (kv_cache_utils.get_kv_cache_config_from_groups).
         return KVLayout(block, tuple(specs), n, ((0, n),), tuple(kinds), note)
-    if len({x.page_bytes for x in kinds}) > 1:
-        # vLLM evens such pages by raising the smaller pages' block size
-        # (unify_kv_cache_spec_page_size), which is not modelled: refused, never a wrong pool.
-        pages = ", ".join(f"{x.kind} {x.page_bytes:,} B" for x in kinds)
-        raise SlotdiffError(
-            arch.name,
-            f"its layer types' pages differ on a TP={tp} rank ({pages}); vLLM evens them by "
-            "raising the smaller pages' block size, which slotdiff does not model",
-        )
+    if len({x.page_bytes for x in kinds}) > 1:  # vLLM evens them (kvunify), or says why not
+        even = unify_pages(arch, kinds, version, tp, block)
+        specs = [even[x] for x in specs]
+        kinds = [even[x] for x in kinds]
     small, large = min(members), max(members)
     size = large if large < small * _group_ratio(version) else small
     groups: list[tuple[int, int]] = []

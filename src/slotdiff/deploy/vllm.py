@@ -23,6 +23,8 @@ from ..schema.arch import Architecture
 from ..schema.precision import weight_format
 from . import engine_terms as et
 from .kvspec import KVLayout, kv_layout
+from .kvunify import kernel_block_refusal, unify_note
+from .vllm_profile import concurrent_batches
 
 GiB = et.GiB
 
@@ -67,6 +69,7 @@ class StagePool:
             "page_bytes": self.kv.page,
             "group_size": self.kv.group_size,
             "groups": self.kv.num_groups,
+            "group_block_sizes": [self.kv.kinds[k].block or self.kv.block_size for k, _ in self.kv.groups],
         }
 
 
@@ -198,16 +201,26 @@ def _stage_layers(arch: Architecture, pp: int) -> list[tuple]:
 
 
 def _check_served(arch: Architecture, version: et.Version) -> None:
-    """Refuse a release that no longer serves the model (vLLM's registry names the last one
-    that did, and refuses the architecture after it: schemas/engine_families.json)."""
-    removed = load_schema_file("engine_families.json")["vllm_removed"]["model_types"]
+    """Refuse a release that does not serve the model: one before its architecture entered
+    vLLM's registry, or one after the registry names the last that did
+    (schemas/engine_families.json)."""
+    families = load_schema_file("engine_families.json")
+    removed = families["vllm_removed"]["model_types"]
+    added = families["vllm_added"]["model_types"]
     for model_type in (arch.config_model_type, arch.model_type):
-        last = removed.get(model_type or "")
+        last, first = removed.get(model_type or ""), added.get(model_type or "")
         if last and version.parts[:2] > tuple(int(x) for x in last.split(".")[:2]):  # its patches too
             raise SlotdiffError(
                 arch.name,
                 f"vLLM {version.text} does not serve {model_type} models (served until {last}): "
                 f"pass --engine-version {last.rsplit('.', 1)[0]} or earlier",
+                key=arch.key("model_type"),
+            )
+        if first and version.parts[:2] < tuple(int(x) for x in first.split(".")[:2]):
+            raise SlotdiffError(
+                arch.name,
+                f"vLLM {version.text} does not serve {model_type} models (first served in {first}): "
+                f"pass --engine-version {first.rsplit('.', 1)[0]} or later",
                 key=arch.key("model_type"),
             )
 
@@ -303,15 +316,19 @@ def vllm_fit(arch: Architecture, plan: MemoryPlan, gpu: GPU, args: EngineArgs) -
             args.enable_prefix_caching,
             gpu.architecture,
         )
+        if why := kernel_block_refusal(arch, version, gpu, kv_dtype, args.block_size):
+            raise SlotdiffError(arch.name, why)
         stages.append(StagePool(s, len(layers), tuple(terms), avail, kv.num_blocks(avail), kv))
     binding = min(range(len(stages)), key=lambda i: (stages[i].blocks, i))
     pool = stages[binding]
     blocks = min(x.blocks for x in stages)
-    conc = pool.kv.concurrency(blocks, length, tokens, version)
-    needed = max(x.kv.needed_bytes(length, tokens) for x in stages)
+    # what a sliding window or attention chunk reserves beside its window: the batches in flight
+    inflight = tokens * concurrent_batches(arch, version.parts, layout.pp)
+    conc = pool.kv.concurrency(blocks, length, inflight, version)
+    needed = max(x.kv.needed_bytes(length, inflight) for x in stages)
     est = None
     if pool.available < needed:
-        est = min(x.kv.max_model_len(x.available, tokens, length) for x in stages)
+        est = min(x.kv.max_model_len(x.available, inflight, length) for x in stages)
         notes.append(
             f"vLLM refuses to start: one request at max_model_len {length:,} needs {needed / GiB:.2f} GiB "
             f"of KV cache, more than the {pool.available / GiB:.2f} GiB available; the longest it holds "
@@ -321,6 +338,8 @@ def vllm_fit(arch: Architecture, plan: MemoryPlan, gpu: GPU, args: EngineArgs) -
         notes.append(f"the hybrid allocator adds {pool.kv.padded_layers} padding layers to even the groups")
     if not args.block_size and pool.kv.block_size != block_default:
         notes.append(pool.kv.block_note)
+    if even := unify_note(pool.kv, version):
+        notes.append(even)
     return EngineFit(
         engine="vllm",
         version=version.text,

@@ -94,3 +94,17 @@ def sampler_peak(
         if runner(arch, version) == "v1" and seqs >= 8:
             out += min(seqs, SMS) * vocab * 4
     return out, why, adds
+
+
+def concurrent_batches(arch: Architecture, version: tuple[int, ...], pp: int) -> int:
+    """Batches vLLM keeps in flight (``VllmConfig.max_concurrent_batches``); from 0.26 a sliding
+    window or attention chunk reserves blocks for that many batches of tokens
+    (``max_in_flight_tokens``, kv_cache_interface.py ``max_memory_usage_bytes``). Async
+    scheduling is on by default for a generative model on the default executor: the V2 runner
+    keeps PP + 1 batches, the V1 runner 2 without PP and PP with it (0.26-0.33; 0.34 has V2
+    only). Before 0.26 a window reserves one batch."""
+    if version < (0, 26):
+        return 1
+    if runner(arch, version) == "v2":
+        return pp + 1
+    return 2 if pp <= 1 else pp

@@ -18,9 +18,11 @@ from pathlib import Path
 from typing import Any
 
 from ..core.errors import SlotdiffError
+from ..core.files import read_capped
 from ..cost.price import cost_of
-from ..read.jsonpos import JSONInputError, Parsed, check_limits, decode, parse, parse_int
-from ..read.source import RawConfig, read_bytes
+from ..read.hf_quant import FILENAME as QUANT_FILE
+from ..read.jsonpos import MAX_BYTES, JSONInputError, Parsed, check_limits, decode, parse, parse_int
+from ..read.source import RawConfig, read_bytes, states_quantization, with_sidecar
 from ..schema.arch import UNKNOWN, Architecture, Value
 from ..schema.build import build
 from ..schema.keymap import keymap
@@ -80,6 +82,8 @@ class Builds:
     def entry(self, doc: Document) -> dict[str, Any]:
         """The stages read so far of ``doc``'s bytes (``name``: the first file with them)."""
         digest = hashlib.sha256(doc.text).digest()
+        if doc.sidecar is not None:  # the same config.json beside another quantization file
+            digest += hashlib.sha256(doc.sidecar[1]).digest()
         entry = self._by_digest.get(digest)
         if entry is None:
             if len(self._by_digest) >= self.SIZE:
@@ -111,10 +115,18 @@ class Document:
     """A config file (or its version at a git revision) read lazily, stage by stage."""
 
     def __init__(
-        self, name: str, text: bytes, location: str | None = None, builds: Builds | None = None
+        self,
+        name: str,
+        text: bytes,
+        location: str | None = None,
+        builds: Builds | None = None,
+        sidecar: tuple[str, bytes] | None = None,
     ) -> None:
         self.name = name  # as the user wrote it; every diagnostic names it
         self.text = text
+        # (path, bytes) of ModelOpt's hf_quant_config.json beside a config.json: its scheme
+        # prices the weights when the config states none (as ``slotdiff CONFIG`` reads it)
+        self.sidecar = sidecar
         self.location = location or name
         self._costs: dict[Any, Any] = {}
         self._builds = builds  # shared by the files of one run: identical bytes read once
@@ -209,7 +221,10 @@ class Document:
         # through (an unknown dtype, a broken quantization_config), and a rule that needs
         # the architecture may rely on its fills.
         try:
-            arch = build(self.raw)
+            raw = self.raw
+            if self.sidecar is not None and not states_quantization(raw.data):
+                raw = with_sidecar(raw, self.sidecar[1], self.sidecar[0])
+            arch = build(raw)
             return arch, fill_slots(arch), None
         except SlotdiffError as err:
             return None, None, err
@@ -280,6 +295,10 @@ class Document:
 
 
 def read(path: Path, name: str, builds: Builds | None = None) -> Document:
-    """Read a file for linting; SlotdiffError when it cannot be read at all."""
-
-    return Document(name, read_bytes(path, name), str(path), builds)
+    """Read a file for linting (a config.json with ModelOpt's hf_quant_config.json beside it);
+    SlotdiffError when either cannot be read at all."""
+    side = path.parent / QUANT_FILE
+    sidecar = None
+    if path.name == "config.json" and (side.exists() or side.is_symlink()):
+        sidecar = (str(side), read_capped(side, str(side), MAX_BYTES))
+    return Document(name, read_bytes(path, name), str(path), builds, sidecar)

@@ -69,6 +69,12 @@ def unreadable(cx: Any) -> Iterator[Hit]:
     """What the schema layer (Resolver, layer layout) refuses, where SD102 has not said it."""
     err = cx.doc.build_error
     if err is not None and not getattr(err, "code", None):  # a relation's own rule reports it
+        side = cx.doc.sidecar
+        if side is not None and err.source and err.source.startswith(side[0]):  # hf_quant_config.json's
+            yield Hit(
+                (), f"{err.source}: {err.key}: {err.reason}" if err.key else f"{err.source}: {err.reason}"
+            )
+            return
         where = key_path(err.key) if err.key else ()
         yield Hit(where, f"{err.key}: {err.reason}" if err.key else err.reason)
 

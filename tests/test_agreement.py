@@ -164,7 +164,9 @@ def test_routed_experts_as_the_class_takes_them(model_type: str, keys: dict[str,
 # Every error `slotdiff lint` finds on the real published configs, each a true finding: MLC's
 # own rope_type for GPT-J (the Hub file has no rope_scaling), remote-code model_types one edit
 # away from a transformers type (SD116's "did you mean"), composites given flat text keys that
-# their class ignores, and MiniMax-M3's per-layer moe_layer_freq under its remote-code type.
+# their class ignores, MiniMax-M3's per-layer moe_layer_freq and Hunyuan-A13B's per-layer
+# moe_intermediate_size under their remote-code types, and Megatron-Bridge's trimmed Falcon-H1
+# copy, whose default SSM width its 24 heads do not divide (transformers refuses it too).
 PUBLISHED_ERRORS = {
     ("EleutherAI__gpt-j-6b", "SD102"),
     ("MiniMaxAI__MiniMax-M3", "SD116"),
@@ -175,6 +177,8 @@ PUBLISHED_ERRORS = {
     ("stepfun-ai__Step-3.7-Flash-FP8", "SD116"),
     ("stepfun-ai__Step-3.7-Flash", "SD116"),
     ("tclf90__GLM-4.1V-9B-Thinking-AWQ", "SD116"),
+    ("tencent__Hunyuan-A13B-Instruct", "SD103"),
+    ("tiiuae__Falcon-H1-0.5B-Base", "SD103"),
 }
 
 

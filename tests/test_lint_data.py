@@ -18,7 +18,8 @@ import pytest
 
 from slotdiff.cli import main
 from slotdiff.core.resources import data_dir
-from slotdiff.lint import configschema, registry
+from slotdiff.lint import configschema, engine, registry
+from slotdiff.lint.policy import Policy
 
 from conftest import EXAMPLES
 
@@ -60,6 +61,24 @@ def test_rule_codes_are_unique_and_grouped_by_hundreds() -> None:
 def test_config_schema_is_generated_from_the_keymap() -> None:
     on_disk = (SCHEMAS / configschema.SCHEMA_FILE).read_text()
     assert on_disk == configschema.render(), "run: PYTHONPATH=src python tools/gen_config_schema.py"
+
+
+def test_a_list_a_family_reads_per_layer_is_no_sd102() -> None:
+    """hunyuan_v1_moe derives top_k from uniform(moe_topk), as HunYuanMoEV1Config takes
+    ``moe_topk: int | list[int]`` (Hunyuan-A13B writes one entry per layer); ERNIE-4.5-VL reads
+    moe_intermediate_size as [text, vision]: both list forms pass the schema, a string does not."""
+    props = configschema.generate()["$defs"]["model"]["properties"]
+    for key in ("moe_topk", "moe_intermediate_size"):
+        assert "array" in props[key]["type"], key
+    config = {"model_type": "hunyuan_v1_moe", "num_hidden_layers": 2, "num_experts": 8, "moe_topk": [2, 2]}
+    codes = {d.code for d in _lint(config)}
+    assert "SD102" not in codes
+    assert "SD102" in {d.code for d in _lint({**config, "moe_topk": "2"})}
+
+
+def _lint(config: dict) -> tuple:
+    name = "config.json"
+    return engine.lint([name], Policy(), texts={name: json.dumps(config).encode()}).diagnostics
 
 
 def _load_tool(name: str):  # type: ignore[no-untyped-def]

@@ -49,6 +49,11 @@ FINDINGS: dict[tuple[str, str], str] = {
     ("stepfun-ai/Step-3.7-Flash", "SD116"): "hand-written flat keys: Step3p7Config reads only "
     "text_config, so sliding_window and num_experts are ignored (transformers builds the default model)",
     ("stepfun-ai/Step-3.7-Flash-FP8", "SD116"): "as Step-3.7-Flash",
+    ("tencent/Hunyuan-A13B-Instruct", "SD103"): "remote-code model_type 'hunyuan', read by common key "
+    "names: its per-layer moe_intermediate_size list is not one of them (the hunyuan_v1_moe port "
+    "ignores the key)",
+    ("tiiuae/Falcon-H1-0.5B-Base", "SD103"): "Megatron-Bridge's trimmed copy drops mamba_d_ssm, so "
+    "FalconH1Config's default 1024 SSM channels meet 24 heads; transformers refuses it as well",
     ("tclf90/GLM-4.1V-9B-Thinking-AWQ", "SD116"): "flat text keys, no text_config: Glm4vConfig builds "
     "glm4v_text's defaults (which are this model's shape, so the figures still agree)",
 }

@@ -11,6 +11,7 @@ Draft 2020-12 schema that other tools (check-jsonschema) can use on their own.
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import Iterator, Mapping
 from functools import cache
 from typing import Any
@@ -19,10 +20,13 @@ from ..core.jsonout import dumps_line
 from ..core.resources import data_dir, load_schema_file
 from ..read.source import TEXT_CONFIG_PATHS
 from ..schema import layers  # noqa: F401  (importing it registers every layer rule)
+from ..schema.keymap import LIST_FUNCTIONS
 from ..schema.layer_rules import LAYER_TYPE_KINDS, STEP_KEY_TYPES
 
 SCHEMA_FILE = "config.schema.json"
 DIALECT = "https://json-schema.org/draft/2020-12/schema"
+#: ``uniform(name)`` and the like in a model_type file's ``derive``: ``name`` is read as a list.
+_LIST_READ = re.compile(rf"\b(?:{'|'.join(LIST_FUNCTIONS)})\(\s*([A-Za-z_]\w*)\s*\)")
 
 
 def _field_schema(spec: Mapping[str, Any]) -> dict[str, Any]:
@@ -122,10 +126,28 @@ def _aliases(keymap: Mapping[str, Any]) -> Iterator[tuple[str, Mapping[str, Any]
                 continue
             for alias in aliases:
                 yield alias, spec
+        yield from _list_inputs(mt, keymap)
         for step in mt.get("layers", []):
             key_type = STEP_KEY_TYPES.get(step.get("rule", ""))
             if key_type and isinstance(step.get("key"), str):
                 yield step["key"], {"type": key_type}
+
+
+def _list_inputs(mt: Mapping[str, Any], keymap: Mapping[str, Any]) -> Iterator[tuple[str, Mapping[str, Any]]]:
+    """(config key, spec) for a family-local name its ``derive`` reads through a list function
+    (Hunyuan's ``uniform(moe_topk)``, ERNIE-4.5-VL's ``first(moe_widths)``): the derived field's
+    type, or a list (HunYuanMoEV1Config takes ``moe_topk: int | list[int]``)."""
+    known = {**keymap["structure"], **keymap["fields"]}
+    for target, expr in mt.get("derive", {}).items():
+        base = known.get(target)
+        if base is None or not isinstance(expr, str):
+            continue
+        types = base.get("type") or []
+        listed = {**base, "type": sorted({*([types] if isinstance(types, str) else types), "array"})}
+        for name in _LIST_READ.findall(expr):
+            if name not in known:
+                for alias in mt.get("aliases", {}).get(name, ()):
+                    yield alias, listed
 
 
 def generate() -> dict[str, Any]:

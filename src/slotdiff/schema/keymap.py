@@ -163,6 +163,11 @@ FUNCTIONS: dict[str, Any] = {
 }
 
 
+#: The functions above that read a list (per layer, per modality): a family-local name passed to
+#: one may be written as a list of the derived field's type (the lint schema accepts that).
+LIST_FUNCTIONS = ("uniform", "first", "last")
+
+
 class UnsupportedExpression(ValueError):
     """A key-map expression uses a form the evaluator does not allow (a data-file bug)."""
 

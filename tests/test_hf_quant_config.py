@@ -174,8 +174,11 @@ def test_other_algorithms_as_the_modelopt_path_reads_them(
         assert weights(data) == BF16_BYTES
 
 
-def test_another_producers_file_is_not_read(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
-    data = priced(capsys, folder(tmp_path, {**SIDECAR, "producer": {"name": "someone"}}))
+@pytest.mark.parametrize("maker", ["someone", "ModelOpt"])  # vLLM matches "modelopt" exactly
+def test_another_producers_file_is_not_read(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], maker: str
+) -> None:
+    data = priced(capsys, folder(tmp_path, {**SIDECAR, "producer": {"name": maker}}))
     assert weights(data) == BF16_BYTES and "not ModelOpt" in data["source"]["note"]
 
 
@@ -333,6 +336,7 @@ def scanned(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, Any]
     repos = [
         packed_repo("nvidia/tiny-V3-FP4", SIDECAR),
         packed_repo("acme/bad-FP4", BAD),
+        packed_repo("acme/badjson-FP4", b'{"producer": {"name": "modelopt"'),
         packed_repo("acme/flaky-FP4", SIDECAR, Fault.server_error(500, times=None, files=(side,))),
         # the same config.json bytes, a bf16 checkpoint: the file is not asked for
         scan_repo("acme/tiny-V3", CONFIG, hours=2, safetensors={"BF16": 2_150_432}),
@@ -360,11 +364,15 @@ def test_the_scan_asks_where_the_listing_says_the_checkpoint_is_quantized(scanne
         "nvidia/tiny-V3-FP4": 200,
         "acme/tiny-V3-fp8": 404,
         "acme/bad-FP4": 200,
+        "acme/badjson-FP4": 200,
         "acme/flaky-FP4": 500,
     }
     bad = models["acme/bad-FP4"]  # a broken file: the model is unreadable as published, and says why
     assert (bad["verdict"], bad["reason"]) == ("skipped", "unreadable")
     assert bad["detail"].startswith("hf_quant_config.json: quantization.group_size: expected an integer")
+    torn = models["acme/badjson-FP4"]  # not JSON: named too (its error's source ends in :line:col)
+    assert (torn["verdict"], torn["reason"]) == ("skipped", "unreadable")
+    assert torn["detail"].startswith("hf_quant_config.json: ")
     flaky = models["acme/flaky-FP4"]["figures"]  # the Hub failing on it: config.json's weights, said so
     assert flaky["weight_bytes"] == BF16_BYTES and "could not be read" in flaky["source_note"]
     schema = json.loads((Path(__file__).parents[1] / "schemas" / "scan-report.schema.json").read_text())

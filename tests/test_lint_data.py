@@ -16,7 +16,9 @@ from pathlib import Path
 import jsonschema
 import pytest
 
+from slotdiff.analysis.analyze import load as load_config
 from slotdiff.cli import main
+from slotdiff.core.errors import SlotdiffError
 from slotdiff.core.resources import data_dir
 from slotdiff.lint import configschema, engine, registry
 from slotdiff.lint.policy import Policy
@@ -74,6 +76,21 @@ def test_a_list_a_family_reads_per_layer_is_no_sd102() -> None:
     codes = {d.code for d in _lint(config)}
     assert "SD102" not in codes
     assert "SD102" in {d.code for d in _lint({**config, "moe_topk": "2"})}
+
+
+@pytest.mark.parametrize(
+    ("moe_topk", "code"), [([2, "2"], "SD102"), ([], "SD102"), ([2, 1], "SD103"), ([None], "SD103")]
+)
+def test_a_per_layer_list_slotdiff_cannot_read_as_one_value_is_an_error(moe_topk: list, code: str) -> None:
+    """The entries hold the field's type and bounds and the list is not empty (schema, SD102);
+    entries that differ or are null are refused by same() naming the key (SD103), never priced
+    as an unknown top-k (uniform() gave None: "MoE 8×top-None", active parameters too low)."""
+    config = {"model_type": "hunyuan_v1_moe", "num_hidden_layers": 2, "num_experts": 8, "moe_topk": moe_topk}
+    hits = [d for d in _lint(config) if d.code == code]
+    assert hits and any("moe_topk" in d.message for d in hits)
+    if code == "SD103":
+        with pytest.raises(SlotdiffError, match="moe_topk"):
+            load_config(config)
 
 
 def _lint(config: dict) -> tuple:

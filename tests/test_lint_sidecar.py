@@ -68,3 +68,34 @@ def test_a_broken_file_is_one_finding_naming_it(
     assert "Traceback" not in out + err
     lines = [line for line in (out + err).splitlines() if "hf_quant_config.json" in line]
     assert lines and needle in lines[0]
+
+
+def test_copies_in_two_folders_each_name_their_own_file(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """One run's copy memo builds identical bytes once; the file's path is part of its key,
+    so each folder's finding names the file beside it."""
+    broken = json.dumps({**SIDECAR, "quantization": {**SIDECAR["quantization"], "group_size": 0}})
+    first, second = _folder(tmp_path, "a", broken), _folder(tmp_path, "b", broken)
+    assert main(["lint", str(first), str(second)]) != 0
+    out = capsys.readouterr().out
+    for path in (first, second):
+        line = next(line for line in out.splitlines() if line.startswith(str(path)))
+        assert str(path.with_name("hf_quant_config.json")) in line and "group_size" in line
+
+
+def test_an_unreadable_file_is_one_finding_and_only_where_it_would_be_read(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A folder in the file's place: an SD103 naming it when config.json states no scheme;
+    nothing when config.json has its own quantization_config (vLLM never reads the file)."""
+    path = _folder(tmp_path, "m")
+    (path.parent / "hf_quant_config.json").mkdir()
+    assert main(["lint", str(path)]) != 0
+    out = capsys.readouterr().out
+    assert "SD103" in out and "hf_quant_config.json" in out and "SD101" not in out
+    own = {**CONFIG, "quantization_config": {"quant_method": "fp8", "weight_block_size": [128, 128]}}
+    path.write_text(json.dumps(own, indent=2), encoding="utf-8")
+    main(["lint", str(path)])
+    out = capsys.readouterr().out
+    assert "hf_quant_config.json" not in out and "SD101" not in out

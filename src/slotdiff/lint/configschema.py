@@ -43,8 +43,11 @@ def _field_schema(spec: Mapping[str, Any]) -> dict[str, Any]:
         out["maximum"] = spec["maximum"]
     if "enum" in spec:
         out["enum"] = [*spec["enum"], None]
-    if "items" in spec:
-        out["items"] = {"type": spec["items"]}
+    if "items" in spec:  # a type name, or a whole item schema (a per-layer list's entries)
+        items = spec["items"]
+        out["items"] = dict(items) if isinstance(items, Mapping) else {"type": items}
+    if "minItems" in spec:
+        out["minItems"] = spec["minItems"]
     return out
 
 
@@ -74,6 +77,9 @@ def _merge_key(a: dict[str, Any], b: dict[str, Any]) -> dict[str, Any]:
         out["enum"] = [*a["enum"], *(v for v in b["enum"] if v not in a["enum"])]
     else:
         out.pop("enum", None)
+    for key in ("items", "minItems"):  # a per-layer list's entries: the side that takes lists
+        if key in b and key not in a:
+            out[key] = b[key]
     if "properties" in a or "properties" in b:
         props = dict(a.get("properties", {}))
         for key, sub in b.get("properties", {}).items():
@@ -143,7 +149,15 @@ def _list_inputs(mt: Mapping[str, Any], keymap: Mapping[str, Any]) -> Iterator[t
         if base is None or not isinstance(expr, str):
             continue
         types = base.get("type") or []
-        listed = {**base, "type": sorted({*([types] if isinstance(types, str) else types), "array"})}
+        item = {k: v for k, v in base.items() if k in ("type", "maximum")}
+        if base.get("minimum") is not None:
+            item["exclusiveMinimum" if base.get("exclusiveMinimum") else "minimum"] = base["minimum"]
+        listed = {
+            **base,
+            "type": sorted({*([types] if isinstance(types, str) else types), "array"}),
+            "items": item,
+            "minItems": 1,
+        }
         for name in _LIST_READ.findall(expr):
             if name not in known:
                 for alias in mt.get("aliases", {}).get(name, ()):

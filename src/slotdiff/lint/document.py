@@ -82,8 +82,10 @@ class Builds:
     def entry(self, doc: Document) -> dict[str, Any]:
         """The stages read so far of ``doc``'s bytes (``name``: the first file with them)."""
         digest = hashlib.sha256(doc.text).digest()
-        if doc.sidecar is not None:  # the same config.json beside another quantization file
-            digest += hashlib.sha256(doc.sidecar[1]).digest()
+        if doc.sidecar is not None:  # a config.json beside a quantization file: built apart
+            where, body = doc.sidecar  # (errors name the file, so its path is in the key)
+            seen = body if isinstance(body, bytes) else repr(body).encode()
+            digest += hashlib.sha256(where.encode() + b"\0" + seen).digest()
         entry = self._by_digest.get(digest)
         if entry is None:
             if len(self._by_digest) >= self.SIZE:
@@ -120,12 +122,13 @@ class Document:
         text: bytes,
         location: str | None = None,
         builds: Builds | None = None,
-        sidecar: tuple[str, bytes] | None = None,
+        sidecar: tuple[str, bytes | SlotdiffError] | None = None,
     ) -> None:
         self.name = name  # as the user wrote it; every diagnostic names it
         self.text = text
-        # (path, bytes) of ModelOpt's hf_quant_config.json beside a config.json: its scheme
-        # prices the weights when the config states none (as ``slotdiff CONFIG`` reads it)
+        # (path, bytes or why unreadable) of ModelOpt's hf_quant_config.json beside a
+        # config.json: its scheme prices the weights when the config states none (as
+        # ``slotdiff CONFIG`` reads it); a file that cannot be read is then an SD103
         self.sidecar = sidecar
         self.location = location or name
         self._costs: dict[Any, Any] = {}
@@ -223,7 +226,10 @@ class Document:
         try:
             raw = self.raw
             if self.sidecar is not None and not states_quantization(raw.data):
-                raw = with_sidecar(raw, self.sidecar[1], self.sidecar[0])
+                where, body = self.sidecar
+                if isinstance(body, SlotdiffError):
+                    raise body
+                raw = with_sidecar(raw, body, where)
             arch = build(raw)
             return arch, fill_slots(arch), None
         except SlotdiffError as err:
@@ -296,9 +302,12 @@ class Document:
 
 def read(path: Path, name: str, builds: Builds | None = None) -> Document:
     """Read a file for linting (a config.json with ModelOpt's hf_quant_config.json beside it);
-    SlotdiffError when either cannot be read at all."""
+    SlotdiffError when the config cannot be read at all."""
     side = path.parent / QUANT_FILE
     sidecar = None
     if path.name == "config.json" and (side.exists() or side.is_symlink()):
-        sidecar = (str(side), read_capped(side, str(side), MAX_BYTES))
+        try:
+            sidecar = (str(side), read_capped(side, str(side), MAX_BYTES))
+        except SlotdiffError as err:  # reported only where config.json states no scheme
+            sidecar = (str(side), err)
     return Document(name, read_bytes(path, name), str(path), builds, sidecar)

@@ -137,7 +137,7 @@ def read_sidecar(doc: Any, name: str) -> SidecarQuant:
         raise r.fail("", f"top level is {_kind(doc)}, not a JSON object")
     producer = r.object(doc, "producer")
     maker = r.text(producer, "name", "producer.") if producer is not None else None
-    if maker is None or maker.lower() != "modelopt":
+    if maker != "modelopt":  # vLLM's _normalize_quantization_config: exactly this name
         said = f"producer {shown(maker)}" if maker is not None else "no producer"
         return SidecarQuant(None, f"{FILENAME} names {said}, not ModelOpt: not read")
     version = producer.get("version") if producer is not None else None

@@ -36,6 +36,7 @@ from .verdict import (
 )
 
 _SHA = re.compile(r"[0-9a-f]{40}")
+_AT = re.compile(r":\d+:\d+$")
 # Analyses kept for identical config bytes (re-uploads, mirrors): about 7 KB each, so 1,024
 # of them cap the memo near 7 MB however many distinct configs a week lists (FIFO).
 MEMO_SIZE = 1024
@@ -184,7 +185,8 @@ class Examiner:
             return new or skipped(listed, "not_lm", str(err), **facts)
         except SlotdiffError as err:
             # A refusal of hf_quant_config.json names that file; the config's, only its key.
-            side_file = QUANT_FILE if err.source.endswith("/" + QUANT_FILE) else None
+            source = _AT.sub("", err.source)  # a JSON error's source ends in :line:column
+            side_file = QUANT_FILE if source.endswith("/" + QUANT_FILE) else None
             where = "".join(f"{p}: " for p in (side_file, err.key) if p)
             new = judge_unreadable(listed, data, where + err.reason, self.know, **facts)
             return new or skipped(listed, "unreadable", where + err.reason, **facts)

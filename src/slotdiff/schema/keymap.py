@@ -149,12 +149,27 @@ def _uniform(value: Any) -> Any:
     return value
 
 
+def _same(value: Any) -> Any:
+    """A per-layer list whose entries all agree, read as that one value; any other list is an
+    error (ValueError: the resolver's one line naming the key), for a field slotdiff keeps one
+    value of (Hunyuan's top_k), where ``uniform``'s None would price it as unknown."""
+    if isinstance(value, list):
+        if not value or value[0] is None or any(v != value[0] for v in value):
+            shown = ", ".join(map(str, dict.fromkeys(map(repr, value[:8])))) if value else "none"
+            raise ValueError(
+                f"its per-layer entries ({shown}) are not one value, which is all slotdiff models"
+            )
+        return value[0]
+    return value
+
+
 # Functions a derivation may call; each maps None to None like the operators do.
 FUNCTIONS: dict[str, Any] = {
     "int": int,
     "len": len,
     "ceil": math.ceil,
     "uniform": _uniform,
+    "same": _same,
     "isqrt": math.isqrt,  # Doge's product-key router: 2 * isqrt(num_experts) keys
     # The first / last entry of a per-modality list (ERNIE-4.5-VL moe_intermediate_size:
     # [text, vision]); a plain value is its own first and last entry.
@@ -165,7 +180,7 @@ FUNCTIONS: dict[str, Any] = {
 
 #: The functions above that read a list (per layer, per modality): a family-local name passed to
 #: one may be written as a list of the derived field's type (the lint schema accepts that).
-LIST_FUNCTIONS = ("uniform", "first", "last")
+LIST_FUNCTIONS = ("uniform", "same", "first", "last")
 
 
 class UnsupportedExpression(ValueError):
@@ -186,7 +201,7 @@ def evaluate(expr: str, env: Mapping[str, Any]) -> Any:
     Allowed: names, numbers, strings, True/False/None; ``+ - * / // %``; comparisons
     (chained), ``is None`` / ``is not None``; ``and``/``or``/``not`` and ``a if cond else b``
     with Python's truthiness; the calls in FUNCTIONS (``int``, ``len``, ``ceil``,
-    ``uniform``, ``isqrt``, ``first``, ``last``). Enough to restate a config class's
+    ``uniform``, ``same``, ``isqrt``, ``first``, ``last``). Enough to restate a config class's
     ``__post_init__`` arithmetic and facts that depend on a switch, e.g.
     ``'parallel' if use_parallel_residual else 'pre'``. An unknown name is None and
     arithmetic or ordering on None gives None (the value is then unknown); only equality,

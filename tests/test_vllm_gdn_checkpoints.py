@@ -66,11 +66,11 @@ def test_vllm_qwen_gdn_checkpoint_page_by_gpu(
 
 def test_vllm_qwen_gdn_refused_where_the_kernel_is_not_knowable() -> None:
     """Blackwell with d_k 128: FlashInfer only under a CUDA 13 runtime; a GPU with no
-    architecture: unknown. Both are refused with the flag that sizes it without checkpoints,
+    architecture, or one slotdiff has no kernel rule for: unknown. All are refused with the flag that sizes it without checkpoints,
     and that flag still sizes it (one page a request)."""
     arch = _qwen35()
     v = parse_version("0.34.0")
-    for chip, why in (("blackwell", "CUDA 13 runtime"), (None, "architecture is not known")):
+    for chip, why in (("blackwell", "CUDA 13 runtime"), (None, "not stated"), ("rdna4", "rdna4")):
         with pytest.raises(SlotdiffError, match=why):
             kv_layout(arch, arch.layers, 1, "bfloat16", v, None, 16, chip=chip)
         kv = kv_layout(arch, arch.layers, 1, "bfloat16", v, None, 16, prefix_caching=False, chip=chip)

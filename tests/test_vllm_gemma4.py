@@ -20,6 +20,7 @@ get_kv_cache_config_from_groups: num_blocks = K // (5 × 131,072 = 655,360).
 from __future__ import annotations
 
 import json
+from dataclasses import replace
 from typing import Any
 
 import pytest
@@ -200,3 +201,22 @@ def test_vllm_gemma4_kernel_chosen_block_is_refused_without_the_flag() -> None:
 def test_vllm_windows_reserve_the_batches_in_flight(version: str, pp: int, batches: int) -> None:
     arch = load(_config()).arch
     assert concurrent_batches(arch, parse_version(version).parts, pp) == batches
+
+
+def test_a_gpu_file_of_blackwell_or_hopper_is_judged_by_its_architecture() -> None:
+    """A GPU described in a file is not a preset id: its architecture decides. Hopper is sm90
+    (the fp8 rule applies); Blackwell's compute capability (sm100 FA4's 128-token pages vs sm120's
+    16) is not in the file, so Gemma-4's default block is refused from 0.29 unless --block-size."""
+    arch = load(_config()).arch
+    b200, h100 = gpu("b200"), gpu("h100-sxm")
+    mine = {
+        "blackwell": replace(b200, id="my-b200", name="my B200"),
+        "hopper": replace(h100, id="my-h100", name="my H100"),
+    }
+    engine = EngineArgs(version="0.29.0", max_model_len=32_768, available_kv_gib=40.0)
+    plan = MemoryPlan(arch, effective_format(arch, None)[0], "bfloat16")
+    with pytest.raises(SlotdiffError, match="compute capability"):
+        vllm_fit(arch, plan, mine["blackwell"], engine)
+    fp8 = MemoryPlan(arch, effective_format(arch, None)[0], "float8_e4m3fn")
+    with pytest.raises(SlotdiffError, match="fp8 cache on Hopper"):
+        vllm_fit(arch, fp8, mine["hopper"], replace(engine, version="0.31.0", kv_cache_dtype="fp8"))

@@ -79,10 +79,12 @@ class LinearAttention(Construct):
         if (arch.config_model_type or arch.model_type) not in families:
             return None
         release = ".".join(map(str, version))
-        if chip is None or (chip == "blackwell" and arch.get("linear_k_head_dim") == 128):
+        triton = ("ampere", "ada", "cdna3", "cdna4")  # no FlashInfer GDN prefill: Triton (or AITER)
+        unknown = chip not in ("hopper", "blackwell", *triton)
+        if unknown or (chip == "blackwell" and arch.get("linear_k_head_dim") == 128):
             why = (
-                "the GPU's architecture is not known"
-                if chip is None
+                f"the GPU's architecture ({chip or 'not stated'}) is not one slotdiff knows vLLM's kernel for"
+                if unknown
                 else "on Blackwell it runs on FlashInfer's kernel only under a CUDA 13 runtime, which "
                 "slotdiff cannot see"
             )

@@ -29,6 +29,7 @@ from __future__ import annotations
 
 import math
 import re
+from collections.abc import Mapping
 from dataclasses import dataclass
 
 from ..constructs import construct, latent
@@ -287,3 +288,42 @@ def check_ratio(value: float) -> float:
     ):
         raise UsageError(f"--mamba-full-memory-ratio must be a positive number, got {value!r}")
     return float(value)
+
+
+def vllm_auto_kv_dtype(arch: Architecture, version: Version) -> tuple[str | None, str | None]:
+    """What ``--kv-cache-dtype auto`` resolves to for a ModelOpt checkpoint, from vLLM 0.14
+    (``resolve_kv_cache_dtype_string`` → ``get_kv_cache_quant_algo_string``, read in 0.14.1
+    and 0.33.0): (vLLM's cache dtype, a note), or (None, note or None) for the model's dtype.
+    ``kv_cache_scheme`` first (8-bit float, not dynamic → fp8; from 0.20 4-bit float → nvfp4),
+    then ``kv_cache_quant_algo`` (fp8 → fp8_e4m3; from 0.20 nvfp4); anything else → auto."""
+    q = arch.get("quantization_config")
+    if version < (0, 14) or not isinstance(q, Mapping):
+        return None, None
+    method = q.get("quant_method")
+    if not isinstance(method, str) or not method.startswith("modelopt"):
+        return None, None
+    inner = q.get("quantization", q)
+    inner = inner if isinstance(inner, Mapping) else q
+    algo = (
+        inner.get("kv_cache_scheme")
+        or q.get("kv_cache_scheme")
+        or inner.get("kv_cache_quant_algo")
+        or q.get("kv_cache_quant_algo")
+    )
+    fp4 = version >= (0, 20)  # MODELOPT_TO_VLLM_KV_CACHE_DTYPE_MAP gains nvfp4 in 0.20
+    if isinstance(algo, Mapping):
+        if algo.get("dynamic") is False and algo.get("num_bits") == 8 and algo.get("type") == "float":
+            algo = "fp8"
+        elif fp4 and algo.get("num_bits") == 4 and algo.get("type") == "float":
+            algo = "nvfp4"
+        else:
+            return None, f"vLLM {version.text} falls back to auto for the checkpoint's KV scheme {dict(algo)}"
+    if not isinstance(algo, str):
+        return None, None
+    mapped = {"fp8": "fp8_e4m3", **({"nvfp4": "nvfp4"} if fp4 else {})}.get(algo.lower())
+    if mapped is None:
+        return None, f"vLLM {version.text} falls back to auto for the checkpoint's KV algorithm {algo[:24]!r}"
+    return (
+        mapped,
+        f"--kv-cache-dtype auto: vLLM {version.text} takes the ModelOpt checkpoint's KV scheme ({mapped})",
+    )

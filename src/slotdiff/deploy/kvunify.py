@@ -106,7 +106,16 @@ def kernel_block_refusal(
     if flag or len(sizes) < 2:
         return None
     cc = compute_capability(gpu)
+    if cc is None and gpu.architecture == "hopper":  # a GPU file's Hopper: sm90 whatever its name
+        cc = (9, 0)
     fp8 = kv_dtype.startswith("float8")
+    if cc is None and gpu.architecture == "blackwell" and version >= (0, 29) and arch.get("head_dim") == 256:
+        return (
+            f"in vLLM {version.text} its default block size on Blackwell depends on the compute "
+            "capability (sm100/sm110 with FlashAttention 4 built: 128-token pages for its 256-wide "
+            "heads; sm120 or Triton: 16), which this GPU's file does not state: pass the logged block "
+            "size with --block-size"
+        )
     if cc and cc[0] in (10, 11) and version >= (0, 29) and arch.get("head_dim") == 256:
         why = "128-token pages for its 256-wide heads on Blackwell"
     elif cc and cc[0] == 9 and fp8 and version >= (0, 31) and 512 in sizes:

@@ -186,8 +186,8 @@ def sglang_fit(arch: Architecture, plan: MemoryPlan, gpu: GPU, args: EngineArgs)
     check_release(arch, version)
     if dsa(arch):
         page, kv_dtype, forced_frac = dsa_defaults(arch, version, gpu, args, page, kv_dtype)
-    check_pool(arch, version, kv_dtype, dsa(arch))  # 0.5.11+: what the configurator sizes otherwise
     check_served(arch, version, layout.tp)  # a recurrent hybrid SGLang does not size: refused first
+    check_pool(arch, version, kv_dtype, dsa(arch))  # 0.5.11+: what the configurator sizes otherwise
     default_chunked, graph_bs = et.sglang_server_defaults(version, gpu, layout.tp)
     chunked = args.max_num_batched_tokens or default_chunked
     if forced_frac is not None:

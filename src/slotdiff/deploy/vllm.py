@@ -242,9 +242,21 @@ def vllm_fit(arch: Architecture, plan: MemoryPlan, gpu: GPU, args: EngineArgs) -
     tokens, seqs, why = et.vllm_defaults(version, gpu, length, multimodal)
     tokens = args.max_num_batched_tokens or tokens
     seqs = args.max_num_seqs or seqs
-    kv_dtype = kv_dtype_of(arch, args.kv_cache_dtype)
+    kv_flag, kv_note = args.kv_cache_dtype, None
+    if kv_flag == "auto":
+        resolved, kv_note = et.vllm_auto_kv_dtype(arch, version)
+        if resolved == "nvfp4":  # a packed fp4 page with fp8 block scales: not modelled
+            raise SlotdiffError(
+                arch.name,
+                f"vLLM {version.text} resolves --kv-cache-dtype auto to nvfp4 for this ModelOpt "
+                "checkpoint, whose packed cache page slotdiff does not model: pass --kv-cache-dtype",
+            )
+        kv_flag = resolved or kv_flag
+    kv_dtype = kv_dtype_of(arch, kv_flag)
     block_default, block_why = et.vllm_block_size(arch, version, gpu)
     notes = [f"vLLM {version.text} {'V1' if version.v1 else 'V0'} accounting", why, *notes]
+    if kv_note:
+        notes.append(kv_note)
     if not args.block_size:
         notes.append(f"block size {block_why}")
     if multimodal and args.activation_gib is None:

@@ -40,6 +40,7 @@ _IMPLEMENTED = frozenset(
         "patternProperties",
         "additionalProperties",
         "items",
+        "minItems",
         "allOf",
         "$ref",
     }
@@ -114,6 +115,12 @@ def _length(keyword: str, limit: Any) -> Check:
     return lambda x: not isinstance(x, str) or len(x) <= limit
 
 
+def _min_items(limit: Any) -> Check:
+    if not isinstance(limit, int) or isinstance(limit, bool):
+        raise Unsupported(f"minItems {limit!r}")
+    return lambda x: not isinstance(x, list) or len(x) >= limit
+
+
 def _required(names: Any) -> Check:
     if not isinstance(names, list) or not all(isinstance(n, str) for n in names):
         raise Unsupported("required")
@@ -178,6 +185,8 @@ class _Compiler:
                 checks.append(_required(value))
             elif key == "items":
                 checks.append(self.items(value))
+            elif key == "minItems":
+                checks.append(_min_items(value))
             elif key == "allOf":
                 if not isinstance(value, list) or not value:
                     raise Unsupported("allOf")

@@ -36,7 +36,7 @@ from .verdict import (
 )
 
 _SHA = re.compile(r"[0-9a-f]{40}")
-_AT = re.compile(r":\d+:\d+$")
+_AT = re.compile(r":\d+:\d+\Z")
 # Analyses kept for identical config bytes (re-uploads, mirrors): about 7 KB each, so 1,024
 # of them cap the memo near 7 MB however many distinct configs a week lists (FIFO).
 MEMO_SIZE = 1024

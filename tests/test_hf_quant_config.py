@@ -174,6 +174,22 @@ def test_other_algorithms_as_the_modelopt_path_reads_them(
         assert weights(data) == BF16_BYTES
 
 
+def test_a_format_not_modelled_gives_no_decode_bound(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """W4A8_AWQ (vLLM refuses it too): weight bytes unknown, so the decode step, which still
+    needs bytes, reads them as bf16 and says so: an estimate (≈), never a bound (≥)."""
+    path = folder(
+        tmp_path, {**SIDECAR, "quantization": {**SIDECAR["quantization"], "quant_algo": "W4A8_AWQ"}}
+    )
+    data = priced(capsys, path)
+    assert weights(data) is None
+    assert any(a.startswith("weight bytes unknown") for a in data["cost"]["assumptions"])
+    assert main([str(path)]) == 0
+    line = next(x for x in capsys.readouterr().out.splitlines() if x.startswith("decode on"))
+    assert "weights read as bf16" in line and "≈" in line and "≥" not in line
+
+
 @pytest.mark.parametrize("maker", ["someone", "ModelOpt"])  # vLLM matches "modelopt" exactly
 def test_another_producers_file_is_not_read(
     tmp_path: Path, capsys: pytest.CaptureFixture[str], maker: str

@@ -66,8 +66,8 @@ def test_vllm_qwen_gdn_checkpoint_page_by_gpu(
 
 def test_vllm_qwen_gdn_refused_where_the_kernel_is_not_knowable() -> None:
     """Blackwell with d_k 128: FlashInfer only under a CUDA 13 runtime; a GPU with no
-    architecture, or one slotdiff has no kernel rule for: unknown. All are refused with the flag that sizes it without checkpoints,
-    and that flag still sizes it (one page a request)."""
+    architecture, or one slotdiff has no kernel rule for: unknown. All are refused with the
+    flag that sizes it without checkpoints, and that flag still sizes it (one page a request)."""
     arch = _qwen35()
     v = parse_version("0.34.0")
     for chip, why in (("blackwell", "CUDA 13 runtime"), (None, "not stated"), ("rdna4", "rdna4")):

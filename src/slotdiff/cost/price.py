@@ -124,6 +124,11 @@ def cost_of(
     decode = decode_cost(dep, wl.batch, wl.context, searches and bounds)
     prefill = prefill_cost(arch, weights, kv, flops, device, peak, bw)
     notes = [*ASSUMPTIONS, prec.note(), wl.efficiency_note, *weights.notes, *layout_notes(dep)]
+    if not weights.supported:  # the step model still needs bytes: bf16's, and it says so
+        notes.append(
+            f"weight bytes unknown ({weights.detail}): decode and prefill times read the weights as "
+            "bf16, so they are estimates, not bounds; --dtype prices a format slotdiff models"
+        )
     fit = None
     if searches and weights.supported:
         fit = feasibility(dep.plan, device, wl.gpus, wl.batch, wl.context, layout=wl.layout)

@@ -353,6 +353,12 @@ def scanned(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, Any]
         packed_repo("nvidia/tiny-V3-FP4", SIDECAR),
         packed_repo("acme/bad-FP4", BAD),
         packed_repo("acme/badjson-FP4", b'{"producer": {"name": "modelopt"'),
+        Repo(  # quantization_config null states none: the file is read, as vLLM and the CLI do
+            "acme/null-FP4",
+            files={"config.json": {**CONFIG, "quantization_config": None}, side: SIDECAR},
+            created_at=when,
+            safetensors=packed,
+        ),
         packed_repo("acme/flaky-FP4", SIDECAR, Fault.server_error(500, times=None, files=(side,))),
         # the same config.json bytes, a bf16 checkpoint: the file is not asked for
         scan_repo("acme/tiny-V3", CONFIG, hours=2, safetensors={"BF16": 2_150_432}),
@@ -381,11 +387,13 @@ def test_the_scan_asks_where_the_listing_says_the_checkpoint_is_quantized(scanne
         "acme/tiny-V3-fp8": 404,
         "acme/bad-FP4": 200,
         "acme/badjson-FP4": 200,
+        "acme/null-FP4": 200,
         "acme/flaky-FP4": 500,
     }
     bad = models["acme/bad-FP4"]  # a broken file: the model is unreadable as published, and says why
     assert (bad["verdict"], bad["reason"]) == ("skipped", "unreadable")
     assert bad["detail"].startswith("hf_quant_config.json: quantization.group_size: expected an integer")
+    assert models["acme/null-FP4"]["figures"]["weight_bytes"] == NVFP4_BYTES
     torn = models["acme/badjson-FP4"]  # not JSON: named too (its error's source ends in :line:col)
     assert (torn["verdict"], torn["reason"]) == ("skipped", "unreadable")
     assert torn["detail"].startswith("hf_quant_config.json: ")

@@ -37,6 +37,7 @@ from .verdict import (
 
 _SHA = re.compile(r"[0-9a-f]{40}")
 _AT = re.compile(r":\d+:\d+\Z")
+_NULL_QUANT = re.compile(rb'"quantization_config"\s*:\s*null')
 # Analyses kept for identical config bytes (re-uploads, mirrors): about 7 KB each, so 1,024
 # of them cap the memo near 7 MB however many distinct configs a week lists (FIFO).
 MEMO_SIZE = 1024
@@ -60,7 +61,9 @@ def design_key(config: dict[str, Any]) -> str | None:
 def wants_quant_file(listed: Listed, data: bytes) -> bool:
     """True when config.json names no quantization_config but the listing says the checkpoint
     stores quantized dtypes (``schemas/scan.json``): its scheme may be in hf_quant_config.json."""
-    if listed.safetensors is None or b'"quantization_config"' in data:
+    if listed.safetensors is None:
+        return False
+    if b'"quantization_config"' in data and not _NULL_QUANT.search(data):  # null: none stated
         return False
     wanted = quantization_file_dtypes()
     return any(dtype in wanted for dtype, _ in listed.safetensors)

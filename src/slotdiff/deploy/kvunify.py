@@ -27,12 +27,12 @@ from ..constructs import construct
 from ..core.errors import SlotdiffError
 from ..schema.arch import Architecture
 from .engine_terms import Version, compute_capability
+from .kvpages import KVLayout, Spec
 
 PER_HEAD = ("full", "sliding", "chunked")  # vLLM's per-head attention specs, the pages it may pad
 
 if TYPE_CHECKING:
     from ..cost.gpus import GPU
-    from .kvspec import KVLayout, Spec
 
 
 def unify_pages(

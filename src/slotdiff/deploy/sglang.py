@@ -26,7 +26,7 @@ from ..schema.arch import Architecture
 from ..schema.precision import storage_bits
 from . import engine_terms as et
 from .engine_terms import Version
-from .kvspec import KVLayout, Spec
+from .kvpages import KVLayout, Spec
 from .sglang_recent import check_pool, check_release
 from .sglang_state import StateFlags, check_served, recurrent_layers, state_pool
 from .vllm import EngineArgs, EngineFit, StagePool, Term, kv_dtype_of, model_len

@@ -22,7 +22,8 @@ from ..cost.memory import MemoryPlan
 from ..schema.arch import Architecture
 from ..schema.precision import weight_format
 from . import engine_terms as et
-from .kvspec import KVLayout, kv_layout
+from .kvpages import KVLayout
+from .kvspec import kv_layout
 from .kvunify import kernel_block_refusal, unify_note
 from .vllm_profile import concurrent_batches
 

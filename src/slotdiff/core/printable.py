@@ -78,3 +78,20 @@ class PrintableStream:
 
     def __getattr__(self, name: str) -> Any:
         return getattr(self._stream, name)
+
+
+_JSON_KINDS = {
+    "list": "an array",
+    "dict": "an object",
+    "str": "a string",
+    "NoneType": "null",
+    "int": "an integer",
+    "float": "a number",
+    "bool": "true/false",
+}
+
+
+def json_kind(value: object) -> str:
+    """What JSON value ``value`` is, in words, for a refusal ("top level is an array")."""
+    name = type(value).__name__
+    return _JSON_KINDS.get(name, f"a {name}")

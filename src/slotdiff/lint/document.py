@@ -19,6 +19,7 @@ from typing import Any
 
 from ..core.errors import SlotdiffError
 from ..core.files import read_capped
+from ..core.printable import json_kind
 from ..cost.price import cost_of
 from ..read.hf_quant import FILENAME as QUANT_FILE
 from ..read.jsonpos import MAX_BYTES, JSONInputError, Parsed, check_limits, decode, parse, parse_int
@@ -171,10 +172,7 @@ class Document:
                 return None, False, err
             return None, False, JSONInputError("invalid JSON", 1, 1)
         if not isinstance(value, dict):
-            kind = {"list": "an array", "str": "a string", "NoneType": "null"}.get(
-                type(value).__name__, f"a {type(value).__name__}"
-            )
-            return None, False, JSONInputError(f"top level is {kind}, not a JSON object", 1, 1)
+            return None, False, JSONInputError(f"top level is {json_kind(value)}, not a JSON object", 1, 1)
         return value, hook.seen, None
 
     @property

@@ -22,7 +22,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from ..core.errors import SlotdiffError
-from ..core.printable import one_line
+from ..core.printable import json_kind, one_line
 
 FILENAME = "hf_quant_config.json"
 
@@ -68,12 +68,6 @@ def _plain(text: str, limit: int) -> str:
     return text if len(text) <= limit else text[: limit - 3] + "..."
 
 
-def _kind(value: Any) -> str:
-    return {"list": "an array", "dict": "an object", "str": "a string", "NoneType": "null"}.get(
-        type(value).__name__, f"a {type(value).__name__}"
-    )
-
-
 @dataclass(frozen=True)
 class SidecarQuant:
     """What ``hf_quant_config.json`` says: the ``quantization_config`` it stands for (None when
@@ -95,13 +89,13 @@ class _Reader:
     def object(self, node: Mapping[str, Any], key: str, at: str = "") -> Mapping[str, Any] | None:
         value = node.get(key)
         if value is not None and not isinstance(value, Mapping):
-            raise self.fail(at + key, f"expected an object, got {_kind(value)}")
+            raise self.fail(at + key, f"expected an object, got {json_kind(value)}")
         return value
 
     def text(self, node: Mapping[str, Any], key: str, at: str = "") -> str | None:
         value = node.get(key)
         if value is not None and not isinstance(value, str):
-            raise self.fail(at + key, f"expected a string or null, got {_kind(value)} {shown(value)}")
+            raise self.fail(at + key, f"expected a string or null, got {json_kind(value)} {shown(value)}")
         return value
 
     def group(self, node: Mapping[str, Any], key: str, at: str) -> int | None:
@@ -119,10 +113,12 @@ class _Reader:
         if value is None:
             return None
         if not isinstance(value, list):
-            raise self.fail(at + key, f"expected an array of module names, got {_kind(value)}")
+            raise self.fail(at + key, f"expected an array of module names, got {json_kind(value)}")
         for i, item in enumerate(value):
             if not isinstance(item, str):
-                raise self.fail(f"{at}{key}[{i}]", f"expected a module name (a string), got {_kind(item)}")
+                raise self.fail(
+                    f"{at}{key}[{i}]", f"expected a module name (a string), got {json_kind(item)}"
+                )
             why = pattern_problem(item)
             if why:
                 raise self.fail(f"{at}{key}[{i}]", f"exclusion pattern {shown(item)} {why}")
@@ -134,7 +130,7 @@ def read_sidecar(doc: Any, name: str) -> SidecarQuant:
     of the wrong type or past a bound is a SlotdiffError naming ``name`` and the key."""
     r = _Reader(name)
     if not isinstance(doc, Mapping):
-        raise r.fail("", f"top level is {_kind(doc)}, not a JSON object")
+        raise r.fail("", f"top level is {json_kind(doc)}, not a JSON object")
     producer = r.object(doc, "producer")
     maker = r.text(producer, "name", "producer.") if producer is not None else None
     if maker != "modelopt":  # vLLM's _normalize_quantization_config: exactly this name

@@ -18,7 +18,7 @@ from typing import Any
 
 from ..core.errors import SlotdiffError
 from ..core.files import read_capped
-from ..core.printable import one_line
+from ..core.printable import json_kind, one_line
 from ..core.resources import catalog_dir
 from .hf_quant import FILENAME as QUANT_FILE
 from .hf_quant import read_sidecar
@@ -192,9 +192,7 @@ def parse_config(raw: bytes | str, name: str) -> tuple[Mapping[str, Any], Parsed
     except JSONInputError as err:
         raise SlotdiffError(f"{name}:{err.line}:{err.col}", err.message) from err
     if not isinstance(parsed.value, dict):
-        kind = type(parsed.value).__name__
-        kind = {"list": "an array", "str": "a string", "NoneType": "null"}.get(kind, f"a {kind}")
-        raise SlotdiffError(name, f"top level is {kind}, not a JSON object")
+        raise SlotdiffError(name, f"top level is {json_kind(parsed.value)}, not a JSON object")
     return parsed.value, parsed
 
 

@@ -75,27 +75,26 @@ class LinearAttention(Construct):
         slotdiff cannot see, so refused; Triton elsewhere: none)."""
         if (layer.variant or "gated_deltanet") != "gated_deltanet" or version < (0, 33):
             return None
-        families = load_schema_file("engine_families.json")["vllm_gdn_checkpoints"]["model_types"]
-        if (arch.config_model_type or arch.model_type) not in families:
+        gdn = load_schema_file("engine_families.json")["vllm_gdn_checkpoints"]
+        if (arch.config_model_type or arch.model_type) not in gdn["model_types"]:
             return None
         release = ".".join(map(str, version))
-        triton = ("ampere", "ada", "cdna3", "cdna4")  # no FlashInfer GDN prefill: Triton (or AITER)
-        unknown = chip not in ("hopper", "blackwell", *triton)
-        if unknown or (chip == "blackwell" and arch.get("linear_k_head_dim") == 128):
+        kernel = gdn["prefill_kernel_by_architecture"].get(chip or "")
+        if kernel is None:
             why = (
                 f"the GPU's architecture ({chip or 'not stated'}) is not one slotdiff knows vLLM's kernel for"
-                if unknown
-                else "on Blackwell it runs on FlashInfer's kernel only under a CUDA 13 runtime, which "
-                "slotdiff cannot see"
             )
-            raise SlotdiffError(
-                arch.name,
-                f"in vLLM {release} its gated DeltaNet layers hold a prefill-checkpoint page (prefix "
-                f"caching's align mode) only where their prefill kernel is FlashInfer's, and {why}; "
-                "pick a GPU preset, or --no-enable-prefix-caching sizes it as vLLM runs without prefix "
-                "caching",
-            )
-        return 64 if chip == "hopper" else None
+        elif kernel == "flashinfer_if_cuda13" and arch.get("linear_k_head_dim") == 128:
+            why = "on it FlashInfer's kernel runs only under a CUDA 13 runtime, which slotdiff cannot see"
+        else:
+            return gdn["alignment"] if kernel == "flashinfer" else None
+        raise SlotdiffError(
+            arch.name,
+            f"in vLLM {release} its gated DeltaNet layers hold a prefill-checkpoint page (prefix "
+            f"caching's align mode) only where their prefill kernel is FlashInfer's, and {why}; "
+            "pick a GPU preset, or --no-enable-prefix-caching sizes it as vLLM runs without prefix "
+            "caching",
+        )
 
     def vllm_state_page(
         self, arch: Architecture, layer: LayerSpec, tp: int, conv_bytes: float, state_bytes: float

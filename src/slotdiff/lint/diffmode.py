@@ -44,10 +44,6 @@ def _git(args: Sequence[str], cwd: Path, stdin: bytes | None = None) -> subproce
         raise SlotdiffError("slotdiff lint", "--diff-base needs git, and git is not on PATH") from err
 
 
-def _said(res: subprocess.CompletedProcess[bytes]) -> str:
-    return res.stderr.decode(errors="replace").strip()
-
-
 def _root(rev: str, cwd: Path) -> Path:
     top = _git(["rev-parse", "--show-toplevel"], cwd)
     if top.returncode != 0:

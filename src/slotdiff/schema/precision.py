@@ -93,17 +93,6 @@ class WeightFormat:
             bits += rows * (self.scale_bits + self.zero_bits)
         return math.ceil(bits / 8)
 
-    def bits_per_weight(self) -> float:
-        """Average storage bits of a quantized element, scales included (for display)."""
-        if self.quant_dtype is None:
-            return float(dtype_bits(self.base_dtype or "bfloat16"))
-        bits = float(dtype_bits(self.quant_dtype))
-        if self.block:
-            bits += (self.scale_bits + self.zero_bits) / (self.block[0] * self.block[1])
-        elif self.group:
-            bits += (self.scale_bits + self.zero_bits) / self.group
-        return bits
-
 
 def _base(arch: Architecture) -> str | None:
     """The checkpoint dtype the config states; None when it states none (or "auto").

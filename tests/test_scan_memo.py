@@ -117,3 +117,36 @@ def test_an_analysis_that_quotes_its_repo_is_not_shared(
     first = _classify(ex, "a/llama", {**LLAMA, "_name_or_path": "a"})
     second = _classify(ex, "b/llama", {**LLAMA, "_name_or_path": "b"})
     assert (first.label, second.label) == ("read from a/llama", "read from b/llama")
+
+
+def test_copies_are_assessed_once_and_each_record_keeps_its_listing(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Every copy of a design shares one analysis and so one assessment (verdict, nearest
+    family, figures); what depends on the listing (here the Hub's stored count against the
+    config's) is still each copy's own, and each record equals a scan's that met it first."""
+    calls: list[str] = []
+    real = examine.assess
+
+    def counting(a: Any, know: Any) -> Any:
+        calls.append(a.model_type)
+        return real(a, know)
+
+    monkeypatch.setattr(examine, "assess", counting)
+    for sub in ("one", "alone0", "alone1"):
+        (tmp_path / sub).mkdir()
+    ex = _examiner(tmp_path / "one")
+    # Llama-3-8B has 8,030,261,248 parameters (Meta's checkpoint, as the Hub lists it).
+    right = Listed("a/llama", safetensors=(("BF16", 8_030_261_248),))
+    wrong = Listed("b/llama-ft", safetensors=(("BF16", 8_030_261_249),))
+    copies = [(right, {**LLAMA, "_name_or_path": "a"}), (wrong, {**LLAMA, "_name_or_path": "b"})]
+    recs = []
+    for listed, cfg in copies:
+        data = json.dumps(cfg).encode()
+        recs.append(ex.classify(listed, data, examine.hashlib.sha256(data).hexdigest(), {}, None))
+    assert len(calls) == 1
+    assert [r.checkpoint["status"] for r in recs] == ["match", "differs"]
+    for n, ((listed, cfg), rec) in enumerate(zip(copies, recs, strict=True)):
+        alone = _examiner(tmp_path / f"alone{n}")
+        data = json.dumps(cfg).encode()
+        assert alone.classify(listed, data, examine.hashlib.sha256(data).hexdigest(), {}, None) == rec

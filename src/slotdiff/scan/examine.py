@@ -24,10 +24,12 @@ from .options import ScanOptions
 from .pipelines import quantization_file_dtypes
 from .verdict import (
     Analysis,
+    Assessment,
     Knowledge,
     NotALanguageModel,
     Record,
     analyze_parsed,
+    assess,
     failure_record,
     judge,
     judge_unreadable,
@@ -94,6 +96,9 @@ class Examiner:
         self._memo: dict[str, Analysis] = {}  # identical config bytes are classified once
         self._designs: dict[str, Analysis] = {}  # so are configs equal but for INERT_KEYS
         self._bytes: dict[str, bytes] = {}  # config bytes a card read may need (relation)
+        # Each analysis assessed once (every copy of a design shares one analysis): by its
+        # id, holding the analysis so that the id is not reused while remembered.
+        self._assessed: dict[int, tuple[Analysis, Assessment]] = {}
         self._lock = threading.Lock()
 
     def __call__(self, listed: Listed) -> Record:
@@ -195,7 +200,17 @@ class Examiner:
             return new or skipped(listed, "unreadable", where + err.reason, **facts)
         except Exception as err:  # a config slotdiff cannot handle must not stop the scan
             return skipped(listed, "error", f"{type(err).__name__}: {err}", **facts)
-        rec = judge(listed, analysis, self.know, **facts)
+        with self._lock:
+            hit = self._assessed.get(id(analysis))
+        if hit is not None and hit[0] is analysis:
+            assessed = hit[1]
+        else:
+            assessed = assess(analysis, self.know)
+            with self._lock:
+                if len(self._assessed) >= 2 * MEMO_SIZE:  # the two memos' analyses at most
+                    self._assessed.pop(next(iter(self._assessed)))
+                self._assessed[id(analysis)] = (analysis, assessed)
+        rec = judge(listed, analysis, self.know, assessed, **facts)
         if prev and prev.get("fingerprint") and prev.get("fingerprint") != rec.fingerprint:
             rec = replace(rec, previous={"fingerprint": prev["fingerprint"], "verdict": prev.get("verdict")})
         return rec

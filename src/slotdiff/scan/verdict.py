@@ -20,9 +20,8 @@ does not depend on the order in which concurrent fetches finish. Verdicts, most 
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Mapping
 from dataclasses import dataclass, field, fields
-from functools import cache
 from typing import Any
 
 from ..analysis.analyze import analyze, load
@@ -39,10 +38,10 @@ from ..slots.classify import (
 )
 from ..slots.classify import label as class_label
 from ..slots.classify import nearest as nearest_family
-from ..slots.fill import articles, slot_table
 from .figures import Figures, figures_of
-from .knowledge import Knowledge, family_details
+from .knowledge import Knowledge
 from .listing import Listed
+from .nearest import facet_changes
 from .sizes import comparable, sizes_of
 from .sizes import size_changes as changes_from
 from .stored import stored_check
@@ -229,40 +228,27 @@ def analyze_parsed(
     )
 
 
-@cache
-def _facet_articles() -> dict[str, str]:
-    return {i.id: i.article for i in slot_table()}
+@dataclass(frozen=True)
+class Assessment:
+    """What an analysis is judged to be against what is known, whoever lists it: the verdict
+    and its evidence. A scan meets one analysis in every copy of a design (the memo by bytes
+    and by design), so it assesses it once (``Examiner``); the dicts it holds are JSON-ready
+    and shared by the records made from it, which never change them."""
+
+    verdict: str
+    family: Family | None
+    fingerprint_new: bool
+    model_type_new: bool
+    new_keys: tuple[str, ...]
+    nearest: dict[str, Any] | None
+    size_changes: tuple[dict[str, Any], ...]
+    fills: dict[str, Any] | None
+    figures: dict[str, Any] | None
+    details: dict[str, str] | None
 
 
-def _design_words(fam: Family, facet: str) -> str:
-    """A facet of a family with no bundled exemplar: its kind and attributes."""
-    try:
-        kind, attrs = fam.fingerprint[facet]
-    except KeyError:
-        return "(none)"
-    shown = ", ".join(f"{k}={v}" for k, v in attrs if v not in (None, False, (), ""))
-    return f"{kind} ({shown})" if shown else kind
-
-
-def _differs(differs: Sequence[str], fam: Family, now: Mapping[str, str]) -> list[dict[str, Any]]:
-    """Each differing facet with its article and both values: the family's, then this model's."""
-    article = _facet_articles()
-    titles = articles()
-    theirs = family_details(fam)
-    return [
-        {
-            "facet": f,
-            "article": article.get(f, ""),
-            "title": titles.get(article.get(f, ""), {}).get("title", ""),
-            "was": theirs.get(f) or _design_words(fam, f),
-            "now": now.get(f, ""),
-        }
-        for f in differs
-    ]
-
-
-def judge(listed: Listed, a: Analysis, know: Knowledge, **facts: Any) -> Record:
-    """The verdict for an analyzed config (see the module docstring for the order)."""
+def assess(a: Analysis, know: Knowledge) -> Assessment:
+    """The verdict of an analyzed config (see the module docstring for the order)."""
     fp_id = a.fingerprint.id
     fam = know.by_id.get(fp_id) or know.provisional_by_id.get(fp_id)
     fingerprint_new = fam is None
@@ -277,7 +263,7 @@ def judge(listed: Listed, a: Analysis, know: Knowledge, **facts: Any) -> Record:
                 "family": near.name,
                 "slug": near.slug,
                 "distance": dist,
-                "differs": _differs(differs, near, a.details),
+                "differs": facet_changes(differs, near, a.details),
             }
         sizes_new = False
     else:
@@ -296,24 +282,45 @@ def judge(listed: Listed, a: Analysis, know: Knowledge, **facts: Any) -> Record:
         verdict = "new_sizes"
     else:
         verdict = "known"
+    return Assessment(
+        verdict,
+        fam,
+        fingerprint_new,
+        model_type_new,
+        new_keys,
+        nearest,
+        tuple(size_changes),
+        None if fp_id in know.by_id else a.fingerprint.as_dict(),
+        a.figures.to_dict() if a.figures else None,
+        dict(a.details) if fingerprint_new else None,
+    )
+
+
+def judge(
+    listed: Listed, a: Analysis, know: Knowledge, assessed: Assessment | None = None, **facts: Any
+) -> Record:
+    """The record of ``listed`` with its analyzed config (``assessed``: ``assess(a, know)``,
+    when the caller already has it)."""
+    v = assessed or assess(a, know)
+    fam = v.family
     return Record(
         listed,
-        verdict,
+        v.verdict,
         model_type=a.model_type,
         repo_model_type=a.repo_model_type,
-        fingerprint=fp_id,
+        fingerprint=a.fingerprint.id,
         label=a.label,
         family=None if fam is None else fam.name,
         family_slug=None if fam is None else fam.slug,
-        nearest=nearest,
-        model_type_new=model_type_new,
-        fingerprint_new=fingerprint_new,
-        new_keys=new_keys,
+        nearest=v.nearest,
+        model_type_new=v.model_type_new,
+        fingerprint_new=v.fingerprint_new,
+        new_keys=v.new_keys,
         sizes=dict(a.sizes),
-        size_changes=tuple(size_changes),
-        fills=None if fp_id in know.by_id else a.fingerprint.as_dict(),
-        figures=a.figures.to_dict() if a.figures else None,
-        details=dict(a.details) if fingerprint_new else None,
+        size_changes=v.size_changes,
+        fills=v.fills,
+        figures=v.figures,
+        details=v.details,
         checkpoint=stored_check(listed, a.figures),
         **facts,
     )

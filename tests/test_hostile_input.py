@@ -371,6 +371,21 @@ def test_in_memory_configs_get_the_same_caps() -> None:
         analyze(loop)
 
 
+def test_in_memory_config_positions_are_those_of_its_indented_rendering() -> None:
+    """A dict is read back from compact JSON; a diagnostic's line and column are still those
+    of the dict written out with a two-space indent (located here by searching that text)."""
+    from slotdiff.analysis.analyze import from_mapping
+
+    config = {"model_type": "llama", "text_config": {"hidden_size": 64, "layers": [1, 2]}}
+    text = json.dumps(config, indent=2)
+    lines = text.splitlines()
+    line = next(i for i, t in enumerate(lines, 1) if '"hidden_size"' in t)
+    col = lines[line - 1].index('"hidden_size"') + 1
+    parsed = from_mapping(config).parsed
+    assert parsed.where(("text_config", "hidden_size")) == (line, col) == (4, 5)
+    assert parsed.where(("text_config", "layers", 1)) == (7, 7)
+
+
 # -------------------------------------------------------------------- auto_map, never run
 
 EVIL = """

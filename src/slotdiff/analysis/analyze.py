@@ -21,7 +21,7 @@ from ..cost.context import context_limit
 from ..cost.counterfactual import Change
 from ..cost.kv import kv_cost
 from ..cost.price import CostReport, cost_of, price
-from ..read.jsonpos import JSONInputError, parse
+from ..read.jsonpos import JSONInputError, Rendered, parse
 from ..read.source import RawConfig, from_catalog, resolve
 from ..schema.arch import Architecture
 from ..schema.build import build
@@ -51,15 +51,16 @@ class Model:
 
 
 def from_mapping(data: Mapping[str, Any], name: str = "<config>") -> RawConfig:
-    """Wrap an in-memory config dict as a RawConfig (positions from its JSON rendering)."""
+    """Wrap an in-memory config dict as a RawConfig: read back from its compact JSON under a
+    file's caps (size, depth, key count), positions from its indented rendering when asked."""
     if not isinstance(data, Mapping):
         raise SlotdiffError(name, f"top level is a {type(data).__name__}, not an object")
     try:
-        text = json.dumps(data, indent=2, allow_nan=True, default=str)
+        text = json.dumps(data, allow_nan=True, default=str)
     except (ValueError, RecursionError) as err:  # a circular or absurdly deep structure
         raise SlotdiffError(name, f"cannot be written as JSON: {err}") from err
     try:
-        parsed = parse(text)  # the same caps as a file (size, depth, key count)
+        parsed = Rendered(parse(text, with_positions=False).value)
     except JSONInputError as err:
         raise SlotdiffError(name, err.message) from err
     return RawConfig(name=name, data=parsed.value, parsed=parsed, origin="memory", location=name)

@@ -89,6 +89,18 @@ class Parsed:
         return (1, 1)
 
 
+@dataclass(frozen=True)
+class Rendered(Parsed):
+    """An in-memory value read back from its compact JSON (``json.dumps``'s C encoder), with
+    the key positions of its indented rendering, written only when a diagnostic first asks:
+    the indenting encoder is pure Python and cost more than the rest of reading a dict."""
+
+    @cached_property
+    def _found(self) -> tuple[dict[Path, tuple[int, int]], tuple[tuple[Path, tuple[int, int]], ...]]:
+        positions, duplicates = _scan(json.dumps(self.value, indent=2, allow_nan=True))
+        return positions, tuple(duplicates)
+
+
 class _Lines:
     def __init__(self, text: str) -> None:
         self.starts = [0] + [m.end() for m in re.finditer("\n", text)]

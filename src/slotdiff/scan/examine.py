@@ -18,6 +18,7 @@ from ..read.hub import ConfigFile, fetch_config, fetch_file
 from ..read.hub_errors import HubFailure
 from ..read.jsonpos import MAX_BYTES, JSONInputError
 from ..read.retry import Retrier
+from ..read.source import states_quantization
 from .lineage import wants_card, with_lineage
 from .listing import Listed
 from .options import ScanOptions
@@ -37,7 +38,7 @@ from .verdict import (
 
 _SHA = re.compile(r"[0-9a-f]{40}")
 _AT = re.compile(r":\d+:\d+\Z")
-_NULL_QUANT = re.compile(rb'"quantization_config"\s*:\s*null')
+_NOT_NULL_QUANT = re.compile(rb'"quantization_config"\s*:\s*[^n\s]')
 # Analyses kept for identical config bytes (re-uploads, mirrors): about 7 KB each, so 1,024
 # of them cap the memo near 7 MB however many distinct configs a week lists (FIFO).
 MEMO_SIZE = 1024
@@ -67,11 +68,19 @@ def listed_quantized(listed: Listed) -> bool:
 
 
 def wants_quant_file(listed: Listed, data: bytes) -> bool:
-    """True when config.json names no quantization_config but the listing says the checkpoint
-    stores quantized dtypes (``schemas/scan.json``): its scheme may be in hf_quant_config.json."""
-    if b'"quantization_config"' in data and not _NULL_QUANT.search(data):  # null: none stated
+    """True when config.json's top level states no quantization_config but the listing says
+    the checkpoint stores quantized dtypes (``schemas/scan.json``): its scheme may be in
+    hf_quant_config.json (a text config's quantization_config does not stop vLLM reading it:
+    ``read.source.states_quantization``)."""
+    if not listed_quantized(listed):
         return False
-    return listed_quantized(listed)
+    if b'"quantization_config"' not in data or not _NOT_NULL_QUANT.search(data):
+        return True  # named nowhere, or only as null: none stated (the cheap common answers)
+    try:
+        parsed = json.loads(data)
+    except (ValueError, RecursionError):  # the analysis refuses it, naming why
+        return False
+    return isinstance(parsed, dict) and not states_quantization(parsed)
 
 
 def _side_key(side: tuple[bytes | None, str | None]) -> str:

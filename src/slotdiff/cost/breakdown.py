@@ -1,7 +1,8 @@
 """A model's weight bytes by how they split over a layout (``layout.share_class``) and the KV
 heads of the layer that holds them: whole (one pipeline stage), or broken down per layer
-design with what sits on the first stage (embedding, vision tower) and the last (head, final
-norm, MTP modules), for plans of several stages.
+design (or per layer, where layers of one design differ by their index) with what sits on the
+first stage (embedding, vision tower) and the last (head, final norm, MTP modules), for plans of
+several stages.
 
 The whole model's sums read only its tensor list (the one the parameter count built): a
 one-stage layout, as every counterfactual of a cost pass prices, never builds the one-layer
@@ -130,6 +131,10 @@ class Breakdown:
     tied_head: Bytes
     layers: tuple[Bytes, ...]
     even: bool  # the layers' bytes spread evenly (they do not add up to the model)
+    # Where one layer of a design is not every layer of it (an exclusion list that names some
+    # layers, layer 0's own tensors): each layer's bytes at its own index, in layer order
+    # (empty: ``layers`` holds).
+    per_layer: tuple[Bytes, ...] = ()
 
 
 def _extras(arch: Architecture, fmt: WeightFormat, select: str, mtp: bool, g0: int) -> tuple[Bytes, Bytes]:
@@ -169,8 +174,10 @@ def whole_model(arch: Architecture, fmt: WeightFormat, select: str, mtp: bool) -
 
 
 def breakdown(arch: Architecture, fmt: WeightFormat, select: str, mtp: bool) -> Breakdown:
-    """The bytes of each stage part; a model whose layers do not add up to it (shared blocks
-    and the like) has its layers' bytes spread evenly over its layers instead."""
+    """The bytes of each stage part: one layer of each design where those add up to the model;
+    else each layer at its own index where those do (an exclusion list that names some layers,
+    layer 0's own tensors: a stage then holds exactly its layers); else (shared blocks and the
+    like) the layers' bytes spread evenly over the layers."""
     keep = SELECT[select]
     g0 = kv_heads(arch, None)
     every, per_run, full_tensors = _inventory(arch)
@@ -203,9 +210,22 @@ def breakdown(arch: Architecture, fmt: WeightFormat, select: str, mtp: bool) -> 
     split = sum(zero_bytes.values()) + sum(
         n * sum(b.values()) for (_, n), b in zip(arch.layer_runs, layers, strict=True)
     )
-    even = abs(split - full) > 1e-6 * max(1.0, full)
-    if even:  # shared blocks and the like
-        per = _minus(classed(tuple(t for t in full_tensors if keep(t)), fmt, g0), zero_bytes)
-        n = max(1, arch.n_layers)
-        layers = [{k: v / n for k, v in per.items()} for _ in layers]
-    return Breakdown(first, last, tied_head, tuple(layers), even)
+    if abs(split - full) <= 1e-6 * max(1.0, full):
+        return Breakdown(first, last, tied_head, tuple(layers), False)
+    # One layer of a design built at index 0 is not each of its layers: each layer at its
+    # own index, where those add up to the model (a stage then holds exactly its layers).
+    own = [
+        _minus(
+            classed(tuple(t for t in tensors(with_layers(arch, (spec,)), keep=False) if keep(t)), fmt, g),
+            zero_bytes,
+        )
+        for spec in arch.layers
+        for g in (kv_heads(arch, spec),)
+    ]
+    if abs(sum(zero_bytes.values()) + sum(sum(b.values()) for b in own) - full) <= 1e-6 * max(1.0, full):
+        return Breakdown(first, last, tied_head, tuple(layers), False, tuple(own))
+    # Shared blocks and the like: the layers' bytes spread evenly.
+    per = _minus(classed(tuple(t for t in full_tensors if keep(t)), fmt, g0), zero_bytes)
+    n = max(1, arch.n_layers)
+    layers = [{k: v / n for k, v in per.items()} for _ in layers]
+    return Breakdown(first, last, tied_head, tuple(layers), True)

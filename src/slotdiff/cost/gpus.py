@@ -61,6 +61,7 @@ class GPU:
     link: str = ""
     custom: tuple[str, ...] = ()  # fields a user set (flags or their own file)
     architecture: str | None = None  # chip generation (hopper, ampere ...): engines pick kernels by it
+    compute_capability: tuple[int, int] | None = None  # CUDA's (9, 0) for sm90; None: ROCm or unknown
     link_kind: str | None = None  # nvlink | infinity-fabric | pcie (gpus.json's links); None: inferred
     scale_up_gpus: int | None = None  # GPUs sharing the scale-up link (one NVLink domain, one host)
 
@@ -116,6 +117,11 @@ class GPU:
         }
 
 
+def _capability(value: Any) -> tuple[int, int] | None:
+    """gpus.json's ``[major, minor]`` (validated by gpus.schema.json) as a tuple; None as None."""
+    return None if value is None else (int(value[0]), int(value[1]))
+
+
 def _from_entry(g: Mapping[str, Any]) -> GPU:
     return GPU(
         id=g["id"],
@@ -128,6 +134,7 @@ def _from_entry(g: Mapping[str, Any]) -> GPU:
         link_bytes_per_s=g.get("interconnect_bytes_per_s"),
         link=g.get("interconnect", ""),
         architecture=g.get("architecture"),
+        compute_capability=_capability(g.get("compute_capability")),
         link_kind=g.get("link"),
         scale_up_gpus=g.get("scale_up_gpus"),
     )

@@ -138,7 +138,11 @@ class MemoryPlan:
             parts: list[tuple[Bytes, int]] = []
             if one is None:
                 bd = self._parts
-                parts = [(b, n) for b, n in zip(bd.layers, c, strict=True) if n]
+                if bd.per_layer:  # this stage's own layers, each at its index
+                    start = sum(stage_sizes(len(bd.per_layer), pp)[:s])
+                    parts = [(b, 1) for b in bd.per_layer[start : start + sum(c)]]
+                else:
+                    parts = [(b, n) for b, n in zip(bd.layers, c, strict=True) if n]
                 if s == 0:
                     parts.append((bd.first, 1))
                 if s == pp - 1:

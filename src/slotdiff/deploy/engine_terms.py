@@ -34,7 +34,7 @@ from dataclasses import dataclass
 
 from ..constructs import construct, latent
 from ..core.errors import UsageError
-from ..cost.gpus import GPU
+from ..cost.gpus import GPU, gpus
 from ..cost.layout import Layout
 from ..schema.arch import Architecture, LayerSpec
 from . import vllm_profile
@@ -82,24 +82,13 @@ def parse_version(text: str, use_v1: bool | None = None) -> Version:
 
 
 def compute_capability(gpu: GPU) -> tuple[int, int] | None:
-    """CUDA compute capability by preset (None: ROCm or unknown)."""
-    key = gpu.id.rstrip("*")
-    for prefix, cc in (
-        ("h100", (9, 0)),
-        ("h200", (9, 0)),
-        ("h20", (9, 0)),
-        ("b200", (10, 0)),
-        ("gb200", (10, 0)),
-        ("a100", (8, 0)),
-        ("a10g", (8, 6)),
-        ("l40s", (8, 9)),
-        ("l4", (8, 9)),
-        ("rtx-4090", (8, 9)),
-        ("rtx-5090", (12, 0)),
-    ):
-        if key.startswith(prefix):
-            return cc
-    return None
+    """CUDA compute capability: a preset's from ``schemas/gpus.json`` (by its id, also when
+    flags changed its memory or speed); a user's GPU file's as that file states it (None where
+    it does not: its architecture decides what it can); None for ROCm."""
+    if "file" in gpu.custom:
+        return gpu.compute_capability
+    preset = gpus().get(gpu.id.rstrip("*"))
+    return preset.compute_capability if preset else None
 
 
 def rocm(gpu: GPU) -> bool:

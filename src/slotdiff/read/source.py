@@ -197,12 +197,13 @@ def parse_config(raw: bytes | str, name: str) -> tuple[Mapping[str, Any], Parsed
 
 
 def states_quantization(data: Mapping[str, Any]) -> bool:
-    """True when config.json holds a ``quantization_config`` (at the top or in its text
-    config): vLLM then never reads hf_quant_config.json, and neither does slotdiff."""
-    text: Any = data
-    for key in text_config_path(data):
-        text = text[key]
-    return any(isinstance(n, Mapping) and n.get("quantization_config") is not None for n in (data, text))
+    """True when config.json's top level holds a non-null ``quantization_config``: vLLM then
+    never reads hf_quant_config.json, and neither does slotdiff. Only the top level counts
+    (vLLM 0.34.0 transformers_utils/config.py get_config: ``config_dict.get(
+    "quantization_config")``); a text config's copy does not stop the file being read, and the
+    file, merged at the top, is the one vLLM then uses (model_arch_config_convertor
+    get_quantization_config: the top level's, else the text config's)."""
+    return data.get("quantization_config") is not None
 
 
 def with_sidecar(raw: RawConfig, body: bytes | None, name: str, failed: str | None = None) -> RawConfig:

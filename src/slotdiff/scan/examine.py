@@ -14,10 +14,11 @@ from typing import Any
 
 from ..core.errors import SlotdiffError
 from ..read.hf_quant import FILENAME as QUANT_FILE
-from ..read.hub import fetch_config, fetch_file
+from ..read.hub import ConfigFile, fetch_config, fetch_file
 from ..read.hub_errors import HubFailure
 from ..read.jsonpos import MAX_BYTES, JSONInputError
 from ..read.retry import Retrier
+from ..read.source import states_quantization
 from .lineage import wants_card, with_lineage
 from .listing import Listed
 from .options import ScanOptions
@@ -39,7 +40,7 @@ from .verdict import (
 
 _SHA = re.compile(r"[0-9a-f]{40}")
 _AT = re.compile(r":\d+:\d+\Z")
-_NULL_QUANT = re.compile(rb'"quantization_config"\s*:\s*null')
+_NOT_NULL_QUANT = re.compile(rb'"quantization_config"\s*:\s*[^n\s]')
 # Analyses kept for identical config bytes (re-uploads, mirrors): about 7 KB each, so 1,024
 # of them cap the memo near 7 MB however many distinct configs a week lists (FIFO).
 MEMO_SIZE = 1024
@@ -60,21 +61,46 @@ def design_key(config: dict[str, Any]) -> str | None:
     return hashlib.sha256(text.encode()).hexdigest()
 
 
-def wants_quant_file(listed: Listed, data: bytes) -> bool:
-    """True when config.json names no quantization_config but the listing says the checkpoint
-    stores quantized dtypes (``schemas/scan.json``): its scheme may be in hf_quant_config.json."""
+def listed_quantized(listed: Listed) -> bool:
+    """True when the listing says the checkpoint stores quantized dtypes (``schemas/scan.json``)."""
     if listed.safetensors is None:
-        return False
-    if b'"quantization_config"' in data and not _NULL_QUANT.search(data):  # null: none stated
         return False
     wanted = quantization_file_dtypes()
     return any(dtype in wanted for dtype, _ in listed.safetensors)
+
+
+def wants_quant_file(listed: Listed, data: bytes) -> bool:
+    """True when config.json's top level states no quantization_config but the listing says
+    the checkpoint stores quantized dtypes (``schemas/scan.json``): its scheme may be in
+    hf_quant_config.json (a text config's quantization_config does not stop vLLM reading it:
+    ``read.source.states_quantization``)."""
+    if not listed_quantized(listed):
+        return False
+    if b'"quantization_config"' not in data or not _NOT_NULL_QUANT.search(data):
+        return True  # named nowhere, or only as null: none stated (the cheap common answers)
+    try:
+        parsed = json.loads(data)
+    except (ValueError, RecursionError):  # the analysis refuses it, naming why
+        return False
+    return isinstance(parsed, dict) and not states_quantization(parsed)
 
 
 def _side_key(side: tuple[bytes | None, str | None]) -> str:
     """A memo key's part for what hf_quant_config.json gave (its bytes, or why there were none)."""
     body, failed = side
     return hashlib.sha256(body if body is not None else (failed or "").encode()).hexdigest()
+
+
+def quant_mark(side: tuple[bytes | None, str | None] | None) -> str | None:
+    """What the state records of hf_quant_config.json, so that a change to it alone is seen:
+    the SHA-256 of its bytes, ``absent`` for the ordinary 404, None when it was not asked for
+    or could not be read (then a later scan that fetches config.json asks again)."""
+    if side is None:
+        return None
+    body, failed = side
+    if body is not None:
+        return hashlib.sha256(body).hexdigest()
+    return None if failed else "absent"
 
 
 def _remember(memo: dict[str, Analysis], key: str, analysis: Analysis) -> None:
@@ -112,22 +138,29 @@ class Examiner:
             return skipped(listed, "network", "the scan was stopped before this model")
         prev = self.previous.get(listed.repo_id)
         try:
-            cfg = fetch_config(
-                listed.repo_id,
-                revision=listed.sha if listed.sha and _SHA.fullmatch(listed.sha) else None,
-                timeout=self.opts.timeout,
-                endpoint=self.opts.endpoint,
-                token=self.opts.token,
-                cache_dir=self.opts.cache_dir,
-                retrier=self.retrier,
-                known_etag=prev.get("etag") if prev else None,
-                via_hf_cache=self.opts.via_hf_cache,
-            )
+            revision = listed.sha if listed.sha and _SHA.fullmatch(listed.sha) else None
+            cfg = self._fetch(listed, revision, prev.get("etag") if prev else None)
         except HubFailure as fail:
             return failure_record(listed, fail)
-        facts = {"commit": cfg.commit, "etag": cfg.etag}
+        facts: dict[str, Any] = {"commit": cfg.commit, "etag": cfg.etag}
+        side: tuple[bytes | None, str | None] | None = None
         if cfg.origin == "unchanged":
-            return Record(listed, "unchanged", detail="config.json unchanged (same etag)", **facts)
+            # config.json is the one the last scan read; the unchanged check must cover the
+            # hf_quant_config.json the scan reads beside it as well (a repo that switched
+            # its scheme there alone).
+            was = prev.get("quant_file") if prev else None
+            if was is None and not listed_quantized(listed):
+                return Record(listed, "unchanged", detail="config.json unchanged (same etag)", **facts)
+            if was is not None and listed_quantized(listed):
+                # read last time, so config.json states no scheme: it is wanted again
+                side = self.quant_file(listed, cfg.commit)
+                if quant_mark(side) == was:
+                    detail = f"config.json unchanged (same etag), {QUANT_FILE} too"
+                    return Record(listed, "unchanged", detail=detail, quant_file=was, **facts)
+            try:  # the bytes are needed after all: one GET at the same commit
+                cfg = self._fetch(listed, cfg.commit, None)
+            except HubFailure as fail:
+                return failure_record(listed, fail)
         try:
             data = cfg.read()
         except HubFailure as fail:
@@ -138,13 +171,34 @@ class Examiner:
             return skipped(listed, "error", "no config.json bytes came back", **facts)
         digest = hashlib.sha256(data).hexdigest()
         facts["config_sha256"] = digest
-        if prev and prev.get("config_sha256") == digest:
-            return Record(listed, "unchanged", detail="config.json unchanged (same sha256)", **facts)
+        wants = wants_quant_file(listed, data)
+        if wants and side is None:
+            side = self.quant_file(listed, cfg.commit)
+        elif not wants:
+            side = None
+        facts["quant_file"] = mark = quant_mark(side)
+        same_side = (prev or {}).get("quant_file") == mark and (mark is not None or not wants)
+        if prev and prev.get("config_sha256") == digest and same_side:
+            also = f", {QUANT_FILE} too" if wants else ""
+            return Record(listed, "unchanged", detail=f"config.json unchanged (same sha256){also}", **facts)
         if self.opts.cards:
             with self._lock:
                 self._bytes[listed.repo_id] = data
-        side = self.quant_file(listed, cfg.commit) if wants_quant_file(listed, data) else None
         return self.classify(listed, data, digest, facts, prev, side)
+
+    def _fetch(self, listed: Listed, revision: str | None, known_etag: str | None) -> ConfigFile:
+        """config.json at ``revision`` (a HEAD first when ``known_etag`` is given)."""
+        return fetch_config(
+            listed.repo_id,
+            revision=revision,
+            timeout=self.opts.timeout,
+            endpoint=self.opts.endpoint,
+            token=self.opts.token,
+            cache_dir=self.opts.cache_dir,
+            retrier=self.retrier,
+            known_etag=known_etag,
+            via_hf_cache=self.opts.via_hf_cache,
+        )
 
     def quant_file(self, listed: Listed, commit: str | None) -> tuple[bytes | None, str | None]:
         """(hf_quant_config.json's bytes or None, why it could not be read or None), at the

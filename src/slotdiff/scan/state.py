@@ -8,7 +8,8 @@ and resumes where it stopped. The journal is also where the report reads the mod
 from (:mod:`.records`): a big scan never holds them all in memory. Finished scans are merged
 into the top-level sections:
 
-``models``        repo id → commit, config etag and sha256, fingerprint, verdict, when
+``models``        repo id → commit, config etag and sha256, hf_quant_config.json's sha256 (where
+                  the scan read one), fingerprint, verdict, when
 ``fingerprints``  fingerprint id → first repo, label, model_types, fills, sizes seen
 ``model_types``   model_type → first repo;  ``keys``: unknown config key → first repo
 ``scans``         the last finished scans (id, window, counts)
@@ -244,6 +245,7 @@ class ScanState:
             "commit": rec.commit or rec.listed.sha,
             "etag": rec.etag,
             "config_sha256": rec.config_sha256,
+            "quant_file": rec.quant_file,
             "model_type": rec.model_type,
             "fingerprint": rec.fingerprint,
             "verdict": rec.verdict,

@@ -104,6 +104,7 @@ class Record:
     commit: str | None = None
     etag: str | None = None
     config_sha256: str | None = None
+    quant_file: str | None = None  # hf_quant_config.json as read beside it: examine.quant_mark
     model_type: str | None = None  # the text model's (what novelty and the families are about)
     repo_model_type: str | None = None  # config.json's own, where it wraps the text model (a VL repo)
     fingerprint: str | None = None

@@ -211,21 +211,23 @@ class Architecture:
 
     @cached_property
     def run_layers(self) -> tuple[tuple[int, ...], ...]:
-        """The positions of the layers of each design of ``layer_runs``, in order (what a
-        quantizer's per-layer exclusion list is matched against)."""
+        """The indices of the layers of each design of ``layer_runs``, in order (what a
+        quantizer's per-layer exclusion list is matched against): each layer's own
+        ``LayerSpec.index``, its position in the model, also in a copy that holds some layers
+        only (one pipeline stage's, one layer at its own index)."""
         return self._designs[1]
 
     @cached_property
     def _designs(self) -> tuple[tuple[tuple[LayerSpec, int], ...], tuple[tuple[int, ...], ...]]:
         first: dict[tuple[Any, ...], LayerSpec] = {}
         where: dict[tuple[Any, ...], list[int]] = {}
-        for i, spec in enumerate(self.layers):
+        for spec in self.layers:
             key = _layer_design(spec)
             at = where.get(key)
             if at is None:
-                first[key], where[key] = spec, [i]
+                first[key], where[key] = spec, [spec.index]
             else:
-                at.append(i)
+                at.append(spec.index)
         return (
             tuple((first[key], len(at)) for key, at in where.items()),
             tuple(tuple(at) for at in where.values()),

@@ -195,6 +195,12 @@ class Resolver:
         nested = plan.scope is not None and self.raw.text_path
         if nested and plan.scope == "text_then_top":
             scopes.append(self.raw.data)
+        # "stated_top_then_text": the top level's value unless it is absent or null, then the
+        # text config's (vLLM's get_quantization_config: the top's, else the text config's).
+        stated = nested and plan.scope == "stated_top_then_text"
+        if stated:
+            scopes.insert(0, self.raw.data)
+        held: Value | None = None  # with ``stated``: the top level's null, kept as a last answer
         if nested and plan.scope == "top_then_text":
             # A composite model's own config decides (transformers ties the head of
             # ...ForConditionalGeneration by the top-level tie_word_embeddings).
@@ -237,11 +243,16 @@ class Resolver:
                     self.read_top.add(alias.partition(".")[0])
                 value = self._check(name, cited, found)
                 how = "explicit" if i == 0 else "alias"
+                if value is None and stated and scope is not self.text:
+                    held = Value(None, how, (cited,))
+                    break  # a null at the top states nothing: the text config's is read
                 if value is None and derive:
                     derived = self._derive(name, derive)
                     if derived is not None:
                         return Value(derived, "derived", (cited,), f"{alias} is null; {derive}")
                 return Value(value, how, (cited,))
+        if held is not None:
+            return held
         defaults = self.defaults
         for alias in aliases:
             found = defaults.get(alias, MISSING) if plan.plain else lookup(defaults, alias)

@@ -26,7 +26,7 @@ from slotdiff.cost.weights import effective_format
 from slotdiff.deploy.sglang import sglang_fit
 from slotdiff.deploy.vllm import EngineArgs, EngineFit
 
-from conftest import RAW
+from conftest import FIXTURES, RAW
 
 GiB = 2**30
 LLAMA3_8B = RAW / "meta-llama__Meta-Llama-3-8B.json"  # 32 layers, 8 KV heads, head_dim 4096 / 32 = 128
@@ -190,3 +190,29 @@ FRACTION = {"mem_fraction_static": 0.83}
 def test_recent_refusals(path: Path, flags: dict[str, Any], reason: str) -> None:
     with pytest.raises(SlotdiffError, match=reason):
         fit(path, **flags)
+
+
+GEMMA2_9B = RAW / "google__gemma-2-9b.json"  # 42 layers (21 sliding, window 4,096), 8 KV heads × 256
+GEMMA3_1B = (
+    FIXTURES / "conformance" / "published" / "google__gemma-3-1b-it.json"
+)  # 26 layers, 1 KV head × 256
+
+
+# Gemma 2/3: SGLang sets disable_hybrid_swa_memory for Gemma2ForCausalLM, Gemma3ForCausalLM and
+# Gemma3ForConditionalGeneration in every release 0.5.11-0.5.23 (server_args.py, then
+# arg_groups/overrides.py, then arg_groups/model_overrides/gemma2_gemma3.py), so is_hybrid_swa is
+# false and DefaultPoolConfigurator sizes every layer, sliding or not, with the one cell.
+# rest = (70 − 20) − 70 × 0.17 = 38.1 GiB; int(38.1 × 2^30) = 40,909,563,494 B; page 64:
+#   Gemma 2 9B: 8 × (256 + 256) × 42 × 2 = 344,064 B; 40,909,563,494 // 344,064 = 118,901
+#     (344,064 × 118,901 = 40,909,553,664, 9,830 B left) → 1,857 pages of 64 = 118,848;
+#   Gemma 3 1B: 1 × (256 + 256) × 26 × 2 = 26,624 B; 40,909,563,494 // 26,624 = 1,536,567
+#     (26,624 × 1,536,567 = 40,909,559,808, 3,686 B left) → 24,008 pages of 64 = 1,536,512.
+@pytest.mark.parametrize("version", RECENT)
+@pytest.mark.parametrize(("path", "tokens"), [(GEMMA2_9B, 118_848), (GEMMA3_1B, 1_536_512)])
+def test_gemma_2_and_3_keep_the_default_pool(version: str, path: Path, tokens: int, tmp_path: Path) -> None:
+    if path == GEMMA3_1B:  # the fixture holds the config under "config"
+        config = json.loads(path.read_text(encoding="utf-8"))["config"]
+        path = tmp_path / "config.json"
+        path.write_text(json.dumps(config), encoding="utf-8")
+    f = fit(path, version=version, block_size=64, kv_cache_dtype="bfloat16", **FRACTION)
+    assert f.kv_pool_tokens == tokens

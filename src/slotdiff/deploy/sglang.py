@@ -27,6 +27,7 @@ from ..schema.precision import storage_bits
 from . import engine_terms as et
 from .engine_terms import Version
 from .kvpages import KVLayout, Spec
+from .sglang_kv import sglang_auto_kv
 from .sglang_recent import check_pool, check_release
 from .sglang_state import StateFlags, check_served, recurrent_layers, state_pool
 from .vllm import EngineArgs, EngineFit, StagePool, Term, kv_dtype_of, model_len
@@ -180,10 +181,14 @@ def sglang_fit(arch: Architecture, plan: MemoryPlan, gpu: GPU, args: EngineArgs)
     version = et.parse_version(args.version or et.DEFAULT_SGLANG)
     layout = args.layout
     length = model_len(arch, args.max_model_len)
-    kv_dtype = kv_dtype_of(arch, args.kv_cache_dtype)
     page = args.block_size or 1
     forced_frac = None
     check_release(arch, version)
+    kv_flag, kv_note = args.kv_cache_dtype, None
+    if kv_flag == "auto":  # a ModelOpt checkpoint's FP8 KV, from 0.5.3 (sglang_kv)
+        resolved, kv_note = sglang_auto_kv(arch, version)
+        kv_flag = resolved or kv_flag
+    kv_dtype = kv_dtype_of(arch, kv_flag)
     if dsa(arch):
         page, kv_dtype, forced_frac = dsa_defaults(arch, version, gpu, args, page, kv_dtype)
     check_served(arch, version, layout.tp)  # a recurrent hybrid SGLang does not size: refused first
@@ -258,6 +263,8 @@ def sglang_fit(arch: Architecture, plan: MemoryPlan, gpu: GPU, args: EngineArgs)
         f"SGLang {version.text} accounting; mem_fraction_static {frac:.3f} ({frac_why})",
         f"cell size {cell:,.0f} B per token over {layers} layers on each of {layout.tp} TP ranks",
     ]
+    if kv_note:
+        notes.append(kv_note)
     if k_size:
         notes.append(f"K buffer {k_size / GiB:.2f} GB (+ as much V), as SGLang logs it (GB = 2^30 B)")
     swa = swa_split(arch, version, tokens)

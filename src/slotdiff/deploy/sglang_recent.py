@@ -14,7 +14,9 @@ KV sharding or the (off by default) post-capture sizing. What changed, and is re
 
 * sliding-window models (Llama 4's chunked and DeepSeek-V4's compressed layers among them) go to
   ``HybridSWAPoolConfigurator`` (full + ratio × SWA cell; 0.5.12 ``DSV4PoolConfigurator``, from
-  0.5.14 a chunk-capped variant);
+  0.5.14 a chunk-capped variant), or may (``is_hybrid_swa_model``'s list grows by release, and from
+  0.5.13 a config may opt in); Gemma 2/3, for which SGLang sets ``disable_hybrid_swa_memory``,
+  keep the default pool with every layer in full and are priced;
 * an indexer on softmax attention is MiniMax's sparse pool (0.5.15);
 * a DSA model's latent row comes from ``calculate_mla_kv_cache_dim`` from 0.5.17: with an fp8
   cache its size depends on the DSA kernels picked at run time; shared-top-k layers (from 0.5.18)
@@ -29,6 +31,7 @@ from __future__ import annotations
 
 from ..constructs import latent
 from ..core.errors import SlotdiffError
+from ..core.resources import load_schema_file
 from ..schema.arch import Architecture
 from .engine_terms import Version
 
@@ -58,12 +61,22 @@ def check_release(arch: Architecture, version: Version) -> None:
         )
 
 
+def _swa_pool_off(arch: Architecture) -> bool:
+    """Whether SGLang turns its hybrid SWA pool off for this model in every release from 0.5.11
+    (Gemma 2/3: ``disable_hybrid_swa_memory``, schemas/engine_families.json), so that its
+    sliding-window layers take the default pool's cell in full."""
+    off = load_schema_file("engine_families.json")["sglang_swa_pool_disabled"]["model_types"]
+    return (arch.config_model_type or arch.model_type) in off
+
+
 def check_pool(arch: Architecture, version: Version, kv_dtype: str, dsa: bool) -> None:
     """Refuse, from 0.5.11, a model whose pool the release sizes in a way not modelled here
     (module docstring); ``kv_dtype`` is the cache dtype after SGLang's DSA adjustments."""
     if version < RECENT_FROM:
         return
-    if any(s.window or s.chunk or s.compress for s in arch.layers):
+    if any(s.chunk or s.compress for s in arch.layers) or (
+        any(s.window for s in arch.layers) and not _swa_pool_off(arch)
+    ):
         raise _refuse(  # Llama 4's chunked and DeepSeek-V4's compressed layers are SGLang SWA models
             arch,
             version,

@@ -11,7 +11,10 @@ sets its ``quant_method`` (``config/model.py``); the fields it then reads are th
 ``kv_cache_quant_algo`` and ``exclude_modules`` (``modelopt.py``). The same fields, under
 ``quant_method: "modelopt"``, are what ModelOpt 0.31 and later write into config.json, which
 slotdiff already prices; so the file becomes that, every value checked here first so that a
-bad one is refused naming this file and its key.
+bad one is refused naming this file and its key. The file's ``quantization`` section (its
+algorithm and KV algorithm) is kept too, under the key ``hf_quant_config.json``, marking the
+file's form: SGLang reads a nested section by other rules than a flat config.json one
+(``deploy/sglang_kv``).
 """
 
 from __future__ import annotations
@@ -157,4 +160,8 @@ def read_sidecar(doc: Any, name: str) -> SidecarQuant:
         config["kv_cache_quant_algo"] = kv
     if exclude is not None:
         config["exclude_modules"] = exclude
+    # The file's own section as well, under the file's name (a key no config.json holds): SGLang
+    # reads the KV algorithm from it (``quantization.kv_cache_quant_algo``) by other rules than
+    # from config.json's flat form.
+    config[FILENAME] = {"quant_algo": algo, "kv_cache_quant_algo": kv}
     return SidecarQuant(config, f"quantization_config read from {FILENAME} ({by}, {_plain(algo, 40)})")

@@ -1,0 +1,160 @@
+"""What SGLang's ``--kv-cache-dtype auto`` becomes for a ModelOpt checkpoint (0.5.3-0.5.23).
+
+``configure_kv_cache_dtype`` (``model_runner.py``, from 0.5.16 ``mem_cache/kv_cache_dtype.py``)
+takes fp8_e4m3 when the loaded model's ``quant_config.kv_cache_quant_algo`` is the string FP8
+(any case) and the model's dtype otherwise; 0.5.2 always takes the model's dtype. So the answer
+depends on three things SGLang decides by release, each a row of
+``schemas/engine_families.json`` ``sglang_modelopt_kv``:
+
+* which config class it builds: hf_quant_config.json by its quant_algo (FP4 in it:
+  ModelOptFp4Config, FP8: ModelOptFp8Config); config.json's ``quant_method: modelopt`` is
+  ModelOptFp8Config until 0.5.10 routes it by quant_algo too;
+* how that class derives the attribute from the file's nested ``quantization`` section or
+  config.json's flat ``kv_cache_scheme`` / ``kv_cache_quant_algo`` (ModelOptFp8Config names it
+  ``kv_cache_quant_method`` in 0.5.3, which auto does not read);
+* whether the model's SGLang class keeps ``quant_config`` at all (the model_types read).
+
+An NVFP4 KV scheme keeps the model's dtype (only FP8 is taken). A checkpoint stating an FP8 KV
+that SGLang routes in a way not modelled here (a mixed-precision export, an algorithm its
+ModelOptFp8Config refuses, a class not read) is refused, naming why.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+from ..core.errors import SlotdiffError
+from ..core.resources import load_schema_file
+from ..read.hf_quant import FILENAME
+from ..schema.arch import Architecture
+from .engine_terms import Version
+
+FP8_FLAG = "fp8_e4m3"  # what SGLang writes back into server_args.kv_cache_dtype
+FP8_NAMES = ("FP8", "FLOAT8")  # a string kv_cache_scheme read as FP8 (0.5.7+ ModelOptFp4Config)
+FP4_NAMES = ("FP4", "FLOAT4", "NVFP4")
+MODELOPT = ("modelopt", "modelopt_fp8", "modelopt_fp4", "modelopt_mixed")
+
+
+def _release(text: str) -> tuple[int, ...]:
+    return tuple(int(x) for x in text.split("."))
+
+
+def _table() -> Mapping[str, Any]:
+    return load_schema_file("engine_families.json")["sglang_modelopt_kv"]
+
+
+def _row(rows: list[Mapping[str, Any]], version: Version) -> Mapping[str, Any]:
+    """The newest row of a class's rules whose release is not after ``version``."""
+    return [r for r in rows if version >= _release(r["from"])][-1]
+
+
+def _is_fp8(value: Any) -> bool:
+    return isinstance(value, str) and value.upper() == "FP8"
+
+
+def _flat(q: Mapping[str, Any], row: Mapping[str, Any]) -> Any:
+    """The class's ``kv_cache_quant_algo`` from config.json's flat form, by the row's steps."""
+    for step in row["flat"]:
+        if step == "algo" and q.get("kv_cache_quant_algo"):
+            return q["kv_cache_quant_algo"]
+        if step == "scheme":
+            scheme = q.get("kv_cache_scheme")
+            if isinstance(scheme, Mapping):
+                eight = scheme.get("type") == "float" and scheme.get("num_bits") == 8
+                return "FP8" if eight else row["fallback"]
+            if row["strings"] and isinstance(scheme, str):
+                name = scheme.strip().upper()
+                return "FP8" if name in FP8_NAMES else "NVFP4" if name in FP4_NAMES else row["fallback"]
+    return row["fallback"]
+
+
+def _states_fp8(q: Mapping[str, Any], side: Mapping[str, Any] | None) -> bool:
+    """Whether the checkpoint states an FP8 KV cache in any form some release reads."""
+    if side is not None:
+        return _is_fp8(side.get("kv_cache_quant_algo"))
+    scheme = q.get("kv_cache_scheme")
+    if isinstance(scheme, Mapping):
+        return scheme.get("type") == "float" and scheme.get("num_bits") == 8
+    return _is_fp8(q.get("kv_cache_quant_algo")) or (
+        isinstance(scheme, str) and scheme.strip().upper() in FP8_NAMES
+    )
+
+
+def _config_class(method: str, algo: str, nested: bool, version: Version) -> str | None:
+    """The ModelOpt config class SGLang builds (None: one whose KV rule is not modelled)."""
+    if method == "modelopt_fp4":
+        return "ModelOptFp4Config"
+    if method == "modelopt_fp8":
+        return "ModelOptFp8Config"
+    if method == "modelopt_mixed" or algo == "MIXED_PRECISION":
+        return None
+    if not nested and version < _release(_table()["config_json_modelopt_by_algo_from"]):
+        return "ModelOptFp8Config"
+    return "ModelOptFp4Config" if "FP4" in algo else "ModelOptFp8Config" if "FP8" in algo else None
+
+
+def _refuse(arch: Architecture, version: Version, why: str) -> SlotdiffError:
+    return SlotdiffError(
+        arch.name,
+        f"not supported: SGLang {version.text} --kv-cache-dtype auto on this ModelOpt checkpoint's FP8 "
+        f"KV cache: {why}: pass --kv-cache-dtype",
+        key=arch.key("quantization_config"),
+    )
+
+
+def sglang_auto_kv(arch: Architecture, version: Version) -> tuple[str | None, str | None]:
+    """(SGLang's KV flag for ``auto``, a note): ("fp8_e4m3", note) where it takes the
+    checkpoint's FP8 KV, else (None, a note where the checkpoint states a KV scheme it does not
+    take, or None) for the model's dtype. Refuses what it routes in a way not modelled."""
+    q = arch.get("quantization_config")
+    if not isinstance(q, Mapping) or str(q.get("quant_method", "")).lower() not in MODELOPT:
+        return None, None
+    side = q.get(FILENAME) if isinstance(q.get(FILENAME), Mapping) else None
+    stated = _states_fp8(q, side)
+    table = _table()
+    if version < _release(table["auto_from"]):
+        return None, (
+            f"SGLang {version.text} keeps the model's dtype for --kv-cache-dtype auto (the checkpoint's "
+            f"FP8 KV is taken from {table['auto_from']})"
+            if stated
+            else None
+        )
+    algo = (side or q).get("quant_algo")
+    algo = algo if isinstance(algo, str) else ""
+    cls = _config_class(str(q.get("quant_method", "")).lower(), algo, side is not None, version)
+    if cls is None or (cls == "ModelOptFp8Config" and "FP8" not in algo):
+        if not stated:
+            return None, None
+        what = f"quant_algo {algo[:24]!r}" if algo else "no quant_algo"
+        if cls is None:
+            raise _refuse(arch, version, f"its KV rule for a ModelOpt export with {what} is not modelled")
+        raise _refuse(arch, version, f"SGLang loads it through ModelOptFp8Config, which refuses {what}")
+    row = _row(table["classes"][cls], version)
+    if not row["nested"]:
+        value = None
+    elif side is not None:
+        value = side.get("kv_cache_quant_algo") or row["fallback"]
+    else:
+        value = _flat(q, row)
+    if not _is_fp8(value):
+        if stated:
+            keeps = f"SGLang {version.text} keeps the model's dtype for --kv-cache-dtype auto"
+            return None, f"{keeps}: {cls} {row['why']}"
+        if isinstance(value, str) and value.upper() in FP4_NAMES:
+            return None, (
+                f"SGLang {version.text} keeps the model's dtype for the checkpoint's NVFP4 KV scheme "
+                "(--kv-cache-dtype auto takes FP8 only)"
+            )
+        return None, None
+    model_type = arch.config_model_type or arch.model_type
+    if model_type not in table["model_types"]:
+        raise _refuse(
+            arch,
+            version,
+            f"SGLang reads it from the model object's quant_config, which its class for {model_type} "
+            "was not read to keep",
+        )
+    where = f"{FILENAME} quantization.kv_cache_quant_algo" if side is not None else "config.json's KV scheme"
+    said = f"--kv-cache-dtype auto: SGLang {version.text} takes the ModelOpt checkpoint's FP8 KV"
+    return FP8_FLAG, f"{said} ({where}): fp8_e4m3"

@@ -52,6 +52,7 @@ for _p in (ROOT / "src", ROOT / "tests", HERE):
 
 import lint_speed  # noqa: E402  (benchmarks/, on sys.path above)
 import scan_speed  # noqa: E402
+import slotdiff  # noqa: E402  (this checkout's: src is first on sys.path above)
 from common import private_hf_home  # noqa: E402
 
 # A few configs for --quick: a dense model, a GQA one, an MoE, a repaired transformers default.
@@ -87,7 +88,8 @@ def machine() -> str:
     load = os.getloadavg()[0] if hasattr(os, "getloadavg") else float("nan")
     return (
         f"{os.cpu_count()} CPUs ({cpu}), Python {platform.python_version()}, "
-        f"{platform.system()} {platform.release()}, load average {load:.2f} at the start"
+        f"{platform.system()} {platform.release()}, load average {load:.2f} at the start; "
+        f"slotdiff from {Path(slotdiff.__file__).parent}"  # which checkout a comparison timed
     )
 
 

@@ -384,6 +384,10 @@ def test_in_memory_config_positions_are_those_of_its_indented_rendering() -> Non
     parsed = from_mapping(config).parsed
     assert parsed.where(("text_config", "hidden_size")) == (line, col) == (4, 5)
     assert parsed.where(("text_config", "layers", 1)) == (7, 7)
+    # 1 and "1" are two keys of a dict but one once written as JSON: a duplicate, as in a file
+    # (the rendering holds the merged key at line 4, column 5)
+    clash = from_mapping({"model_type": "llama", "n": {1: "a", "1": "b"}}).parsed
+    assert clash.duplicates == ((("n", "1"), (4, 5)),)
 
 
 # -------------------------------------------------------------------- auto_map, never run

@@ -60,7 +60,7 @@ def from_mapping(data: Mapping[str, Any], name: str = "<config>") -> RawConfig:
     except (ValueError, RecursionError) as err:  # a circular or absurdly deep structure
         raise SlotdiffError(name, f"cannot be written as JSON: {err}") from err
     try:
-        parsed = Rendered(parse(text, with_positions=False).value)
+        parsed = Rendered(parse(text, with_positions=False).value, text)
     except JSONInputError as err:
         raise SlotdiffError(name, err.message) from err
     return RawConfig(name=name, data=parsed.value, parsed=parsed, origin="memory", location=name)

@@ -245,7 +245,22 @@ def user_gpus(path: str | Path) -> dict[str, GPU]:
         first = errors[0]
         where = "/".join(str(x) for x in first.path) or "top level"
         raise UsageError(f"--gpu-file {p}: {where}: {first.message[:200]} (gpus.schema.json)")
-    return {g["id"]: replace(_from_entry(g), custom=("file",)) for g in data["gpus"]}
+    return {g["id"]: replace(_settled(_from_entry(g)), custom=("file",)) for g in data["gpus"]}
+
+
+def settled_capability(architecture: str | None) -> tuple[int, int] | None:
+    """The compute capability a chip generation settles on its own (``gpus.json``'s
+    ``capability_by_architecture``: every Hopper part is sm90, every Ada part sm89), else None."""
+    known = load_schema_file("gpus.json").get("capability_by_architecture", {})
+    return _capability(known.get(architecture or ""))
+
+
+def _settled(g: GPU) -> GPU:
+    """A user's GPU with no stated compute capability, given its architecture's where that
+    settles it."""
+    if g.compute_capability is not None or g.vendor != "NVIDIA":
+        return g
+    return replace(g, compute_capability=settled_capability(g.architecture))
 
 
 def resolve_gpu(

@@ -34,7 +34,7 @@ from dataclasses import dataclass
 
 from ..constructs import construct, latent
 from ..core.errors import UsageError
-from ..cost.gpus import GPU, gpus
+from ..cost.gpus import GPU, gpus, settled_capability
 from ..cost.layout import Layout
 from ..schema.arch import Architecture, LayerSpec
 from . import vllm_profile
@@ -83,12 +83,15 @@ def parse_version(text: str, use_v1: bool | None = None) -> Version:
 
 def compute_capability(gpu: GPU) -> tuple[int, int] | None:
     """CUDA compute capability: a preset's from ``schemas/gpus.json`` (by its id, also when
-    flags changed its memory or speed); a user's GPU file's as that file states it (None where
-    it does not: its architecture decides what it can); None for ROCm."""
+    flags changed its memory or speed); a user's GPU file's as that file states it; else as
+    the GPU's architecture settles it (``cost.gpus``: Hopper sm90, Ada sm89), else None; None
+    for ROCm."""
     if "file" in gpu.custom:
         return gpu.compute_capability
     preset = gpus().get(gpu.id.rstrip("*"))
-    return preset.compute_capability if preset else None
+    if preset:
+        return preset.compute_capability
+    return settled_capability(gpu.architecture) if gpu.vendor == "NVIDIA" else None
 
 
 def rocm(gpu: GPU) -> bool:
@@ -110,13 +113,20 @@ def vllm_defaults(version: Version, gpu: GPU, max_model_len: int, multimodal: bo
     return 2048, 256, "V1 serve on a smaller GPU or an A100: 2,048 batched tokens, 256 sequences"
 
 
-def vllm_block_size(arch: Architecture, version: Version, gpu: GPU) -> tuple[int, str]:
-    """The default block size vLLM's attention backend picks."""
+def vllm_block_size(arch: Architecture, version: Version, gpu: GPU) -> tuple[int | None, str]:
+    """The default block size vLLM's attention backend picks (None, with why, where it
+    depends on a compute capability the GPU's file does not state)."""
     if not any(latent(s.mixer) for s, _ in arch.layer_runs):  # a latent cache runs on vLLM's MLA backends
         return 16, "16 (CUDA default)"
     cc = compute_capability(gpu)
     if any(s.sparse for s, _ in arch.layer_runs):
         return 64, "64 (sparse MLA)"
+    if cc is None and gpu.architecture == "blackwell" and version >= (0, 11):
+        return None, (
+            f"vLLM {version.text} picks an MLA model's block size by compute capability (sm100: "
+            "CUTLASS MLA, 128-token blocks; other parts: 16), which this GPU's file does not state: "
+            "add compute_capability to the file, or pass --block-size"
+        )
     if cc and cc[0] == 10 and version >= (0, 11):
         return 128, "128 (CUTLASS MLA on Blackwell)"
     if cc == (9, 0) and version >= (0, 7, 3):

@@ -105,9 +105,7 @@ def kernel_block_refusal(
     }
     if flag or len(sizes) < 2:
         return None
-    cc = compute_capability(gpu)
-    if cc is None and gpu.architecture == "hopper":  # a GPU file's Hopper: sm90 whatever its name
-        cc = (9, 0)
+    cc = compute_capability(gpu)  # a GPU file's Hopper is sm90 whatever its name (cost.gpus)
     fp8 = kv_dtype.startswith("float8")
     if cc is None and gpu.architecture == "blackwell" and version >= (0, 29) and arch.get("head_dim") == 256:
         return (

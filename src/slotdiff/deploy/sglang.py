@@ -129,7 +129,8 @@ def dsa_defaults(
             )
         return page, kv_dtype, None
     cc = et.compute_capability(gpu)
-    blackwell = bool(cc and cc[0] >= 10)
+    # Blackwell (sm100 and sm120 alike) by the capability, or by a GPU file's architecture.
+    blackwell = cc[0] >= 10 if cc else gpu.architecture == "blackwell"
     if blackwell and (version < (0, 5, 5) or args.kv_cache_dtype == "auto"):
         kv_dtype = "float8_e4m3fn"
     return 64, kv_dtype, 0.8 if version < (0, 5, 4) else None

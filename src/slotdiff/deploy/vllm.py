@@ -255,6 +255,8 @@ def vllm_fit(arch: Architecture, plan: MemoryPlan, gpu: GPU, args: EngineArgs) -
         kv_flag = resolved or kv_flag
     kv_dtype = kv_dtype_of(arch, kv_flag)
     block_default, block_why = et.vllm_block_size(arch, version, gpu)
+    if block_default is None and not args.block_size:
+        raise SlotdiffError(arch.name, f"not supported: {block_why}")
     notes = [f"vLLM {version.text} {'V1' if version.v1 else 'V0'} accounting", why, *notes]
     if kv_note:
         notes.append(kv_note)

@@ -91,14 +91,17 @@ class Parsed:
 
 @dataclass(frozen=True)
 class Rendered(Parsed):
-    """An in-memory value read back from its compact JSON (``json.dumps``'s C encoder), with
-    the key positions of its indented rendering, written only when a diagnostic first asks:
-    the indenting encoder is pure Python and cost more than the rest of reading a dict."""
+    """An in-memory value read back from its compact JSON (``text``, from ``json.dumps``'s C
+    encoder), with the key positions of its indented rendering, written only when a diagnostic
+    first asks: the indenting encoder is pure Python and cost more than the rest of reading a
+    dict. Keys that collide only once written (``1`` and ``"1"`` in one dict) are found in the
+    compact text, and placed where the key they merged into sits in the rendering."""
 
     @cached_property
     def _found(self) -> tuple[dict[Path, tuple[int, int]], tuple[tuple[Path, tuple[int, int]], ...]]:
-        positions, duplicates = _scan(json.dumps(self.value, indent=2, allow_nan=True))
-        return positions, tuple(duplicates)
+        positions, _ = _scan(json.dumps(self.value, indent=2, allow_nan=True))
+        _, collided = _scan(self.text) if self.text is not None else ({}, [])
+        return positions, tuple((path, positions.get(path, (1, 1))) for path, _ in collided)
 
 
 class _Lines:

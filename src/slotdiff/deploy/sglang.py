@@ -27,7 +27,7 @@ from ..schema.precision import storage_bits
 from . import engine_terms as et
 from .engine_terms import Version
 from .kvpages import KVLayout, Spec
-from .sglang_kv import sglang_auto_kv
+from .sglang_kv import check_modelopt_start, sglang_auto_kv
 from .sglang_recent import check_pool, check_release
 from .sglang_state import StateFlags, check_served, recurrent_layers, state_pool
 from .vllm import EngineArgs, EngineFit, StagePool, Term, kv_dtype_of, model_len
@@ -184,6 +184,7 @@ def sglang_fit(arch: Architecture, plan: MemoryPlan, gpu: GPU, args: EngineArgs)
     page = args.block_size or 1
     forced_frac = None
     check_release(arch, version)
+    check_modelopt_start(arch, version)  # a ModelOpt checkpoint the release does not start on
     kv_flag, kv_note = args.kv_cache_dtype, None
     if kv_flag == "auto":  # a ModelOpt checkpoint's FP8 KV, from 0.5.3 (sglang_kv)
         resolved, kv_note = sglang_auto_kv(arch, version)

@@ -17,6 +17,10 @@ depends on three things SGLang decides by release, each a row of
 An NVFP4 KV scheme keeps the model's dtype (only FP8 is taken). A checkpoint stating an FP8 KV
 that SGLang routes in a way not modelled here (a mixed-precision export, an algorithm its
 ModelOptFp8Config refuses, a class not read) is refused, naming why.
+
+Whatever the KV flag, ``check_modelopt_start`` refuses the ModelOpt checkpoints a release fails
+to start on (``start`` in the table): hf_quant_config.json with quant_algo null through 0.5.4, and
+from 0.5.18 an FP8 variant (quant_algo holding FP8 but not exactly "FP8").
 """
 
 from __future__ import annotations
@@ -83,6 +87,9 @@ def _states_fp8(q: Mapping[str, Any], side: Mapping[str, Any] | None) -> bool:
 
 def _config_class(method: str, algo: str, nested: bool, version: Version) -> str | None:
     """The ModelOpt config class SGLang builds (None: one whose KV rule is not modelled)."""
+    start = _table()["start"]
+    if algo in start["other_methods"] and version >= _release(start["fp8_exact_from"]):
+        return None  # 0.5.18+: MXFP8 goes to the native mxfp8 method
     if method == "modelopt_fp4":
         return "ModelOptFp4Config"
     if method == "modelopt_fp8":
@@ -100,6 +107,51 @@ def _refuse(arch: Architecture, version: Version, why: str) -> SlotdiffError:
         f"not supported: SGLang {version.text} --kv-cache-dtype auto on this ModelOpt checkpoint's FP8 "
         f"KV cache: {why}: pass --kv-cache-dtype",
         key=arch.key("quantization_config"),
+    )
+
+
+def check_modelopt_start(arch: Architecture, version: Version) -> None:
+    """Refuse a ModelOpt checkpoint that SGLang ``version`` does not start on, or loads as no
+    ModelOpt scheme (schemas/engine_families.json ``sglang_modelopt_kv.start``)."""
+    start = _table()["start"]
+    if arch.quant_file is not None and not (arch.quant_file[0] or "").strip():
+        if version < _release(start["null_algo_loads_from"]):
+            raise SlotdiffError(
+                arch.name,
+                f"not supported: SGLang {version.text} fails to start on {FILENAME} with quant_algo null "
+                "(get_quant_config raises 'Invalid quant_config' in 0.5.2-0.5.4, earlier releases not read; "
+                f"loaded unquantized from {start['null_algo_loads_from']}): pass --engine-version "
+                f"{start['null_algo_loads_from']} or later",
+                key=f"{FILENAME}:quantization.quant_algo",
+            )
+        return
+    q = arch.get("quantization_config")
+    if version < _release(start["fp8_exact_from"]) or not isinstance(q, Mapping):
+        return
+    method = str(q.get("quant_method", "")).lower()
+    side = q.get(FILENAME) if isinstance(q.get(FILENAME), Mapping) else None
+    algo = (side or q).get("quant_algo")
+    if method not in ("modelopt", "modelopt_fp8") or not isinstance(algo, str):
+        return
+    if "FP8" not in algo or "FP4" in algo or algo == "FP8" or algo in start["other_methods"]:
+        return
+    if side is not None:
+        why = (
+            f"takes {FILENAME} as ModelOpt FP8 only for quant_algo exactly 'FP8' (from "
+            f"{start['fp8_exact_from']}): with {algo[:32]!r} it ignores the file and loads the FP8 "
+            "checkpoint unquantized, not modelled"
+        )
+        key = f"{FILENAME}:quantization.quant_algo"
+    else:
+        why = (
+            f"fails to start: ModelOptFp8Config takes quant_algo exactly 'FP8' (from "
+            f"{start['fp8_exact_from']}), not {algo[:32]!r}"
+        )
+        key = arch.key("quantization_config") + ".quant_algo"
+    raise SlotdiffError(
+        arch.name,
+        f"not supported: SGLang {version.text} {why}: pass --engine-version 0.5.17 or earlier",
+        key=key,
     )
 
 

@@ -1,4 +1,5 @@
-"""What SGLang's ``--kv-cache-dtype auto`` becomes for a ModelOpt checkpoint (0.5.3-0.5.23).
+"""What SGLang's ``--kv-cache-dtype auto`` becomes for a ModelOpt checkpoint (0.5.3-0.5.23), or
+a plain ``quant_method: fp8`` one stating ``kv_cache_quant_algo`` (0.5.18-0.5.23).
 
 ``configure_kv_cache_dtype`` (``model_runner.py``, from 0.5.16 ``mem_cache/kv_cache_dtype.py``)
 takes fp8_e4m3 when the loaded model's ``quant_config.kv_cache_quant_algo`` is the string FP8
@@ -14,7 +15,9 @@ depends on three things SGLang decides by release, each a row of
   ``kv_cache_quant_method`` in 0.5.3, which auto does not read);
 * whether the model's SGLang class keeps ``quant_config`` at all (the model_types read).
 
-An NVFP4 KV scheme keeps the model's dtype (only FP8 is taken). A checkpoint stating an FP8 KV
+A plain ``quant_method: fp8`` config (Fp8Config) keeps config.json's flat ``kv_cache_quant_algo``
+from 0.5.18 (``fp8_method``), read the same way. An NVFP4 KV scheme keeps the model's dtype
+(only FP8 is taken). A checkpoint stating an FP8 KV
 that SGLang routes in a way not modelled here (a mixed-precision export, an algorithm its
 ModelOptFp8Config refuses, a class not read) is refused, naming why.
 
@@ -101,13 +104,44 @@ def _config_class(method: str, algo: str, nested: bool, version: Version) -> str
     return "ModelOptFp4Config" if "FP4" in algo else "ModelOptFp8Config" if "FP8" in algo else None
 
 
-def _refuse(arch: Architecture, version: Version, why: str) -> SlotdiffError:
+def _refuse(arch: Architecture, version: Version, why: str, kind: str = "ModelOpt") -> SlotdiffError:
     return SlotdiffError(
         arch.name,
-        f"not supported: SGLang {version.text} --kv-cache-dtype auto on this ModelOpt checkpoint's FP8 "
+        f"not supported: SGLang {version.text} --kv-cache-dtype auto on this {kind} checkpoint's FP8 "
         f"KV cache: {why}: pass --kv-cache-dtype",
         key=arch.key("quantization_config"),
     )
+
+
+def _kept(arch: Architecture, version: Version, kind: str) -> None:
+    """Refuse where the model's SGLang class was not read to keep ``quant_config``."""
+    model_type = arch.config_model_type or arch.model_type
+    if model_type not in _table()["model_types"]:
+        raise _refuse(
+            arch,
+            version,
+            f"SGLang reads it from the model object's quant_config, which its class for {model_type} "
+            "was not read to keep",
+            kind,
+        )
+
+
+def _fp8_method_kv(
+    arch: Architecture, q: Mapping[str, Any], version: Version
+) -> tuple[str | None, str | None]:
+    """A plain ``quant_method: fp8`` config: Fp8Config keeps config.json's flat
+    ``kv_cache_quant_algo`` from 0.5.18 (``fp8_method`` in the table), which auto takes when FP8."""
+    rule = _table()["fp8_method"]
+    if not _is_fp8(q.get("kv_cache_quant_algo")):
+        return None, None
+    if version < _release(rule["from"]):
+        return None, (
+            f"SGLang {version.text} keeps the model's dtype for --kv-cache-dtype auto (Fp8Config takes "
+            f"config.json's kv_cache_quant_algo from {rule['from']})"
+        )
+    _kept(arch, version, "fp8")
+    said = f"--kv-cache-dtype auto: SGLang {version.text} takes the fp8 checkpoint's FP8 KV"
+    return FP8_FLAG, f"{said} (config.json's kv_cache_quant_algo, Fp8Config): fp8_e4m3"
 
 
 def check_modelopt_start(arch: Architecture, version: Version) -> None:
@@ -160,7 +194,11 @@ def sglang_auto_kv(arch: Architecture, version: Version) -> tuple[str | None, st
     checkpoint's FP8 KV, else (None, a note where the checkpoint states a KV scheme it does not
     take, or None) for the model's dtype. Refuses what it routes in a way not modelled."""
     q = arch.get("quantization_config")
-    if not isinstance(q, Mapping) or str(q.get("quant_method", "")).lower() not in MODELOPT:
+    if not isinstance(q, Mapping):
+        return None, None
+    if str(q.get("quant_method", "")).lower() in _table()["fp8_method"]["methods"]:
+        return _fp8_method_kv(arch, q, version)
+    if str(q.get("quant_method", "")).lower() not in MODELOPT:
         return None, None
     side = q.get(FILENAME) if isinstance(q.get(FILENAME), Mapping) else None
     stated = _states_fp8(q, side)
@@ -199,14 +237,7 @@ def sglang_auto_kv(arch: Architecture, version: Version) -> tuple[str | None, st
                 "(--kv-cache-dtype auto takes FP8 only)"
             )
         return None, None
-    model_type = arch.config_model_type or arch.model_type
-    if model_type not in table["model_types"]:
-        raise _refuse(
-            arch,
-            version,
-            f"SGLang reads it from the model object's quant_config, which its class for {model_type} "
-            "was not read to keep",
-        )
+    _kept(arch, version, "ModelOpt")
     where = f"{FILENAME} quantization.kv_cache_quant_algo" if side is not None else "config.json's KV scheme"
     said = f"--kv-cache-dtype auto: SGLang {version.text} takes the ModelOpt checkpoint's FP8 KV"
     return FP8_FLAG, f"{said} ({where}): fp8_e4m3"

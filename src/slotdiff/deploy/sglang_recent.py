@@ -23,7 +23,8 @@ KV sharding or the (off by default) post-capture sizing. What changed, and is re
   cache its size depends on the DSA kernels picked at run time; shared-top-k layers (from 0.5.18)
   and k-pools change the index keys (``dsa_layer_skips_topk``, ``index_kpool``);
 * a multimodal model loses ``SGLANG_VLM_CACHE_SIZE_MB`` (and feature-transport pools) from the
-  rest from 0.5.18 (``mm_runtime_reservation_gb``), by SGLang's own multimodal test;
+  rest from 0.5.18 (``mm_runtime_reservation_gb``), by SGLang's own multimodal test (which Gemma 3
+  and Llama 4 fail unless ``--enable-multimodal`` is passed: they are priced as text models);
 * the default mem_fraction_static keeps 0.5.10's CUDA-graph reserve for prefill (piecewise, from
   0.5.14 ``cuda_graph_config.prefill``), on or off by model, backend and features.
 """
@@ -79,6 +80,15 @@ def _swa_pool_off(arch: Architecture, version: Version) -> bool:
     return not (opted and version >= tuple(int(x) for x in plain["opt_in_from"].split(".")))
 
 
+def multimodal_on(arch: Architecture) -> bool:
+    """Whether SGLang serves ``arch`` as multimodal by default (``model_config.is_multimodal``):
+    a vision model, except those whose architecture it turns multimodal off for unless
+    ``--enable-multimodal`` is passed (Gemma 3, Llama 4; schemas/engine_families.json
+    ``sglang_multimodal_off``, every release read from 0.4.9)."""
+    off = load_schema_file("engine_families.json")["sglang_multimodal_off"]["model_types"]
+    return arch.vision is not None and (arch.config_model_type or arch.model_type) not in off
+
+
 def check_pool(arch: Architecture, version: Version, kv_dtype: str, dsa: bool) -> None:
     """Refuse, from 0.5.11, a model whose pool the release sizes in a way not modelled here
     (module docstring); ``kv_dtype`` is the cache dtype after SGLang's DSA adjustments."""
@@ -108,7 +118,7 @@ def check_pool(arch: Architecture, version: Version, kv_dtype: str, dsa: bool) -
             raise _refuse(
                 arch, version, "sizes shared-top-k layers' and k-pooled index keys differently, not modelled"
             )
-    if arch.vision is not None and version >= MULTIMODAL_RESERVE:
+    if version >= MULTIMODAL_RESERVE and multimodal_on(arch):
         raise _refuse(
             arch,
             version,

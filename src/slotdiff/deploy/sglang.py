@@ -27,8 +27,8 @@ from ..schema.precision import storage_bits
 from . import engine_terms as et
 from .engine_terms import Version
 from .kvpages import KVLayout, Spec
-from .sglang_kv import sglang_auto_kv
-from .sglang_recent import check_pool, check_release
+from .sglang_kv import check_modelopt_start, sglang_auto_kv
+from .sglang_recent import check_pool, check_release, multimodal_on
 from .sglang_state import StateFlags, check_served, recurrent_layers, state_pool
 from .vllm import EngineArgs, EngineFit, StagePool, Term, kv_dtype_of, model_len
 
@@ -140,11 +140,12 @@ def default_fraction(
     arch: Architecture, version: Version, gpu: GPU, layout: Layout, chunked: int, graph_bs: int
 ) -> tuple[float, str]:
     """``--mem-fraction-static``'s default: the release's rule (``engine_terms``), then for a
-    model with a vision tower ×0.90 in 0.4.9 and from 0.4.10 ``adjust_mem_fraction_for_vlm``
-    (×0.95 × clamp(1 − 0.1 × (ViT layers × hidden² / (24 × 1024²) − 1), 0.8, 1.05), read
-    from the config's ``vision_config.num_hidden_layers`` and ``hidden_size``, 24 and 1024
-    where absent). 0.5.10 adds a piecewise-CUDA-graph reserve that depends on the model (kept
-    through 0.5.23 as the prefill CUDA graph's): refused."""
+    model SGLang serves as multimodal (a vision tower, but not Gemma 3 or Llama 4, for which it
+    turns multimodal off by default: ``sglang_recent.multimodal_on``) ×0.90 in 0.4.9 and from
+    0.4.10 ``adjust_mem_fraction_for_vlm`` (×0.95 × clamp(1 − 0.1 × (ViT layers × hidden² /
+    (24 × 1024²) − 1), 0.8, 1.05), read from the config's ``vision_config.num_hidden_layers``
+    and ``hidden_size``, 24 and 1024 where absent). 0.5.10 adds a piecewise-CUDA-graph reserve
+    that depends on the model (kept through 0.5.23 as the prefill CUDA graph's): refused."""
     if version.parts[:3] > FRACTION_READ_THROUGH:
         raise SlotdiffError(
             arch.name,
@@ -153,7 +154,7 @@ def default_fraction(
             "pass --mem-fraction-static",
         )
     frac, why = et.sglang_mem_fraction(version, gpu, layout, chunked, graph_bs)
-    if arch.vision is None or version < (0, 4, 9):
+    if not multimodal_on(arch) or version < (0, 4, 9):  # Gemma 3, Llama 4: multimodal off by default
         return frac, why
     if version < (0, 4, 10):
         return frac * 0.9, f"{why}; × 0.90 for a vision model"
@@ -185,6 +186,7 @@ def sglang_fit(arch: Architecture, plan: MemoryPlan, gpu: GPU, args: EngineArgs)
     page = args.block_size or 1
     forced_frac = None
     check_release(arch, version)
+    check_modelopt_start(arch, version)  # a ModelOpt checkpoint the release does not start on
     kv_flag, kv_note = args.kv_cache_dtype, None
     if kv_flag == "auto":  # a ModelOpt checkpoint's FP8 KV, from 0.5.3 (sglang_kv)
         resolved, kv_note = sglang_auto_kv(arch, version)

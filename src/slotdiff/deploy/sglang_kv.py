@@ -1,4 +1,5 @@
-"""What SGLang's ``--kv-cache-dtype auto`` becomes for a ModelOpt checkpoint (0.5.3-0.5.23).
+"""What SGLang's ``--kv-cache-dtype auto`` becomes for a ModelOpt checkpoint (0.5.3-0.5.23), or
+a plain ``quant_method: fp8`` one stating ``kv_cache_quant_algo`` (0.5.18-0.5.23).
 
 ``configure_kv_cache_dtype`` (``model_runner.py``, from 0.5.16 ``mem_cache/kv_cache_dtype.py``)
 takes fp8_e4m3 when the loaded model's ``quant_config.kv_cache_quant_algo`` is the string FP8
@@ -14,9 +15,15 @@ depends on three things SGLang decides by release, each a row of
   ``kv_cache_quant_method`` in 0.5.3, which auto does not read);
 * whether the model's SGLang class keeps ``quant_config`` at all (the model_types read).
 
-An NVFP4 KV scheme keeps the model's dtype (only FP8 is taken). A checkpoint stating an FP8 KV
+A plain ``quant_method: fp8`` config (Fp8Config) keeps config.json's flat ``kv_cache_quant_algo``
+from 0.5.18 (``fp8_method``), read the same way. An NVFP4 KV scheme keeps the model's dtype
+(only FP8 is taken). A checkpoint stating an FP8 KV
 that SGLang routes in a way not modelled here (a mixed-precision export, an algorithm its
 ModelOptFp8Config refuses, a class not read) is refused, naming why.
+
+Whatever the KV flag, ``check_modelopt_start`` refuses the ModelOpt checkpoints a release fails
+to start on (``start`` in the table): hf_quant_config.json with quant_algo null through 0.5.4, and
+from 0.5.18 an FP8 variant (quant_algo holding FP8 but not exactly "FP8").
 """
 
 from __future__ import annotations
@@ -83,6 +90,9 @@ def _states_fp8(q: Mapping[str, Any], side: Mapping[str, Any] | None) -> bool:
 
 def _config_class(method: str, algo: str, nested: bool, version: Version) -> str | None:
     """The ModelOpt config class SGLang builds (None: one whose KV rule is not modelled)."""
+    start = _table()["start"]
+    if algo in start["other_methods"] and version >= _release(start["fp8_exact_from"]):
+        return None  # 0.5.18+: MXFP8 goes to the native mxfp8 method
     if method == "modelopt_fp4":
         return "ModelOptFp4Config"
     if method == "modelopt_fp8":
@@ -94,12 +104,88 @@ def _config_class(method: str, algo: str, nested: bool, version: Version) -> str
     return "ModelOptFp4Config" if "FP4" in algo else "ModelOptFp8Config" if "FP8" in algo else None
 
 
-def _refuse(arch: Architecture, version: Version, why: str) -> SlotdiffError:
+def _refuse(arch: Architecture, version: Version, why: str, kind: str = "ModelOpt") -> SlotdiffError:
     return SlotdiffError(
         arch.name,
-        f"not supported: SGLang {version.text} --kv-cache-dtype auto on this ModelOpt checkpoint's FP8 "
+        f"not supported: SGLang {version.text} --kv-cache-dtype auto on this {kind} checkpoint's FP8 "
         f"KV cache: {why}: pass --kv-cache-dtype",
         key=arch.key("quantization_config"),
+    )
+
+
+def _kept(arch: Architecture, version: Version, kind: str) -> None:
+    """Refuse where the model's SGLang class was not read to keep ``quant_config``."""
+    model_type = arch.config_model_type or arch.model_type
+    if model_type not in _table()["model_types"]:
+        raise _refuse(
+            arch,
+            version,
+            f"SGLang reads it from the model object's quant_config, which its class for {model_type} "
+            "was not read to keep",
+            kind,
+        )
+
+
+def _fp8_method_kv(
+    arch: Architecture, q: Mapping[str, Any], version: Version
+) -> tuple[str | None, str | None]:
+    """A plain ``quant_method: fp8`` config: Fp8Config keeps config.json's flat
+    ``kv_cache_quant_algo`` from 0.5.18 (``fp8_method`` in the table), which auto takes when FP8."""
+    rule = _table()["fp8_method"]
+    if not _is_fp8(q.get("kv_cache_quant_algo")):
+        return None, None
+    if version < _release(rule["from"]):
+        return None, (
+            f"SGLang {version.text} keeps the model's dtype for --kv-cache-dtype auto (Fp8Config takes "
+            f"config.json's kv_cache_quant_algo from {rule['from']})"
+        )
+    _kept(arch, version, "fp8")
+    said = f"--kv-cache-dtype auto: SGLang {version.text} takes the fp8 checkpoint's FP8 KV"
+    return FP8_FLAG, f"{said} (config.json's kv_cache_quant_algo, Fp8Config): fp8_e4m3"
+
+
+def check_modelopt_start(arch: Architecture, version: Version) -> None:
+    """Refuse a ModelOpt checkpoint that SGLang ``version`` does not start on, or loads as no
+    ModelOpt scheme (schemas/engine_families.json ``sglang_modelopt_kv.start``)."""
+    start = _table()["start"]
+    if arch.quant_file is not None and not (arch.quant_file[0] or "").strip():
+        if version < _release(start["null_algo_loads_from"]):
+            raise SlotdiffError(
+                arch.name,
+                f"not supported: SGLang {version.text} fails to start on {FILENAME} with quant_algo null "
+                "(get_quant_config raises 'Invalid quant_config' in 0.5.2-0.5.4, earlier releases not read; "
+                f"loaded unquantized from {start['null_algo_loads_from']}): pass --engine-version "
+                f"{start['null_algo_loads_from']} or later",
+                key=f"{FILENAME}:quantization.quant_algo",
+            )
+        return
+    q = arch.get("quantization_config")
+    if version < _release(start["fp8_exact_from"]) or not isinstance(q, Mapping):
+        return
+    method = str(q.get("quant_method", "")).lower()
+    side = q.get(FILENAME) if isinstance(q.get(FILENAME), Mapping) else None
+    algo = (side or q).get("quant_algo")
+    if method not in ("modelopt", "modelopt_fp8") or not isinstance(algo, str):
+        return
+    if "FP8" not in algo or "FP4" in algo or algo == "FP8" or algo in start["other_methods"]:
+        return
+    if side is not None:
+        why = (
+            f"takes {FILENAME} as ModelOpt FP8 only for quant_algo exactly 'FP8' (from "
+            f"{start['fp8_exact_from']}): with {algo[:32]!r} it ignores the file and loads the FP8 "
+            "checkpoint unquantized, not modelled"
+        )
+        key = f"{FILENAME}:quantization.quant_algo"
+    else:
+        why = (
+            f"fails to start: ModelOptFp8Config takes quant_algo exactly 'FP8' (from "
+            f"{start['fp8_exact_from']}), not {algo[:32]!r}"
+        )
+        key = arch.key("quantization_config") + ".quant_algo"
+    raise SlotdiffError(
+        arch.name,
+        f"not supported: SGLang {version.text} {why}: pass --engine-version 0.5.17 or earlier",
+        key=key,
     )
 
 
@@ -108,7 +194,11 @@ def sglang_auto_kv(arch: Architecture, version: Version) -> tuple[str | None, st
     checkpoint's FP8 KV, else (None, a note where the checkpoint states a KV scheme it does not
     take, or None) for the model's dtype. Refuses what it routes in a way not modelled."""
     q = arch.get("quantization_config")
-    if not isinstance(q, Mapping) or str(q.get("quant_method", "")).lower() not in MODELOPT:
+    if not isinstance(q, Mapping):
+        return None, None
+    if str(q.get("quant_method", "")).lower() in _table()["fp8_method"]["methods"]:
+        return _fp8_method_kv(arch, q, version)
+    if str(q.get("quant_method", "")).lower() not in MODELOPT:
         return None, None
     side = q.get(FILENAME) if isinstance(q.get(FILENAME), Mapping) else None
     stated = _states_fp8(q, side)
@@ -147,14 +237,7 @@ def sglang_auto_kv(arch: Architecture, version: Version) -> tuple[str | None, st
                 "(--kv-cache-dtype auto takes FP8 only)"
             )
         return None, None
-    model_type = arch.config_model_type or arch.model_type
-    if model_type not in table["model_types"]:
-        raise _refuse(
-            arch,
-            version,
-            f"SGLang reads it from the model object's quant_config, which its class for {model_type} "
-            "was not read to keep",
-        )
+    _kept(arch, version, "ModelOpt")
     where = f"{FILENAME} quantization.kv_cache_quant_algo" if side is not None else "config.json's KV scheme"
     said = f"--kv-cache-dtype auto: SGLang {version.text} takes the ModelOpt checkpoint's FP8 KV"
     return FP8_FLAG, f"{said} ({where}): fp8_e4m3"

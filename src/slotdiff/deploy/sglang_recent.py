@@ -16,13 +16,15 @@ KV sharding or the (off by default) post-capture sizing. What changed, and is re
   ``HybridSWAPoolConfigurator`` (full + ratio × SWA cell; 0.5.12 ``DSV4PoolConfigurator``, from
   0.5.14 a chunk-capped variant), or may (``is_hybrid_swa_model``'s list grows by release, and from
   0.5.13 a config may opt in); Gemma 2/3, for which SGLang sets ``disable_hybrid_swa_memory``,
-  keep the default pool with every layer in full and are priced;
+  and Mistral, Mixtral, Phi-3, Olmo 3, Cohere 2, Qwen2 and StarCoder2, whose architectures are in
+  none of the releases' lists, keep the default pool with every layer in full and are priced;
 * an indexer on softmax attention is MiniMax's sparse pool (0.5.15);
 * a DSA model's latent row comes from ``calculate_mla_kv_cache_dim`` from 0.5.17: with an fp8
   cache its size depends on the DSA kernels picked at run time; shared-top-k layers (from 0.5.18)
   and k-pools change the index keys (``dsa_layer_skips_topk``, ``index_kpool``);
 * a multimodal model loses ``SGLANG_VLM_CACHE_SIZE_MB`` (and feature-transport pools) from the
-  rest from 0.5.18 (``mm_runtime_reservation_gb``), by SGLang's own multimodal test;
+  rest from 0.5.18 (``mm_runtime_reservation_gb``), by SGLang's own multimodal test (which Gemma 3
+  and Llama 4 fail unless ``--enable-multimodal`` is passed: they are priced as text models);
 * the default mem_fraction_static keeps 0.5.10's CUDA-graph reserve for prefill (piecewise, from
   0.5.14 ``cuda_graph_config.prefill``), on or off by model, backend and features.
 """
@@ -61,12 +63,30 @@ def check_release(arch: Architecture, version: Version) -> None:
         )
 
 
-def _swa_pool_off(arch: Architecture) -> bool:
-    """Whether SGLang turns its hybrid SWA pool off for this model in every release from 0.5.11
-    (Gemma 2/3: ``disable_hybrid_swa_memory``, schemas/engine_families.json), so that its
-    sliding-window layers take the default pool's cell in full."""
-    off = load_schema_file("engine_families.json")["sglang_swa_pool_disabled"]["model_types"]
-    return (arch.config_model_type or arch.model_type) in off
+def _swa_pool_off(arch: Architecture, version: Version) -> bool:
+    """Whether SGLang keeps this model off its hybrid SWA pool in every release from 0.5.11, so
+    that its sliding-window layers take the default pool's cell in full (schemas/
+    engine_families.json): Gemma 2/3 by ``disable_hybrid_swa_memory``; Mistral, Phi-3, Olmo 3,
+    Cohere 2 and others by being in none of ``is_hybrid_swa_model``'s lists, unless (from 0.5.13)
+    the config opts in with an ``is_hybrid_swa`` key."""
+    families = load_schema_file("engine_families.json")
+    model_type = arch.config_model_type or arch.model_type
+    if model_type in families["sglang_swa_pool_disabled"]["model_types"]:
+        return True
+    plain = families["sglang_swa_default_pool"]
+    if model_type not in plain["model_types"]:
+        return False
+    opted = plain["opt_in_key"] in arch.unknown_keys + arch.unread_keys
+    return not (opted and version >= tuple(int(x) for x in plain["opt_in_from"].split(".")))
+
+
+def multimodal_on(arch: Architecture) -> bool:
+    """Whether SGLang serves ``arch`` as multimodal by default (``model_config.is_multimodal``):
+    a vision model, except those whose architecture it turns multimodal off for unless
+    ``--enable-multimodal`` is passed (Gemma 3, Llama 4; schemas/engine_families.json
+    ``sglang_multimodal_off``, every release read from 0.4.9)."""
+    off = load_schema_file("engine_families.json")["sglang_multimodal_off"]["model_types"]
+    return arch.vision is not None and (arch.config_model_type or arch.model_type) not in off
 
 
 def check_pool(arch: Architecture, version: Version, kv_dtype: str, dsa: bool) -> None:
@@ -75,7 +95,7 @@ def check_pool(arch: Architecture, version: Version, kv_dtype: str, dsa: bool) -
     if version < RECENT_FROM:
         return
     if any(s.chunk or s.compress for s in arch.layers) or (
-        any(s.window for s in arch.layers) and not _swa_pool_off(arch)
+        any(s.window for s in arch.layers) and not _swa_pool_off(arch, version)
     ):
         raise _refuse(  # Llama 4's chunked and DeepSeek-V4's compressed layers are SGLang SWA models
             arch,
@@ -98,7 +118,7 @@ def check_pool(arch: Architecture, version: Version, kv_dtype: str, dsa: bool) -
             raise _refuse(
                 arch, version, "sizes shared-top-k layers' and k-pooled index keys differently, not modelled"
             )
-    if arch.vision is not None and version >= MULTIMODAL_RESERVE:
+    if version >= MULTIMODAL_RESERVE and multimodal_on(arch):
         raise _refuse(
             arch,
             version,

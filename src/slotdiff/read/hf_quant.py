@@ -78,6 +78,10 @@ class SidecarQuant:
 
     config: dict[str, Any] | None
     note: str
+    # ModelOpt's ``quantization`` section as SGLang reads it, (quant_algo, kv_cache_quant_algo),
+    # kept even where it quantizes no weights (quant_algo null): SGLang 0.5.2-0.5.4 fail to start
+    # on that (deploy/sglang_kv); None when the file is not ModelOpt's.
+    section: tuple[str | None, str | None] | None = None
 
 
 class _Reader:
@@ -152,7 +156,7 @@ def read_sidecar(doc: Any, name: str) -> SidecarQuant:
     if algo is None or not algo.strip():
         kv_said = f", KV cache {_plain(kv, 24)}" if kv else ""
         said = f"{FILENAME} ({by}{kv_said}) quantizes no weights"
-        return SidecarQuant(None, f"{said}: weights at the config's dtype")
+        return SidecarQuant(None, f"{said}: weights at the config's dtype", (algo, kv))
     config: dict[str, Any] = {"quant_method": "modelopt", "quant_algo": algo}
     if group is not None:
         config["group_size"] = group
@@ -164,4 +168,6 @@ def read_sidecar(doc: Any, name: str) -> SidecarQuant:
     # reads the KV algorithm from it (``quantization.kv_cache_quant_algo``) by other rules than
     # from config.json's flat form.
     config[FILENAME] = {"quant_algo": algo, "kv_cache_quant_algo": kv}
-    return SidecarQuant(config, f"quantization_config read from {FILENAME} ({by}, {_plain(algo, 40)})")
+    return SidecarQuant(
+        config, f"quantization_config read from {FILENAME} ({by}, {_plain(algo, 40)})", (algo, kv)
+    )

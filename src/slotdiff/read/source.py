@@ -66,6 +66,9 @@ class RawConfig:
     revision: str | None = None
     note: str | None = None  # provenance or fallback explanation, shown to the user
     catalog: CatalogEntry | None = None
+    # hf_quant_config.json's (quant_algo, kv_cache_quant_algo) where ModelOpt's file was read
+    # (read.hf_quant.SidecarQuant.section), its algorithm null included.
+    quant_file: tuple[str | None, str | None] | None = None
 
     # Cached: the schema layer reads both for every field it resolves (``data`` is never
     # modified once read).
@@ -215,6 +218,7 @@ def with_sidecar(raw: RawConfig, body: bytes | None, name: str, failed: str | No
         doc, _ = parse_config(body, name)
         side = read_sidecar(doc, name)
         note = side.note
+        raw = replace(raw, quant_file=side.section)
         if side.config is not None:
             data = {**raw.data, "quantization_config": side.config}
             raw = replace(raw, data=data)

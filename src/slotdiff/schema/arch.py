@@ -173,6 +173,9 @@ class Architecture:
     # Keys the config repeats that its class derives instead, where the config's value differs
     # from the built one (schema/agreement.py): (cited key, given, built, rule).
     disagreements: tuple[tuple[str, Any, Any, str], ...] = ()
+    # ModelOpt's hf_quant_config.json as read beside the config, (quant_algo,
+    # kv_cache_quant_algo), even where it quantizes no weights (an engine may still refuse it).
+    quant_file: tuple[str | None, str | None] | None = None
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "fields", MappingProxyType(dict(self.fields)))

@@ -122,4 +122,5 @@ def build(raw: RawConfig, donor: str | None = None) -> Architecture:
         donor=res.donor,
         disagreements=tuple((d.key, d.given, d.built, d.rule) for d in disagree),
         origin_note=raw.note,
+        quant_file=raw.quant_file,
     )

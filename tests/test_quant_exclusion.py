@@ -129,9 +129,11 @@ def test_an_exclusion_that_names_layers_by_prefix_counts_each() -> None:
 
 
 def test_one_layers_projections_named_in_a_compressed_tensors_list() -> None:
-    # The list names layer 0's MLP only: the other three layers' MLPs stay fp8 (per-channel
-    # scales: one fp32 per output row). fp8 linears: q, k, v, o 4 × (65,536 + 256 × 4) =
-    # 266,240; gate, up 2 × (131,072 + 512 × 4) = 266,240; down 131,072 + 256 × 4 = 132,096.
+    # The list names layer 0's MLP only: the other three layers' MLPs stay fp8. The weights
+    # state no strategy and no group_size, which compressed-tensors 0.20's QuantizationArgs
+    # reads as strategy "tensor": one weight_scale element per tensor, in the dtype the weight
+    # was observed in (bf16, 2 B). fp8 linears: q, k, v, o 4 × (65,536 + 2) = 262,152; gate,
+    # up 2 × (131,072 + 2) = 262,148; down 131,072 + 2 = 131,074.
     fp8 = {
         "quant_method": "compressed-tensors",
         "config_groups": {"group_0": {"weights": {"num_bits": 8, "type": "float"}, "targets": ["Linear"]}},
@@ -142,7 +144,7 @@ def test_one_layers_projections_named_in_a_compressed_tensors_list() -> None:
             "model.layers.0.mlp.down_proj",
         ],
     }
-    attention, mlp = 266_240, 266_240 + 132_096
+    attention, mlp = 262_152, 262_148 + 131_074
     plain_mlp = 3 * 256 * 512 * 2
     expected = TABLE + HEAD + 4 * attention + plain_mlp + 3 * mlp + 4 * NORMS + FINAL
     assert _bytes(_llama(4, fp8)) == expected

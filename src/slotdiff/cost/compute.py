@@ -58,8 +58,9 @@ def _checkpoint(arch: Architecture) -> tuple[str, str]:
         return base, f"unquantized {dtype_label(base)} checkpoint"
     q = arch.get("quantization_config") or {}
     method = str(q.get("quant_method", "")).lower() if isinstance(q, Mapping) else ""
-    if method == "fp8":
-        return fmt.quant_dtype or "float8_e4m3fn", "FP8 W8A8 checkpoint (dynamic activation scales)"
+    if method in ("fp8", "fbgemm_fp8"):  # fbgemm_fp8: activations quantized per token at run time
+        scales = "static" if str(q.get("activation_scheme", "")).lower() == "static" else "dynamic"
+        return fmt.quant_dtype or "float8_e4m3fn", f"FP8 W8A8 checkpoint ({scales} activation scales)"
     if method == "compressed-tensors":
         act = _activations(q)
         if act is not None and fmt.quant_dtype in W8A8:

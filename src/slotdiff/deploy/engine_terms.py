@@ -181,11 +181,19 @@ def activation_per_token(arch: Architecture, layout: Layout, tokens: int) -> flo
 
 
 def activation(
-    arch: Architecture, layout: Layout, tokens: int, seqs: int, version: Version, last_stage: bool
+    arch: Architecture,
+    layout: Layout,
+    tokens: int,
+    seqs: int,
+    version: Version,
+    last_stage: bool,
+    checkpoint_grid: int | None = None,
 ) -> tuple[float, float, float, str]:
     """(peak, forward, sampler, how) of the profiling run, bytes per rank: before 0.17 the
     forward and the fitted sampler term add up; from 0.17 the peak is the larger of the
-    forward and what the sampler holds (``vllm_profile``, read from each release's code)."""
+    forward and what the sampler holds (``vllm_profile``, read from each release's code), with
+    the workspace kept after the forward (``checkpoint_grid``: the mamba block size where the
+    gated DeltaNet layers export prefill checkpoints, ``KVLayout.checkpoint_grid``)."""
     forward = tokens * activation_per_token(arch, layout, tokens)
     vocab = arch.get("vocab") or 0
     read = version.v1 and version >= (0, 17)  # the accounting read from the code (vllm_profile)
@@ -196,8 +204,9 @@ def activation(
     if version.v1 and version >= (0, 9):
         sampler, why, adds = vllm_profile.sampler_peak(arch, version.parts, seqs, tokens)
         if not adds:
-            # the MoE scratch and the stage's hidden-state buffers outlive the forward
-            sampler += vllm_profile.moe_workspace(arch, layout.tp, layout.ep, tokens)
+            # the workspace (MoE scratch, GDN checkpoints) and the stage's hidden-state buffers
+            # outlive the forward
+            sampler += vllm_profile.workspace(arch, layout.tp, layout.ep, tokens, checkpoint_grid)
             if layout.pp > 1:
                 sampler += 2 * tokens * (arch.get("d_model") or 0) * 2
             return max(forward, sampler), forward, sampler, f"larger of forward and sampler ({why})"

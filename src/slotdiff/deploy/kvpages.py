@@ -46,6 +46,9 @@ class KVLayout:
     kinds: tuple[Spec, ...]  # distinct specs
     block_note: str
     padded_layers: int = 0
+    # vLLM's mamba block size where the recurrent layers export prefill checkpoints (align mode:
+    # the attention block, get_mamba_prefill_checkpoint_grid), else None
+    checkpoint_grid: int | None = None
 
     @property
     def page(self) -> int:

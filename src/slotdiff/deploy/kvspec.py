@@ -239,6 +239,7 @@ def kv_layout(
         specs = [
             Spec("mamba", max(attn_page, mpage), pages=next(it)) if x.kind == "mamba" else x for x in specs
         ]
+    ckpt = block if grid else None  # mamba_block_size = block_size in align mode
     if any(x.page_bytes <= 0 for x in specs):  # a page from absent keys: refused, never divided by
         zero = next(x.kind for x in specs if x.page_bytes <= 0)
         raise SlotdiffError(
@@ -254,12 +255,12 @@ def kv_layout(
         members[kinds.index(x)] += 1
     n = len(specs)
     if len(kinds) <= 1:
-        return KVLayout(block, tuple(specs), n, ((0, n),) if n else (), tuple(kinds), note)
+        return KVLayout(block, tuple(specs), n, ((0, n),) if n else (), tuple(kinds), note, 0, ckpt)
     if version >= (0, 11) and all(x.window is None and x.kind != "mamba" for x in kinds):
         # One type (FullAttentionSpec and its MLA subclass) whose layers' pages differ: from 0.11
         # vLLM keeps them in one group (UniformTypeKVCacheSpecs), num_blocks = K // Σ pages
         # (kv_cache_utils.get_kv_cache_config_from_groups).
-        return KVLayout(block, tuple(specs), n, ((0, n),), tuple(kinds), note)
+        return KVLayout(block, tuple(specs), n, ((0, n),), tuple(kinds), note, 0, ckpt)
     if len({x.page_bytes for x in kinds}) > 1:  # vLLM evens them (kvunify), or says why not
         even = unify_pages(arch, kinds, version, tp, block)
         specs = [even[x] for x in specs]
@@ -272,4 +273,4 @@ def kv_layout(
         whole, rest = divmod(n, size)
         groups += [(k, size)] * whole + ([(k, rest)] if rest else [])
         padded += (size - rest) if rest else 0
-    return KVLayout(block, tuple(specs), size, tuple(groups), tuple(kinds), note, padded)
+    return KVLayout(block, tuple(specs), size, tuple(groups), tuple(kinds), note, padded, ckpt)

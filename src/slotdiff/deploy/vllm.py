@@ -286,6 +286,19 @@ def vllm_fit(arch: Architecture, plan: MemoryPlan, gpu: GPU, args: EngineArgs) -
     stages = []
     for s, (w, e, _kv, _st) in enumerate(plan.stages(layout, length)):
         last = s == layout.pp - 1
+        layers = tuple(_stage_layers(arch, layout.pp)[s])
+        kv = kv_layout(
+            arch,
+            layers,
+            layout.tp,
+            kv_dtype,
+            version,
+            args.block_size,
+            block_default,
+            args.hybrid_kv_cache_manager,
+            args.enable_prefix_caching,
+            gpu.architecture,
+        )
         terms = [
             Term("total_gpu_memory", total, "flag" if "memory" in gpu.custom else "device"),
             Term("requested", requested, "config", f"total × gpu_memory_utilization {u:g}"),
@@ -295,7 +308,7 @@ def vllm_fit(arch: Architecture, plan: MemoryPlan, gpu: GPU, args: EngineArgs) -
         terms.append(
             _term("non_torch", et.non_torch(gpu, layout), et.gib(args.non_torch_gib), "CUDA context, NCCL")
         )
-        peak, fwd, sampler, how = et.activation(arch, layout, tokens, seqs, version, last)
+        peak, fwd, sampler, how = et.activation(arch, layout, tokens, seqs, version, last, kv.checkpoint_grid)
         if args.activation_gib is not None:
             terms.append(Term("activation_peak", args.activation_gib * GiB, "flag"))
         else:
@@ -318,19 +331,6 @@ def vllm_fit(arch: Architecture, plan: MemoryPlan, gpu: GPU, args: EngineArgs) -
             avail = requested - sum(t.bytes for t in terms[2:])
             how = "estimate"
         terms.append(Term("available_kv_cache_memory", avail, how))
-        layers = tuple(_stage_layers(arch, layout.pp)[s])
-        kv = kv_layout(
-            arch,
-            layers,
-            layout.tp,
-            kv_dtype,
-            version,
-            args.block_size,
-            block_default,
-            args.hybrid_kv_cache_manager,
-            args.enable_prefix_caching,
-            gpu.architecture,
-        )
         if why := kernel_block_refusal(arch, version, gpu, kv_dtype, args.block_size):
             raise SlotdiffError(arch.name, why)
         stages.append(StagePool(s, len(layers), tuple(terms), avail, kv.num_blocks(avail), kv))

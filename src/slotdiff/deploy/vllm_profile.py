@@ -20,6 +20,9 @@ runner ``vllm/v1/worker/gpu/model_runner.py`` and ``gpu/sample/``):
   processing, so the sampler holds only the logits in the model dtype (2 B) until 0.32; from
   0.33 a second pass with ``SamplingParams.for_sampler_warmup()`` copies them to float32
   (+4 B): 6 B an element.
+
+Kept after the forward, in the workspace manager's one buffer: the fused-MoE scratch and, from
+0.33, a Qwen gated DeltaNet's prefill-checkpoint buffer, the larger of the two (``workspace``).
 """
 
 from __future__ import annotations
@@ -79,6 +82,28 @@ def moe_workspace(arch: Architecture, tp: int, ep: bool, tokens: int) -> float:
     i = fe if ep else fe / tp
     m = tokens
     return (max(m * k * max(i, d), m * d) + m * k * max(2 * i, d)) * 2
+
+
+def gdn_checkpoint_workspace(arch: Architecture, tp: int, tokens: int, grid: int | None) -> float:
+    """The prefill-checkpoint buffer a Qwen gated DeltaNet that exports checkpoints (0.33+,
+    FlashInfer's prefill in align mode: ``grid`` is then the mamba block size) asks the workspace
+    manager for in the profile run (``_warmup_prefill_kernels``, run because the profile's
+    forward has no attention metadata: ``get_simultaneous(_checkpoint_buffer_spec)``):
+    cdiv(M, grid) states of (v heads / TP) × d_v × d_k float32; 0 where none exports."""
+    if not grid:
+        return 0.0
+    nv = (arch.get("linear_n_v_heads") or 0) // tp
+    dv, dk = arch.get("linear_v_head_dim") or 0, arch.get("linear_k_head_dim") or 0
+    return float(-(-tokens // grid) * nv * dv * dk * 4)
+
+
+def workspace(arch: Architecture, tp: int, ep: bool, tokens: int, grid: int | None) -> float:
+    """What the workspace manager keeps after the profile run (``v1/worker/workspace.py``): one
+    buffer that every ``get_simultaneous`` request views from its start, grown to the largest
+    request (``_ensure_workspace_size`` frees the smaller one before allocating, so the torch
+    peak holds one). The fused-MoE scratch and the GDN checkpoint buffer share it: the larger
+    of the two counts, not their sum."""
+    return max(moe_workspace(arch, tp, ep, tokens), gdn_checkpoint_workspace(arch, tp, tokens, grid))
 
 
 def sampler_peak(

@@ -38,6 +38,7 @@ from .state import ScanState
 from .verdict import (
     ACCESS,
     NEW,
+    TRANSIENT,
     VERDICTS,
     Knowledge,
     Record,
@@ -121,6 +122,9 @@ def _prefilter(listed: Listed, prev: dict[str, Any] | None, has_token: bool) -> 
     if not looks_like_repo_id(listed.repo_id):
         return skipped(listed, "not_found", f"{listed.repo_id!r} is not a valid repo id")
     retry = prev and prev.get("verdict") == "skipped" and prev.get("reason") in ACCESS
+    # hf_quant_config.json not read for a transient reason: priced from config.json alone,
+    # so asked again (as a transient config.json failure is, never recorded as seen)
+    retry = retry or (prev and prev.get("quant_reason") in TRANSIENT)
     if prev and listed.sha and prev.get("commit") == listed.sha and not retry:
         return Record(listed, "unchanged", detail="same commit as the last scan", commit=listed.sha)
     if listed.pipeline_tag in NOT_LM_PIPELINES:

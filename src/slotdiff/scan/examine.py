@@ -31,6 +31,7 @@ from .verdict import (
     Record,
     analyze_parsed,
     assess,
+    failure_reason,
     failure_record,
     judge,
     judge_unreadable,
@@ -144,6 +145,7 @@ class Examiner:
             return failure_record(listed, fail)
         facts: dict[str, Any] = {"commit": cfg.commit, "etag": cfg.etag}
         side: tuple[bytes | None, str | None] | None = None
+        side_reason: str | None = None  # why hf_quant_config.json could not be read (a skip code)
         if cfg.origin == "unchanged":
             # config.json is the one the last scan read; the unchanged check must cover the
             # hf_quant_config.json the scan reads beside it as well (a repo that switched
@@ -153,7 +155,7 @@ class Examiner:
                 return Record(listed, "unchanged", detail="config.json unchanged (same etag)", **facts)
             if was is not None and listed_quantized(listed):
                 # read last time, so config.json states no scheme: it is wanted again
-                side = self.quant_file(listed, cfg.commit)
+                side, side_reason = self.quant_file(listed, cfg.commit)
                 if quant_mark(side) == was:
                     detail = f"config.json unchanged (same etag), {QUANT_FILE} too"
                     return Record(listed, "unchanged", detail=detail, quant_file=was, **facts)
@@ -173,10 +175,11 @@ class Examiner:
         facts["config_sha256"] = digest
         wants = wants_quant_file(listed, data)
         if wants and side is None:
-            side = self.quant_file(listed, cfg.commit)
+            side, side_reason = self.quant_file(listed, cfg.commit)
         elif not wants:
-            side = None
+            side, side_reason = None, None
         facts["quant_file"] = mark = quant_mark(side)
+        facts["quant_reason"] = side_reason  # a transient one is asked again at the same commit
         same_side = (prev or {}).get("quant_file") == mark and (mark is not None or not wants)
         if prev and prev.get("config_sha256") == digest and same_side:
             also = f", {QUANT_FILE} too" if wants else ""
@@ -200,9 +203,13 @@ class Examiner:
             via_hf_cache=self.opts.via_hf_cache,
         )
 
-    def quant_file(self, listed: Listed, commit: str | None) -> tuple[bytes | None, str | None]:
-        """(hf_quant_config.json's bytes or None, why it could not be read or None), at the
-        commit config.json came from; a repo without one (404) is the ordinary answer."""
+    def quant_file(
+        self, listed: Listed, commit: str | None
+    ) -> tuple[tuple[bytes | None, str | None], str | None]:
+        """((hf_quant_config.json's bytes or None, why it could not be read or None), the
+        failure's skip code or None), at the commit config.json came from; a repo without one
+        (404) is the ordinary answer. The code goes into the state: a transient one (verdict
+        TRANSIENT) has the next scan ask again even at the same commit."""
         try:
             body = fetch_file(
                 listed.repo_id,
@@ -216,9 +223,10 @@ class Examiner:
             )
         except HubFailure as fail:
             if fail.kind == "no_config":  # the file's 404: the repo has none
-                return None, None
-            return None, f"{QUANT_FILE} could not be read ({fail}): weights priced from config.json alone"
-        return body, None
+                return (None, None), None
+            why = f"{QUANT_FILE} could not be read ({fail}): weights priced from config.json alone"
+            return (None, why), failure_reason(fail)
+        return (body, None), None
 
     def classify(
         self,

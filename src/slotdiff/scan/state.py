@@ -9,7 +9,8 @@ from (:mod:`.records`): a big scan never holds them all in memory. Finished scan
 into the top-level sections:
 
 ``models``        repo id → commit, config etag and sha256, hf_quant_config.json's sha256 (where
-                  the scan read one), fingerprint, verdict, when
+                  the scan read one) or why it could not be read (a transient reason has the
+                  next scan ask again at the same commit), fingerprint, verdict, when
 ``fingerprints``  fingerprint id → first repo, label, model_types, fills, sizes seen
 ``model_types``   model_type → first repo;  ``keys``: unknown config key → first repo
 ``scans``         the last finished scans (id, window, counts)
@@ -246,6 +247,7 @@ class ScanState:
             "etag": rec.etag,
             "config_sha256": rec.config_sha256,
             "quant_file": rec.quant_file,
+            "quant_reason": rec.quant_reason,
             "model_type": rec.model_type,
             "fingerprint": rec.fingerprint,
             "verdict": rec.verdict,

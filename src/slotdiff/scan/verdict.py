@@ -105,6 +105,7 @@ class Record:
     etag: str | None = None
     config_sha256: str | None = None
     quant_file: str | None = None  # hf_quant_config.json as read beside it: examine.quant_mark
+    quant_reason: str | None = None  # why it could not be read (a SKIP_REASONS code)
     model_type: str | None = None  # the text model's (what novelty and the families are about)
     repo_model_type: str | None = None  # config.json's own, where it wraps the text model (a VL repo)
     fingerprint: str | None = None
@@ -368,16 +369,19 @@ def judge_unreadable(listed: Listed, data: bytes, why: str, know: Knowledge, **f
     )
 
 
+def failure_reason(fail: HubFailure) -> str:
+    """A failed fetch's skip reason code (SKIP_REASONS): its kind, finer where it is transient."""
+    if fail.kind == "network":
+        return "timeout" if fail.detail == "timeout" else "network"
+    if fail.kind == "http":
+        return {"rate_limited": "rate_limited", "server": "server_error"}.get(fail.detail, "http")
+    if fail.kind == "revision":
+        return "not_found"
+    if fail.kind == "offline":
+        return "network"
+    return fail.kind
+
+
 def failure_record(listed: Listed, fail: HubFailure) -> Record:
     """The skip record of a failed fetch (its kind mapped to a skip reason)."""
-    if fail.kind == "network":
-        reason = "timeout" if fail.detail == "timeout" else "network"
-    elif fail.kind == "http":
-        reason = {"rate_limited": "rate_limited", "server": "server_error"}.get(fail.detail, "http")
-    elif fail.kind == "revision":
-        reason = "not_found"
-    elif fail.kind == "offline":
-        reason = "network"
-    else:
-        reason = fail.kind
-    return skipped(listed, reason, fail.reason)
+    return skipped(listed, failure_reason(fail), fail.reason)

@@ -63,6 +63,10 @@ class WeightFormat:
     group: int | None = None  # scale group along the input dimension
     scale_bits: int = 0
     zero_bits: int = 0
+    # Neither block nor group: one weight scale per tensor (True) or one per output row
+    # (False: per-channel, and the int formats' row scales).
+    per_tensor: bool = False
+    input_scale_bits: int = 0  # a static activation scale stored once per quantized tensor
     exclude: tuple[str, ...] = ()
     supported: bool = True  # False: a scheme slotdiff does not model; bytes are not given
 
@@ -89,9 +93,9 @@ class WeightFormat:
         elif self.group:
             groups = rows * math.ceil(cols / self.group)
             bits += groups * (self.scale_bits + self.zero_bits)
-        else:  # per-tensor / per-channel scale: one per output row at most
-            bits += rows * (self.scale_bits + self.zero_bits)
-        return math.ceil(bits / 8)
+        else:  # one scale for the whole tensor, or one per output row (per-channel)
+            bits += (1 if self.per_tensor else rows) * (self.scale_bits + self.zero_bits)
+        return math.ceil((bits + self.input_scale_bits) / 8)
 
 
 def _base(arch: Architecture) -> str | None:
@@ -153,11 +157,29 @@ def weight_format(arch: Architecture) -> WeightFormat:
                 scale_bits=32,
                 exclude=exclude,
             )
+        # No weight_block_size (AutoFP8's exports): vLLM's Fp8LinearMethod makes the weight scale
+        # a PerTensorScaleParameter, one fp32 per checkpoint tensor, and a static scheme adds
+        # one fp32 input_scale per tensor (transformers' FP8Linear: a scalar weight_scale_inv).
+        static = str(q.get("activation_scheme", "dynamic")).lower() == "static"
         return WeightFormat(
             "fp8",
-            f"{_label(fmt)} linears, per-tensor scales{keep}",
+            f"{_label(fmt)} linears, per-tensor scales{' (static input scales)' if static else ''}{keep}",
             base,
             fmt,
+            scale_bits=32,
+            per_tensor=True,
+            input_scale_bits=32 if static else 0,
+            exclude=exclude + qr.patterns("ignored_layers"),
+        )
+    if method == "fbgemm_fp8":
+        # transformers' FbgemmFp8Linear and vLLM's FBGEMMFp8LinearMethod: an fp32 weight_scale
+        # of (out_features, 1), one per output row; activations scaled per token at run time
+        # (activation_scale_ub is a config value, not a stored tensor).
+        return WeightFormat(
+            "fp8",
+            f"fp8 E4M3 linears, per-channel scales (FBGEMM){keep}",
+            base,
+            "float8_e4m3fn",
             scale_bits=32,
             exclude=exclude,
         )
@@ -251,16 +273,7 @@ def _compressed_tensors(
             exclude=exclude,
         )
     if kind == "float" and bits == 8:
-        b = qr.block(w, "block_structure", at)
-        return WeightFormat(
-            "fp8-block" if b else "fp8",
-            f"fp8 (compressed-tensors {fmt}){keep}",
-            base,
-            "float8_e4m3fn",
-            block=b,
-            scale_bits=32,
-            exclude=exclude,
-        )
+        return _compressed_fp8(qr, w, at, base, exclude, f"compressed-tensors {fmt}", keep)
     if kind == "int" and bits in (4, 8):
         g = group if group is not None and group > 0 else None
         zero = 0 if w.get("symmetric", True) else bits
@@ -281,6 +294,59 @@ def _compressed_tensors(
         supported=False,
         exclude=exclude,
     )
+
+
+def _compressed_fp8(
+    qr: QuantConfig,
+    w: Mapping[str, Any],
+    at: str,
+    base: str | None,
+    exclude: tuple[str, ...],
+    name: str,
+    keep: str,
+) -> WeightFormat:
+    """compressed-tensors' 8-bit float weights. The strategy is the one its QuantizationArgs
+    infers (0.20: none stated reads as ``tensor`` without a group_size, ``channel`` with -1):
+    ``tensor`` stores a weight_scale of one element, ``channel`` one of (out_features, 1),
+    ``block`` one per tile. The scale is kept in the dtype of the weight it was observed on
+    (initialize_qparams: ``scale_dtype = observed_dtype``) unless ``scale_dtype`` says, and a
+    static input scheme (``input_activations.dynamic`` false) adds a one-element input_scale."""
+    group = qr.int(w, ["group_size"], None, -1, MAX_GROUP, at)
+    strategy = w.get("strategy")
+    if strategy is None:  # a block_structure alone has always been read as block scales here
+        found = qr.block(w, "block_structure", at) is not None
+        strategy = "block" if found else "tensor" if group is None else "channel" if group == -1 else "group"
+    scale = canonical_dtype(str(w.get("scale_dtype"))) if w.get("scale_dtype") else None
+    scale_bits = dtype_bits(scale or base or "bfloat16")
+    act = _activations(qr.q)
+    static = bool(act) and act.get("dynamic") is False
+    inputs = ", static input scales" if static else ""
+    common: dict[str, Any] = {"scale_bits": scale_bits, "input_scale_bits": scale_bits if static else 0}
+    b = qr.block(w, "block_structure", at) if strategy == "block" else None
+    if strategy == "block" and b is not None:
+        label = f"fp8 ({name}, {b[0]}×{b[1]} block scales{inputs}){keep}"
+        return WeightFormat("fp8-block", label, base, "float8_e4m3fn", block=b, exclude=exclude, **common)
+    if strategy in ("tensor", "channel"):
+        label = f"fp8 ({name}, per-{strategy} scales{inputs}){keep}"
+        return WeightFormat(
+            "fp8", label, base, "float8_e4m3fn", per_tensor=strategy == "tensor", exclude=exclude, **common
+        )
+    return WeightFormat(
+        "quantized-compressed-tensors",
+        f"{name} fp8 with strategy {str(strategy)[:40]!r} (not modelled)",
+        base,
+        supported=False,
+        exclude=exclude,
+    )
+
+
+def _activations(q: Mapping[str, Any]) -> Mapping[str, Any] | None:
+    """The first config group's ``input_activations`` (None: weight-only)."""
+    groups = q.get("config_groups")
+    for group in groups.values() if isinstance(groups, Mapping) else ():
+        if isinstance(group, Mapping) and isinstance(group.get("input_activations"), Mapping):
+            return group["input_activations"]
+    return None
 
 
 def _modelopt(qr: QuantConfig, base: str | None, exclude: tuple[str, ...], keep: str) -> WeightFormat:
@@ -307,12 +373,16 @@ def _modelopt(qr: QuantConfig, base: str | None, exclude: tuple[str, ...], keep:
                 exclude=exclude,
             )
     if algo == "FP8":
+        # vLLM's KFp8StaticTensor: a PerTensorScaleParameter weight_scale and input_scale,
+        # one fp32 each per checkpoint tensor (static W8A8).
         return WeightFormat(
             "fp8",
-            f"FP8 E4M3 linears, per-tensor scales (ModelOpt){keep}",
+            f"FP8 E4M3 linears, per-tensor weight and input scales (ModelOpt){keep}",
             base,
             "float8_e4m3fn",
             scale_bits=32,
+            per_tensor=True,
+            input_scale_bits=32,
             exclude=exclude,
         )
     return WeightFormat(

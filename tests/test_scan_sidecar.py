@@ -133,3 +133,32 @@ def test_a_bf16_listing_never_asks_for_the_sidecar_on_an_unchanged_etag(tmp_path
         rec = scan(hub, tmp_path)
         assert (rec.verdict, rec.detail) == ("unchanged", "config.json unchanged (same etag)")
         assert asked(hub) == [("HEAD", "config.json", 200)]
+
+
+def test_a_quantized_config_that_states_its_scheme_needs_only_the_head(tmp_path: Path) -> None:
+    """config.json names its own scheme (DeepSeek's block fp8) and the listing stores quantized
+    dtypes: the sidecar is not wanted, the state says so ("stated"), and a later commit that
+    leaves config.json alone (same etag) costs one HEAD, as an unquantized repo's does."""
+    config = dict(CONFIG)
+    config["quantization_config"] = {
+        "quant_method": "fp8",
+        "fmt": "e4m3",
+        "activation_scheme": "dynamic",
+        "weight_block_size": [128, 128],
+    }
+    stated = json.dumps(config).encode()
+
+    def repo(readme: str) -> Repo:
+        files = {"config.json": stated, "README.md": readme}
+        return Repo(ID, files=files, created_at=NOW, safetensors=PACKED)
+
+    make_families(tmp_path / "families")
+    with HubServer([repo("# tiny\n")]) as hub:
+        rec = scan(hub, tmp_path)
+        assert rec.verdict != "skipped", rec.detail
+        assert (SIDE not in [f for _, f, _ in asked(hub)]) and state_entry(tmp_path)["quant_file"] == "stated"
+        hub.add(repo("# tiny, new card\n"))
+        rec = scan(hub, tmp_path)
+        assert rec.verdict == "unchanged", rec.detail
+        assert asked(hub) == [("HEAD", "config.json", 200)]
+        assert state_entry(tmp_path)["quant_file"] == "stated"

@@ -70,21 +70,25 @@ def test_a_transient_sidecar_failure_is_retried_at_the_same_commit(tmp_path: Pat
         assert asked(hub) == []
 
 
-def test_a_sidecar_read_once_then_failing_is_retried_too(tmp_path: Path) -> None:
-    """A new commit (config.json the same bytes) whose sidecar read fails: priced from config.json
-    alone and remembered to be asked again, not kept as the last figures' "unchanged"."""
+def test_a_sidecar_read_once_then_failing_keeps_the_last_figures(tmp_path: Path) -> None:
+    """A new commit (config.json the same bytes) whose sidecar, read by the last scan, now fails
+    for a passing reason: a transient skip that keeps the last scan's state (its NVFP4 figures),
+    not config.json-alone figures written over them; the next scan reads it and moves on."""
     make_families(tmp_path / "families")
     with HubServer([hub_repo(FIRST)]) as hub:
         assert scan(hub, tmp_path).figures["weight_bytes"] == NVFP4_BYTES  # type: ignore[index]
+        first_commit = hub.repos[ID].sha()
         broken = hub_repo(FIRST, readme="# tiny, new card\n")
         broken.faults = [Fault.server_error(500, **ON_SIDECAR)]
         hub.add(broken)
         rec = scan(hub, tmp_path)
-        assert rec.figures is not None and rec.figures["weight_bytes"] == BF16_BYTES
-        assert state_entry(tmp_path)["quant_reason"] == "server_error"
+        assert (rec.verdict, rec.reason) == ("skipped", "server_error"), rec.detail
+        assert "kept the last scan's figures" in (rec.detail or "")
+        entry = state_entry(tmp_path)
+        assert (entry["commit"], entry["quant_file"]) == (first_commit, hashlib.sha256(FIRST).hexdigest())
         hub.add(hub_repo(FIRST, readme="# tiny, new card\n"))
         rec = scan(hub, tmp_path)
-        assert rec.figures is not None and rec.figures["weight_bytes"] == NVFP4_BYTES
+        assert rec.verdict == "unchanged", rec.detail  # the same config.json and sidecar bytes
         assert state_entry(tmp_path)["quant_reason"] is None
         data = json.loads((tmp_path / "state.json").read_text(encoding="utf-8"))
         assert data["models"][ID]["commit"] == broken.sha()

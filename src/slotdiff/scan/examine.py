@@ -24,6 +24,7 @@ from .listing import Listed
 from .options import ScanOptions
 from .pipelines import quantization_file_dtypes
 from .verdict import (
+    TRANSIENT,
     Analysis,
     Assessment,
     Knowledge,
@@ -92,6 +93,11 @@ def _side_key(side: tuple[bytes | None, str | None]) -> str:
     return hashlib.sha256(body if body is not None else (failed or "").encode()).hexdigest()
 
 
+# The state's quant_file for a quantized listing whose config.json states its own scheme:
+# hf_quant_config.json is not wanted while config.json's bytes stay the same.
+STATED = "stated"
+
+
 def quant_mark(side: tuple[bytes | None, str | None] | None) -> str | None:
     """What the state records of hf_quant_config.json, so that a change to it alone is seen:
     the SHA-256 of its bytes, ``absent`` for the ordinary 404, None when it was not asked for
@@ -151,8 +157,11 @@ class Examiner:
             # hf_quant_config.json the scan reads beside it as well (a repo that switched
             # its scheme there alone).
             was = prev.get("quant_file") if prev else None
-            if was is None and not listed_quantized(listed):
-                return Record(listed, "unchanged", detail="config.json unchanged (same etag)", **facts)
+            if (was is None and not listed_quantized(listed)) or was == STATED:
+                # no file wanted: none stored quantized, or config.json states its own scheme
+                # (the same bytes still do)
+                detail = "config.json unchanged (same etag)"
+                return Record(listed, "unchanged", detail=detail, quant_file=was, **facts)
             if was is not None and listed_quantized(listed):
                 # read last time, so config.json states no scheme: it is wanted again
                 side, side_reason = self.quant_file(listed, cfg.commit)
@@ -178,7 +187,13 @@ class Examiner:
             side, side_reason = self.quant_file(listed, cfg.commit)
         elif not wants:
             side, side_reason = None, None
-        facts["quant_file"] = mark = quant_mark(side)
+        if side_reason in TRANSIENT and prev and prev.get("quant_file") not in (None, STATED):
+            # the file was read last time: keep that scan's figures rather than price this
+            # one without it; a transient skip is asked again by the next scan
+            why = side[1] if side and side[1] else side_reason
+            return skipped(listed, side_reason, f"kept the last scan's figures: {why}", **facts)
+        mark = quant_mark(side) if wants else (STATED if listed_quantized(listed) else None)
+        facts["quant_file"] = mark
         facts["quant_reason"] = side_reason  # a transient one is asked again at the same commit
         same_side = (prev or {}).get("quant_file") == mark and (mark is not None or not wants)
         if prev and prev.get("config_sha256") == digest and same_side:

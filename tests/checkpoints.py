@@ -16,6 +16,7 @@ QUANTIZATION = {
     "awq": {"quant_method": "awq", "bits": 4, "group_size": 128, "zero_point": True, "version": "gemm"},
     "nvfp4": {"quant_method": "modelopt", "quant_algo": "NVFP4", "group_size": 16},
     "bnb4": {"quant_method": "bitsandbytes", "load_in_4bit": True, "bnb_4bit_quant_type": "nf4"},
+    "fbgemm": {"quant_method": "fbgemm_fp8", "activation_scale_ub": 1200.0},
 }
 
 
@@ -122,6 +123,9 @@ def quantize(layout: dict[str, list[int]], kind: str) -> dict[str, tuple[str, li
         elif kind == "fp8":  # DeepSeek-V3: F8_E4M3 weight + F32 scale per 128×128 block
             out[name] = ("F8_E4M3", shape)
             out[stem + ".weight_scale_inv"] = ("F32", [_ceil(shape[0], 128), _ceil(shape[1], 128)])
+        elif kind == "fbgemm":  # transformers' FbgemmFp8Linear: F8_E4M3 weight + F32 scale per row
+            out[name] = ("F8_E4M3", shape)
+            out[stem + ".weight_scale"] = ("F32", [shape[0], 1])
         elif kind == "gptq":  # AutoGPTQ 4-bit, group 128: [in/8, out] int32 words
             rows, cols = shape
             out[stem + ".qweight"] = ("I32", [cols // 8, rows])

@@ -204,7 +204,7 @@ def _quantized(tmp: Path, repo: str, kind: str, quantization: dict | None) -> tu
         ("meta-llama/Llama-3.2-1B", "gptq", False),  # g_idx: in int32 per input row, not priced
         ("meta-llama/Llama-3.2-1B", "awq", True),
         ("meta-llama/Llama-3.2-1B", "fbgemm", True),  # one fp32 scale per output row
-        ("meta-llama/Llama-3.2-1B", "nvfp4", False),  # slotdiff does not price ModelOpt's config
+        ("meta-llama/Llama-3.2-1B", "nvfp4", True),  # weight, per-16 scales, weight_scale_2, input_scale
         ("meta-llama/Llama-3.2-1B", "bnb4", False),  # nor bitsandbytes'
     ],
 )

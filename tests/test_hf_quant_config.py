@@ -83,8 +83,10 @@ SIDECAR: dict[str, Any] = {
 #   221,184 B in all; an expert (and the one shared expert, width 128 × 1): gate and up
 #   128 × 256, down 256 × 128: each 16,384 + 2,048 = 18,432 B, 55,296 B an expert; an MoE layer
 #   (layers 1, 2): 2,048 + 4 × 55,296 + 55,296 = 278,528 B.
-# Total: 524,288 + 524,288 + 512 + 3 × (1,024 + 164,032) + 221,184 + 2 × 278,528 = 2,322,496 B.
-NVFP4_BYTES = 2_322_496
+# And per NVFP4 tensor two fp32 scalars (weight_scale_2, input_scale: 8 B): layer 0's dense MLP
+#   3 tensors, each MoE layer (4 + 1) × 3 = 15: 33 tensors, 264 B.
+# Total: 524,288 + 524,288 + 512 + 3 × (1,024 + 164,032) + 221,184 + 2 × 278,528 + 264 = 2,322,760 B.
+NVFP4_BYTES = 2_322_760
 # Without the file, every one of the 2,150,432 parameters in bf16: 524,288 + 256 + 3 × (512 +
 # 82,016) + 3 × 131,072 + 2 × (1,024 + 5 × 98,304) = 2,150,432 parameters = 4,300,864 B.
 BF16_BYTES = 4_300_864

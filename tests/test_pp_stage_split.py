@@ -53,21 +53,23 @@ def test_an_exclusion_list_that_names_one_layer(tmp_path: Path) -> None:
     tests/test_hf_quant_config.py's DeepSeek-V3 at small sizes (3 layers: layer 0 dense, 1 and 2
     MoE). Its figures, by hand there: table and head 524,288 B each (bf16), final norm 512 B;
     per layer two norms 1,024 B; MLA in bf16 164,032 B; the dense MLP in NVFP4 221,184 B; an MoE
-    layer's router 2,048 B, shared expert 55,296 B, four routed experts 4 × 55,296 = 221,184 B.
-    MLA in NVFP4 (layers 1, 2): its linears' 81,920 parameters at 9/16 B = 46,080 B, and its two
-    norms' 96 parameters in bf16 192 B: 46,272 B.
+    layer's router 2,048 B, shared expert 55,296 B, four routed experts 4 × 55,296 = 221,184 B;
+    and 8 B of fp32 scalars per NVFP4 tensor (weight_scale_2, input_scale): the dense MLP
+    221,208 B, the shared expert 55,320 B, the routed experts 221,280 B.
+    MLA in NVFP4 (layers 1, 2): its linears' 81,920 parameters at 9/16 B = 46,080 B, 5 × 8 B of
+    scalars, and its two norms' 96 parameters in bf16 192 B: 46,312 B.
 
-    Stage 0 (embedding, layers 0 and 1): 524,288 + (1,024 + 164,032 + 221,184) + (1,024 +
-    46,272 + 2,048 + 55,296) = 524,288 + 386,240 + 104,640 = 1,015,168 B, routed 221,184 B.
-    Stage 1 (layer 2, final norm, head): 104,640 + 512 + 524,288 = 629,440 B, routed 221,184 B.
-    (They add up to the model: 2,322,496 − 2 × (164,032 − 46,272) = 2,086,976 B.)
+    Stage 0 (embedding, layers 0 and 1): 524,288 + (1,024 + 164,032 + 221,208) + (1,024 +
+    46,312 + 2,048 + 55,320) = 524,288 + 386,264 + 104,704 = 1,015,256 B, routed 221,280 B.
+    Stage 1 (layer 2, final norm, head): 104,704 + 512 + 524,288 = 629,504 B, routed 221,280 B.
+    (They add up to the model: 2,322,760 − 2 × (164,032 − 46,312) = 2,087,320 B.)
     An even spread of the layers gave 921,301 and 723,307 B, with 294,912 and 147,456 B routed.
     """
     side = copy.deepcopy(SIDECAR)
     side["quantization"]["exclude_modules"] = ["lm_head", "model.layers.0.self_attn*"]
     got = stages(tmp_path, CONFIG, side, 2)
-    assert [(w, e) for w, e, _, _ in got] == [(1_015_168, 221_184), (629_440, 221_184)]
-    assert sum(w + e for w, e, _, _ in got) == 2_086_976
+    assert [(w, e) for w, e, _, _ in got] == [(1_015_256, 221_280), (629_504, 221_280)]
+    assert sum(w + e for w, e, _, _ in got) == 2_087_320
 
 
 def test_mlp_only_layers_were_already_exact(tmp_path: Path) -> None:

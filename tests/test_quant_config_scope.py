@@ -16,7 +16,9 @@ FFN 512, 2 layers, vocabulary 1,024; bf16), so the decoder's linears are worked 
   786,432 over the 2 layers.
 * bf16: attention 524,288 × 2 = 1,048,576 B, FFN 786,432 × 2 = 1,572,864 B.
 * NVFP4 (E2M1, half a byte a weight, plus a one-byte FP8 scale per 16 weights: 9/16 B a
-  weight): attention 524,288 × 9 / 16 = 294,912 B, FFN 786,432 × 9 / 16 = 442,368 B.
+  weight): attention 524,288 × 9 / 16 = 294,912 B, FFN 786,432 × 9 / 16 = 442,368 B; and per
+  quantized tensor two fp32 scalars (weight_scale_2, input_scale: 8 B): attention 4 × 2 tensors
+  + 64 B = 294,976 B, FFN 3 × 2 tensors + 48 B = 442,416 B.
 """
 
 from __future__ import annotations
@@ -63,7 +65,7 @@ SIDECAR = {
 }
 ABSENT = object()
 BF16 = (1_048_576, 1_572_864)  # (attention, FFN) bytes, by hand above
-NVFP4 = (294_912, 442_368)
+NVFP4 = (294_976, 442_416)
 
 
 def llava(top: Any = ABSENT, text: Any = ABSENT) -> dict[str, Any]:

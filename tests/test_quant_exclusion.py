@@ -107,9 +107,10 @@ NVFP4 = {
 # two norms 1,024 B; an unquantized layer's linears (4 × 256 × 256 + 3 × 256 × 512) × 2 =
 # 1,310,720 B; an NVFP4 layer's: each weight 4 bits plus an FP8 scale per 16 inputs —
 # q, k, v, o 4 × (32,768 + 256 × 16) = 147,456, gate and up 2 × (65,536 + 512 × 16) = 147,456,
-# down 65,536 + 256 × 32 = 73,728 — 368,640 B; the final norm 512 B.
+# down 65,536 + 256 × 32 = 73,728 — 368,640 B, and per quantized tensor two fp32 scalars
+# (weight_scale_2, input_scale: 8 B) — 7 × 8 = 56 B: 368,696 B; the final norm 512 B.
 TABLE = HEAD = 524_288
-PLAIN_LAYER, NVFP4_LAYER, NORMS, FINAL = 1_310_720, 368_640, 1_024, 512
+PLAIN_LAYER, NVFP4_LAYER, NORMS, FINAL = 1_310_720, 368_696, 1_024, 512
 
 
 def _bytes(config: dict[str, object]) -> int:

@@ -31,12 +31,13 @@ FIRST = json.dumps(SIDECAR).encode()
 # The same scheme with the attention linears quantized too (only lm_head left in bf16).
 ALL_ATTENTION = {**SIDECAR, "quantization": {**SIDECAR["quantization"], "exclude_modules": ["lm_head"]}}
 SECOND = json.dumps(ALL_ATTENTION).encode()
-# By hand, from test_hf_quant_config's NVFP4_BYTES = 2,322,496 B (attention in bf16): a layer's
+# By hand, from test_hf_quant_config's NVFP4_BYTES = 2,322,760 B (attention in bf16): a layer's
 # MLA linears hold q_a 64 × 256 = 16,384, q_b 4·(32+16) × 64 = 12,288, kv_a (32+16) × 256 =
 # 12,288, kv_b 4·(32+32) × 32 = 8,192, o 256 × 4·32 = 32,768: 81,920 parameters, in bf16
-# 163,840 B; in NVFP4 81,920 / 2 + 81,920 / 16 = 40,960 + 5,120 = 46,080 B (its norms, 96
-# parameters, stay bf16 either way). Three layers: 2,322,496 − 3 × (163,840 − 46,080) = 1,969,216 B.
-ALL_ATTENTION_BYTES = 1_969_216
+# 163,840 B; in NVFP4 81,920 / 2 + 81,920 / 16 = 40,960 + 5,120 = 46,080 B, plus 8 B of fp32
+# scalars for each of its 5 tensors: 46,120 B (its norms, 96 parameters, stay bf16 either way).
+# Three layers: 2,322,760 − 3 × (163,840 − 46,120) = 1,969,600 B.
+ALL_ATTENTION_BYTES = 1_969_600
 
 
 def hub_repo(sidecar: bytes | None, readme: str = "# tiny\n") -> Repo:

@@ -6,7 +6,7 @@ so a later scan at the same commit does not skip it as "same commit as the last 
 Against the fake Hub on 127.0.0.1 (tests/hubserver.py): the same repo (same files, so the same
 commit sha) scanned with a fault on the sidecar, then without. The model and its by-hand weight
 bytes are tests/test_hf_quant_config.py's: BF16_BYTES = 4,300,864 B from config.json alone,
-NVFP4_BYTES = 2,322,496 B with NVIDIA's NVFP4 split from the sidecar.
+NVFP4_BYTES = 2,322,760 B with NVIDIA's NVFP4 split from the sidecar.
 """
 
 from __future__ import annotations

@@ -66,7 +66,9 @@ class WeightFormat:
     # Neither block nor group: one weight scale per tensor (True) or one per output row
     # (False: per-channel, and the int formats' row scales).
     per_tensor: bool = False
-    input_scale_bits: int = 0  # a static activation scale stored once per quantized tensor
+    # fp32 scalars stored once per quantized tensor: a static activation (input) scale, and
+    # NVFP4's second-level weight scale (ModelOpt's weight_scale_2)
+    input_scale_bits: int = 0
     exclude: tuple[str, ...] = ()
     supported: bool = True  # False: a scheme slotdiff does not model; bytes are not given
 
@@ -363,13 +365,16 @@ def _modelopt(qr: QuantConfig, base: str | None, exclude: tuple[str, ...], keep:
                 if isinstance(w, Mapping):
                     group = qr.int(w, ["group_size"], group, 1, MAX_GROUP, f"config_groups.{name}.weights.")
         if group == 16:
+            # Per quantized tensor also two fp32 scalars: weight_scale_2 (the second-level
+            # weight scale) and input_scale (vLLM's ModelOptNvFp4LinearMethod creates both).
             return WeightFormat(
                 "nvfp4",
-                f"NVFP4 (ModelOpt: E2M1, an FP8 scale per 16){keep}",
+                f"NVFP4 (ModelOpt: E2M1, an FP8 scale per 16, fp32 tensor and input scales){keep}",
                 base,
                 "nvfp4",
                 group=16,
                 scale_bits=8,
+                input_scale_bits=64,
                 exclude=exclude,
             )
     if algo == "FP8":

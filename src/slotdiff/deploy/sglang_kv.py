@@ -1,5 +1,6 @@
-"""What SGLang's ``--kv-cache-dtype auto`` becomes for a ModelOpt checkpoint (0.5.3-0.5.23), or
-a plain ``quant_method: fp8`` one stating ``kv_cache_quant_algo`` (0.5.18-0.5.23).
+"""What SGLang's ``--kv-cache-dtype auto`` becomes for a ModelOpt checkpoint (0.5.3-0.5.23), a
+plain ``quant_method: fp8`` one stating ``kv_cache_quant_algo`` (0.5.18-0.5.23), or a
+compressed-tensors one with a static symmetric per-tensor FP8 ``kv_cache_scheme`` (0.5.19-0.5.23).
 
 ``configure_kv_cache_dtype`` (``model_runner.py``, from 0.5.16 ``mem_cache/kv_cache_dtype.py``)
 takes fp8_e4m3 when the loaded model's ``quant_config.kv_cache_quant_algo`` is the string FP8
@@ -16,7 +17,9 @@ depends on three things SGLang decides by release, each a row of
 * whether the model's SGLang class keeps ``quant_config`` at all (the model_types read).
 
 A plain ``quant_method: fp8`` config (Fp8Config) keeps config.json's flat ``kv_cache_quant_algo``
-from 0.5.18 (``fp8_method``), read the same way. An NVFP4 KV scheme keeps the model's dtype
+from 0.5.18 (``fp8_method``), read the same way; CompressedTensorsConfig derives it from
+config.json's ``kv_cache_scheme`` from 0.5.19 (``compressed_tensors``: "FP8" where
+``is_supported_scheme`` holds, else None). An NVFP4 KV scheme keeps the model's dtype
 (only FP8 is taken). A checkpoint stating an FP8 KV
 that SGLang routes in a way not modelled here (a mixed-precision export, an algorithm its
 ModelOptFp8Config refuses, a class not read) is refused, naming why.
@@ -144,9 +147,68 @@ def _fp8_method_kv(
     return FP8_FLAG, f"{said} (config.json's kv_cache_quant_algo, Fp8Config): fp8_e4m3"
 
 
+def _ct_takes(scheme: Mapping[str, Any], rule: Mapping[str, Any]) -> bool:
+    """``CompressedTensorsKVCacheMethod.is_supported_scheme`` by the table's terms, in Python's
+    ``==`` and truth as SGLang evaluates them (a static, symmetric, per-tensor 8-bit float)."""
+    return (
+        all(scheme.get(k) == v for k, v in rule["equal"].items())
+        and all(scheme.get(k, d) for k, d in rule["truthy"].items())
+        and not any(scheme.get(k, d) for k, d in rule["falsy"].items())
+    )
+
+
+def _ct_kv(arch: Architecture, q: Mapping[str, Any], version: Version) -> tuple[str | None, str | None]:
+    """A ``quant_method: compressed-tensors`` config: from 0.5.19 CompressedTensorsConfig's
+    ``kv_cache_quant_algo`` property is "FP8" for a kv_cache_scheme SGLang loads scales for
+    (``compressed_tensors`` in the table), which auto takes; any other keeps the model's dtype."""
+    rule = _table()["compressed_tensors"]
+    scheme = q.get("kv_cache_scheme")
+    if not isinstance(scheme, Mapping):
+        return None, None  # null: no attribute value; another type is refused by check_modelopt_start
+    stated = scheme.get("type") == "float" and scheme.get("num_bits") == 8
+    takes = _ct_takes(scheme, rule)
+    if version < _release(rule["from"]):
+        return None, (
+            f"SGLang {version.text} keeps the model's dtype for --kv-cache-dtype auto "
+            "(CompressedTensorsConfig takes a static symmetric per-tensor FP8 kv_cache_scheme from "
+            f"{rule['from']})"
+            if takes
+            else None
+        )
+    if not takes:
+        return None, (
+            f"SGLang {version.text} keeps the model's dtype for --kv-cache-dtype auto: it takes only a "
+            "static symmetric per-tensor FP8 kv_cache_scheme (CompressedTensorsKVCacheMethod), not this one"
+            if stated
+            else None
+        )
+    _kept(arch, version, "compressed-tensors")
+    said = f"--kv-cache-dtype auto: SGLang {version.text} takes the compressed-tensors checkpoint's FP8 KV"
+    return FP8_FLAG, f"{said} (config.json's kv_cache_scheme, CompressedTensorsConfig): fp8_e4m3"
+
+
+def _check_ct_start(arch: Architecture, version: Version) -> None:
+    """From 0.5.19 CompressedTensorsConfig reads a kv_cache_scheme that is not null with ``.get``
+    for every attention layer, so one that is not a mapping fails to load."""
+    q = arch.get("quantization_config")
+    rule = _table()["compressed_tensors"]
+    if not isinstance(q, Mapping) or str(q.get("quant_method", "")).lower() not in rule["methods"]:
+        return
+    scheme = q.get("kv_cache_scheme")
+    if scheme is not None and not isinstance(scheme, Mapping) and version >= _release(rule["from"]):
+        raise SlotdiffError(
+            arch.name,
+            f"not supported: SGLang {version.text} fails to load a compressed-tensors kv_cache_scheme "
+            f"that is not a mapping (is_supported_scheme reads it with .get; here {type(scheme).__name__})",
+            key=arch.key("quantization_config") + ".kv_cache_scheme",
+        )
+
+
 def check_modelopt_start(arch: Architecture, version: Version) -> None:
     """Refuse a ModelOpt checkpoint that SGLang ``version`` does not start on, or loads as no
-    ModelOpt scheme (schemas/engine_families.json ``sglang_modelopt_kv.start``)."""
+    ModelOpt scheme (schemas/engine_families.json ``sglang_modelopt_kv.start``), and a
+    compressed-tensors one whose kv_cache_scheme it cannot read."""
+    _check_ct_start(arch, version)
     start = _table()["start"]
     if arch.quant_file is not None and not (arch.quant_file[0] or "").strip():
         if version < _release(start["null_algo_loads_from"]):
@@ -198,6 +260,8 @@ def sglang_auto_kv(arch: Architecture, version: Version) -> tuple[str | None, st
         return None, None
     if str(q.get("quant_method", "")).lower() in _table()["fp8_method"]["methods"]:
         return _fp8_method_kv(arch, q, version)
+    if str(q.get("quant_method", "")).lower() in _table()["compressed_tensors"]["methods"]:
+        return _ct_kv(arch, q, version)
     if str(q.get("quant_method", "")).lower() not in MODELOPT:
         return None, None
     side = q.get(FILENAME) if isinstance(q.get(FILENAME), Mapping) else None

@@ -189,7 +189,7 @@ def sglang_fit(arch: Architecture, plan: MemoryPlan, gpu: GPU, args: EngineArgs)
     check_modelopt_start(arch, version)  # a ModelOpt checkpoint the release does not start on
     kv_flag, kv_note = args.kv_cache_dtype, None
     if kv_flag == "auto":  # a ModelOpt checkpoint's FP8 KV, from 0.5.3 (sglang_kv)
-        resolved, kv_note = sglang_auto_kv(arch, version)
+        resolved, kv_note = sglang_auto_kv(arch, version, et.rocm(gpu))
         kv_flag = resolved or kv_flag
     kv_dtype = kv_dtype_of(arch, kv_flag)
     if dsa(arch):

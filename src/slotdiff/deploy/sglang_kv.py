@@ -1,5 +1,6 @@
-"""What SGLang's ``--kv-cache-dtype auto`` becomes for a ModelOpt checkpoint (0.5.3-0.5.23), or
-a plain ``quant_method: fp8`` one stating ``kv_cache_quant_algo`` (0.5.18-0.5.23).
+"""What SGLang's ``--kv-cache-dtype auto`` becomes for a ModelOpt checkpoint (0.5.3-0.5.23), a
+plain ``quant_method: fp8`` one stating ``kv_cache_quant_algo`` (0.5.18-0.5.23), or a
+compressed-tensors one with a static symmetric per-tensor FP8 ``kv_cache_scheme`` (0.5.19-0.5.23).
 
 ``configure_kv_cache_dtype`` (``model_runner.py``, from 0.5.16 ``mem_cache/kv_cache_dtype.py``)
 takes fp8_e4m3 when the loaded model's ``quant_config.kv_cache_quant_algo`` is the string FP8
@@ -16,10 +17,14 @@ depends on three things SGLang decides by release, each a row of
 * whether the model's SGLang class keeps ``quant_config`` at all (the model_types read).
 
 A plain ``quant_method: fp8`` config (Fp8Config) keeps config.json's flat ``kv_cache_quant_algo``
-from 0.5.18 (``fp8_method``), read the same way. An NVFP4 KV scheme keeps the model's dtype
-(only FP8 is taken). A checkpoint stating an FP8 KV
-that SGLang routes in a way not modelled here (a mixed-precision export, an algorithm its
-ModelOptFp8Config refuses, a class not read) is refused, naming why.
+from 0.5.18 (``fp8_method``), read the same way; CompressedTensorsConfig derives it from
+config.json's ``kv_cache_scheme`` from 0.5.19 (``compressed_tensors``: "FP8" where
+``is_supported_scheme`` holds, else None); ``mxfp8`` is Fp8Config too. On ROCm petit.py's
+PetitNvFp4Config may claim a ModelOpt checkpoint (``rocm_petit``) and 0.5.23's
+MiniMaxM3Nvfp4Config always takes FP8 (``fixed_kv_methods``): refused under auto. An NVFP4 KV
+scheme keeps the model's dtype (only FP8 is taken). A checkpoint stating an FP8 KV that SGLang
+routes in a way not modelled here (a mixed-precision export, an algorithm its ModelOptFp8Config
+refuses, a class not read) is refused, naming why.
 
 Whatever the KV flag, ``check_modelopt_start`` refuses the ModelOpt checkpoints a release fails
 to start on (``start`` in the table): hf_quant_config.json with quant_algo null through 0.5.4, and
@@ -129,7 +134,7 @@ def _kept(arch: Architecture, version: Version, kind: str) -> None:
 def _fp8_method_kv(
     arch: Architecture, q: Mapping[str, Any], version: Version
 ) -> tuple[str | None, str | None]:
-    """A plain ``quant_method: fp8`` config: Fp8Config keeps config.json's flat
+    """A plain ``quant_method: fp8`` (or ``mxfp8``) config: Fp8Config keeps config.json's flat
     ``kv_cache_quant_algo`` from 0.5.18 (``fp8_method`` in the table), which auto takes when FP8."""
     rule = _table()["fp8_method"]
     if not _is_fp8(q.get("kv_cache_quant_algo")):
@@ -139,14 +144,74 @@ def _fp8_method_kv(
             f"SGLang {version.text} keeps the model's dtype for --kv-cache-dtype auto (Fp8Config takes "
             f"config.json's kv_cache_quant_algo from {rule['from']})"
         )
-    _kept(arch, version, "fp8")
-    said = f"--kv-cache-dtype auto: SGLang {version.text} takes the fp8 checkpoint's FP8 KV"
+    method = str(q.get("quant_method", "")).lower()
+    _kept(arch, version, method)
+    said = f"--kv-cache-dtype auto: SGLang {version.text} takes the {method} checkpoint's FP8 KV"
     return FP8_FLAG, f"{said} (config.json's kv_cache_quant_algo, Fp8Config): fp8_e4m3"
+
+
+def _ct_takes(scheme: Mapping[str, Any], rule: Mapping[str, Any]) -> bool:
+    """``CompressedTensorsKVCacheMethod.is_supported_scheme`` by the table's terms, in Python's
+    ``==`` and truth as SGLang evaluates them (a static, symmetric, per-tensor 8-bit float)."""
+    return (
+        all(scheme.get(k) == v for k, v in rule["equal"].items())
+        and all(scheme.get(k, d) for k, d in rule["truthy"].items())
+        and not any(scheme.get(k, d) for k, d in rule["falsy"].items())
+    )
+
+
+def _ct_kv(arch: Architecture, q: Mapping[str, Any], version: Version) -> tuple[str | None, str | None]:
+    """A ``quant_method: compressed-tensors`` config: from 0.5.19 CompressedTensorsConfig's
+    ``kv_cache_quant_algo`` property is "FP8" for a kv_cache_scheme SGLang loads scales for
+    (``compressed_tensors`` in the table), which auto takes; any other keeps the model's dtype."""
+    rule = _table()["compressed_tensors"]
+    scheme = q.get("kv_cache_scheme")
+    if not isinstance(scheme, Mapping):
+        return None, None  # null: no attribute value; another type is refused by check_modelopt_start
+    stated = scheme.get("type") == "float" and scheme.get("num_bits") == 8
+    takes = _ct_takes(scheme, rule)
+    if version < _release(rule["from"]):
+        return None, (
+            f"SGLang {version.text} keeps the model's dtype for --kv-cache-dtype auto "
+            "(CompressedTensorsConfig takes a static symmetric per-tensor FP8 kv_cache_scheme from "
+            f"{rule['from']})"
+            if takes
+            else None
+        )
+    if not takes:
+        return None, (
+            f"SGLang {version.text} keeps the model's dtype for --kv-cache-dtype auto: it takes only a "
+            "static symmetric per-tensor FP8 kv_cache_scheme (CompressedTensorsKVCacheMethod), not this one"
+            if stated
+            else None
+        )
+    _kept(arch, version, "compressed-tensors")
+    said = f"--kv-cache-dtype auto: SGLang {version.text} takes the compressed-tensors checkpoint's FP8 KV"
+    return FP8_FLAG, f"{said} (config.json's kv_cache_scheme, CompressedTensorsConfig): fp8_e4m3"
+
+
+def _check_ct_start(arch: Architecture, version: Version) -> None:
+    """From 0.5.19 CompressedTensorsConfig reads a kv_cache_scheme that is not null with ``.get``
+    for every attention layer, so one that is not a mapping fails to load."""
+    q = arch.get("quantization_config")
+    rule = _table()["compressed_tensors"]
+    if not isinstance(q, Mapping) or str(q.get("quant_method", "")).lower() not in rule["methods"]:
+        return
+    scheme = q.get("kv_cache_scheme")
+    if scheme is not None and not isinstance(scheme, Mapping) and version >= _release(rule["from"]):
+        raise SlotdiffError(
+            arch.name,
+            f"not supported: SGLang {version.text} fails to load a compressed-tensors kv_cache_scheme "
+            f"that is not a mapping (is_supported_scheme reads it with .get; here {type(scheme).__name__})",
+            key=arch.key("quantization_config") + ".kv_cache_scheme",
+        )
 
 
 def check_modelopt_start(arch: Architecture, version: Version) -> None:
     """Refuse a ModelOpt checkpoint that SGLang ``version`` does not start on, or loads as no
-    ModelOpt scheme (schemas/engine_families.json ``sglang_modelopt_kv.start``)."""
+    ModelOpt scheme (schemas/engine_families.json ``sglang_modelopt_kv.start``), and a
+    compressed-tensors one whose kv_cache_scheme it cannot read."""
+    _check_ct_start(arch, version)
     start = _table()["start"]
     if arch.quant_file is not None and not (arch.quant_file[0] or "").strip():
         if version < _release(start["null_algo_loads_from"]):
@@ -189,15 +254,33 @@ def check_modelopt_start(arch: Architecture, version: Version) -> None:
     )
 
 
-def sglang_auto_kv(arch: Architecture, version: Version) -> tuple[str | None, str | None]:
+def _fixed_kv(arch: Architecture, method: str, version: Version) -> None:
+    """Refuse a quant_method whose SGLang class always takes an FP8 KV into a pool of its own
+    (``fixed_kv_methods``: MiniMaxM3Nvfp4Config from 0.5.23)."""
+    rule = _table()["fixed_kv_methods"].get(method)
+    if rule is not None and version >= _release(rule["from"]):
+        raise _refuse(
+            arch,
+            version,
+            f"its class for {method} always takes an FP8 KV (kv_cache_quant_algo defaults to, and must "
+            "be, FP8), in a KV layout of its own for MiniMax M3 that is not modelled",
+            method,
+        )
+
+
+def sglang_auto_kv(arch: Architecture, version: Version, rocm: bool = False) -> tuple[str | None, str | None]:
     """(SGLang's KV flag for ``auto``, a note): ("fp8_e4m3", note) where it takes the
     checkpoint's FP8 KV, else (None, a note where the checkpoint states a KV scheme it does not
-    take, or None) for the model's dtype. Refuses what it routes in a way not modelled."""
+    take, or None) for the model's dtype. Refuses what it routes in a way not modelled
+    (``rocm``: an AMD GPU, where PetitNvFp4Config may claim a ModelOpt checkpoint)."""
     q = arch.get("quantization_config")
     if not isinstance(q, Mapping):
         return None, None
+    _fixed_kv(arch, str(q.get("quant_method", "")).lower(), version)
     if str(q.get("quant_method", "")).lower() in _table()["fp8_method"]["methods"]:
         return _fp8_method_kv(arch, q, version)
+    if str(q.get("quant_method", "")).lower() in _table()["compressed_tensors"]["methods"]:
+        return _ct_kv(arch, q, version)
     if str(q.get("quant_method", "")).lower() not in MODELOPT:
         return None, None
     side = q.get(FILENAME) if isinstance(q.get(FILENAME), Mapping) else None
@@ -209,6 +292,14 @@ def sglang_auto_kv(arch: Architecture, version: Version) -> tuple[str | None, st
             f"FP8 KV is taken from {table['auto_from']})"
             if stated
             else None
+        )
+    petit = rocm and (side is not None or str(q.get("quant_method", "")).lower() == "modelopt")
+    if petit and stated and version >= _release(table["rocm_petit"]["from"]):
+        raise _refuse(
+            arch,
+            version,
+            "on ROCm petit.py's PetitNvFp4Config claims a ModelOpt config whose quant_method is "
+            "'modelopt' (override_quantization_method), which checkpoints reach it is not modelled",
         )
     algo = (side or q).get("quant_algo")
     algo = algo if isinstance(algo, str) else ""

@@ -16,7 +16,8 @@ KV sharding or the (off by default) post-capture sizing. What changed, and is re
   ``HybridSWAPoolConfigurator`` (full + ratio × SWA cell; 0.5.12 ``DSV4PoolConfigurator``, from
   0.5.14 a chunk-capped variant), or may (``is_hybrid_swa_model``'s list grows by release, and from
   0.5.13 a config may opt in); Gemma 2/3, for which SGLang sets ``disable_hybrid_swa_memory``,
-  and Mistral, Mixtral, Phi-3, Olmo 3, Cohere 2, Qwen2 and StarCoder2, whose architectures are in
+  and Mistral, Mixtral, Phi-3, Olmo 3, Cohere 2, Qwen2, StarCoder2, EXAONE 4, PhiMoE, Qwen2-MoE,
+  Qwen3 and Qwen3-MoE, whose architectures are in
   none of the releases' lists, keep the default pool with every layer in full and are priced;
 * an indexer on softmax attention is MiniMax's sparse pool (0.5.15);
 * a DSA model's latent row comes from ``calculate_mla_kv_cache_dim`` from 0.5.17: with an fp8

@@ -171,3 +171,32 @@ def test_a_published_modelopt_nvfp4_checkpoint_against_a_model_card() -> None:
     entry = json.loads((PUBLISHED / "nvidia__Kimi-K2.5-NVFP4.json").read_text(encoding="utf-8"))
     got = _bytes(entry["config"])
     assert abs(got - 590e9) / 590e9 < 0.01, got
+
+
+def _ct_nvfp4(inputs: dict[str, object] | None) -> dict[str, object]:
+    group: dict[str, object] = {
+        "targets": ["Linear"],
+        "weights": {"num_bits": 4, "type": "float", "strategy": "tensor_group", "group_size": 16},
+    }
+    if inputs is not None:
+        group["input_activations"] = inputs
+    return {
+        "quant_method": "compressed-tensors",
+        "format": "nvfp4-pack-quantized",
+        "config_groups": {"group_0": group},
+        "ignore": ["lm_head"],
+    }
+
+
+def test_compressed_tensors_nvfp4_counts_its_global_scales() -> None:
+    """llm-compressor's NVFP4 (tensor_group strategy): each quantized linear stores, beside its
+    packed E2M1 weight and FP8 scale per 16, an fp32 weight_global_scale, and for W4A4 an fp32
+    input_global_scale ("local" dynamic inputs keep a global scale, no input_scale);
+    compressed-tensors' _initialize_scale_zero_point. By hand from the NVFP4 layer above
+    (368,640 B before its scalars, 7 linears): W4A4 368,640 + 7 × 8 = 368,696 B a layer, W4A16
+    368,640 + 7 × 4 = 368,668 B; a dynamic=True input keeps no global scale (W4A16's bytes)."""
+    w4a4 = {"num_bits": 4, "type": "float", "strategy": "tensor_group", "group_size": 16, "dynamic": "local"}
+    rest = TABLE + HEAD + 2 * NORMS + FINAL
+    assert _bytes(_llama(2, _ct_nvfp4(w4a4))) == rest + 2 * 368_696
+    assert _bytes(_llama(2, _ct_nvfp4(None))) == rest + 2 * 368_668
+    assert _bytes(_llama(2, _ct_nvfp4({**w4a4, "dynamic": True}))) == rest + 2 * 368_668

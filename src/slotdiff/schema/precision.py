@@ -10,45 +10,24 @@ from __future__ import annotations
 import math
 from collections.abc import Mapping
 from dataclasses import dataclass
-from functools import cache
 from typing import Any
 
 from ..core.errors import SlotdiffError
-from ..core.resources import load_schema_file
 from .arch import Architecture
+from .dtypes import canonical_dtype, dtype_bits, dtype_label, formats, storage_bits
 from .exclusion import matcher
 from .quant_config import MAX_BITS, MAX_GROUP, QuantConfig
 
-
-@cache
-def formats() -> Mapping[str, Any]:
-    return load_schema_file("formats.json")
-
-
-def canonical_dtype(name: str | None) -> str | None:
-    """``bf16`` / ``torch.bfloat16`` / ``bfloat16`` → ``bfloat16``; None when unknown."""
-    if not isinstance(name, str):
-        return None
-    key = name.lower().removeprefix("torch.")
-    table = formats()
-    key = table["dtype_aliases"].get(key, key)
-    return key if key in table["dtypes"] else None
-
-
-def dtype_bits(name: str) -> int:
-    return formats()["dtypes"][name]["bits"]
-
-
-def dtype_label(name: str) -> str:
-    """``float8_e4m3fn`` → ``fp8 E4M3``: how a canonical dtype is written for people."""
-    return formats()["dtypes"][name]["label"]
-
-
-def storage_bits(name: str) -> float:
-    """Bits one element takes with its share of a block scale: MXFP4 4 + 8/32 = 4.25."""
-    entry = formats()["dtypes"][name]
-    group = entry.get("group")
-    return entry["bits"] + (entry["scale_bits"] / group if group else 0.0)
+# Re-exported: callers read the dtype helpers from here too.
+__all__ = [
+    "WeightFormat",
+    "canonical_dtype",
+    "dtype_bits",
+    "dtype_label",
+    "formats",
+    "storage_bits",
+    "weight_format",
+]
 
 
 @dataclass(frozen=True)
@@ -265,6 +244,19 @@ def _compressed_tensors(
             exclude=exclude,
         )
     if kind == "float" and bits == 4 and group == 16:
+        # The tensor_group strategy keeps an fp32 global scale per tensor beside the FP8 group
+        # scales, for the weight and for static or "local" input activations alike
+        # (compressed-tensors' _initialize_scale_zero_point: weight_global_scale,
+        # input_global_scale; a dynamic=True input keeps none).
+        g = groups[named[0][0]]
+        inputs = g.get("input_activations")
+        scalars = sum(
+            32
+            for args in (w, inputs)
+            if isinstance(args, Mapping)
+            and str(args.get("strategy", "")).lower() == "tensor_group"
+            and args.get("dynamic") is not True
+        )
         return WeightFormat(
             "nvfp4",
             f"NVFP4 (compressed-tensors {fmt}){keep}",
@@ -272,6 +264,7 @@ def _compressed_tensors(
             "nvfp4",
             group=16,
             scale_bits=8,
+            input_scale_bits=scalars,
             exclude=exclude,
         )
     if kind == "float" and bits == 8:

@@ -97,10 +97,13 @@ CASES = {
     ),
     # Weight-only, no strategy and no group_size (tensor): 2 × (655,360 + 7 × 2) = 1,310,748.
     "ct-tensor-weight-only": (_ct({}, None), 1_310_748, "per-tensor"),
-    # An explicit fp32 scale_dtype: 2 × (655,360 + 2,304 × 4) = 1,329,152.
+    # An fp32 scale_dtype changes nothing: the naive float8 compressor stores the scale as
+    # observed, bf16 (compressed-tensors 0.20.1 initialize.py: scale_dtype = observed_dtype;
+    # only the nvfp4 / mxfp4 / mxfp8 compressors cast to scale_dtype): 2 × (655,360 + 2,304 × 2)
+    # = 1,319,936.
     "ct-channel-fp32": (
         _ct({"strategy": "channel", "scale_dtype": "torch.float32"}, None),
-        1_329_152,
+        1_319_936,
         "per-channel",
     ),
     # ModelOpt FP8: 2 × (655,360 + 7 × (4 + 4)) = 1,310,832.
@@ -137,6 +140,17 @@ def test_autofp8s_ignored_layers_are_read_as_vllm_reads_them() -> None:
     }
     arch = load(_llama(quant)).arch
     assert weights_cost(arch, count(arch)).bytes == REST + 1_310_776 - (131_072 + 4) + 262_144
+
+
+def test_block_fp8s_ignored_layers_are_read_too() -> None:
+    # vLLM's Fp8Config reads ignored_layers with weight_block_size as without (fp8.py): layer 0's
+    # down_proj in bf16, 262,144 B, instead of 131,072 B of fp8 and 2 × 4 = 8 128×128 fp32
+    # block scales (256 rows × 512 inputs: 2 × 4 tiles), 32 B: 131,104 B.
+    quant = {"quant_method": "fp8", "activation_scheme": "dynamic", "weight_block_size": [128, 128]}
+    blocks = weights_cost(arch := load(_llama(quant)).arch, count(arch)).bytes
+    quant["ignored_layers"] = ["model.layers.0.mlp.down_proj"]
+    arch = load(_llama(quant)).arch
+    assert weights_cost(arch, count(arch)).bytes == blocks - 131_104 + 262_144
 
 
 def test_a_strategy_slotdiff_does_not_model_is_refused() -> None:

@@ -8,7 +8,10 @@ the default being auto), so ``model_config.is_multimodal`` is False and
   ``adjust_mem_fraction_for_vlm``, both under ``if model_config.is_multimodal``);
 * from 0.5.18 ``mm_runtime_reservation_gb(is_multimodal=False, ...)`` returns 0.0: no
   SGLANG_VLM_CACHE_SIZE_MB out of the KV budget, so the 0.5.18+ refusal for vision models does not
-  apply to them. (The vision tower is still built and loaded: the weights are the checkpoint's.)
+  apply to them. Gemma 3's class (gemma3_mm.py) still builds and loads the vision tower; Llama
+  4's (mllama4.py, from 0.5.1: has_vision = has_vision_weights and enable_multimodal) builds
+  neither vision_model nor multi_modal_projector and skips their weights (_should_skip_weight),
+  so its weights are its text model's (0.4.9's class has no such gate).
 """
 
 from __future__ import annotations
@@ -18,6 +21,12 @@ from pathlib import Path
 
 import pytest
 
+from slotdiff.analysis.analyze import load
+from slotdiff.cost.gpus import gpu
+from slotdiff.cost.memory import MemoryPlan
+from slotdiff.cost.weights import effective_format
+from slotdiff.deploy.sglang import sglang_fit
+from slotdiff.deploy.vllm import EngineArgs
 from test_sglang_pool import fit as pool_fit
 from test_sglang_pool import fraction
 from test_sglang_recent import FRACTION, RECENT
@@ -58,3 +67,32 @@ def test_no_vision_fraction_for_models_served_as_text(
     before, for Gemma 3's SigLIP (27 layers × 1,152²): 0.95 × (1 − 0.1 × (27 × 1,152² /
     (24 × 1,024²) − 1)) = 0.95 × 0.95762 = 0.9097 (0.5.5: 0.7587), is not SGLang's."""
     assert fraction(pool_fit(_config(tmp_path, name), version=version)) == pytest.approx(frac, abs=1e-9)
+
+
+def _weights(path: Path, version: str) -> float:
+    """The weights term SGLang ``version`` estimates on each of 8 TP ranks (no pinned bytes)."""
+    arch = load(path).arch
+    plan = MemoryPlan(arch, effective_format(arch, None)[0], "bfloat16")
+    args = EngineArgs(
+        engine="sglang", version=version, max_model_len=8192, tensor_parallel_size=8, mem_fraction_static=0.9
+    )
+    f = sglang_fit(arch, plan, gpu("h100-sxm"), args)
+    return next(t.bytes for t in f.stages[0].terms if t.name == "weights")
+
+
+def test_llama4_served_as_text_loads_only_its_text_model(tmp_path: Path) -> None:
+    """From 0.5.1 SGLang's Llama 4 class skips the vision tower and projector when multimodal is
+    off: the weights on each of 8 TP ranks are those of the text model alone, priced from its
+    own config (Llama4ForCausalLM, the text_config), and 0.4.9 (which builds the tower) holds
+    more; Gemma 3 keeps its tower in every release."""
+    scout = json.loads((PUBLISHED / "meta-llama__Llama-4-Scout-17B-16E-Instruct.json").read_text())["config"]
+    text = {**scout["text_config"], "architectures": ["Llama4ForCausalLM"]}
+    text.setdefault("model_type", "llama4_text")
+    text.setdefault("torch_dtype", scout.get("torch_dtype"))
+    (tmp_path / "text").mkdir()
+    (tmp_path / "text" / "config.json").write_text(json.dumps(text))
+    whole = _config(tmp_path, "meta-llama__Llama-4-Scout-17B-16E-Instruct.json")
+    assert _weights(whole, "0.5.5") == _weights(tmp_path / "text" / "config.json", "0.5.5")
+    assert _weights(whole, "0.4.9") > _weights(whole, "0.5.5")
+    gemma = _config(tmp_path, "google__gemma-3-27b-it.json")
+    assert _weights(gemma, "0.4.9") == _weights(gemma, "0.5.5")

@@ -15,6 +15,8 @@ pool through a pool configurator (``sglang_recent``, which refuses what they siz
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 from ..constructs import construct, latent
 from ..constructs.indexer import engine_index_bytes
 from ..core.errors import SlotdiffError
@@ -28,7 +30,7 @@ from . import engine_terms as et
 from .engine_terms import Version
 from .kvpages import KVLayout, Spec
 from .sglang_kv import check_modelopt_start, sglang_auto_kv
-from .sglang_recent import check_pool, check_release, multimodal_on
+from .sglang_recent import check_pool, check_release, multimodal_on, vision_weights_skipped
 from .sglang_state import StateFlags, check_served, recurrent_layers, state_pool
 from .vllm import EngineArgs, EngineFit, StagePool, Term, kv_dtype_of, model_len
 
@@ -208,6 +210,8 @@ def sglang_fit(arch: Architecture, plan: MemoryPlan, gpu: GPU, args: EngineArgs)
     linked = et.non_torch(gpu, layout) - et.NON_TORCH
     free_est = gpu.visible - SGLANG_CONTEXT - linked
     free = args.free_gib * GiB if args.free_gib is not None else free_est
+    if vision_weights_skipped(arch, version):  # Llama 4 served as text: no tower built or loaded
+        plan = MemoryPlan(replace(plan.arch, vision=None), plan.fmt, plan.kv_dtype, plan.mtp, plan.select)
     w, e, _kv, _st = max(plan.stages(layout, length), key=lambda x: x[0] + x[1])
     weights = (
         args.weights_gib * GiB if args.weights_gib is not None else w + (e / layout.dp if layout.ep else e)
@@ -268,6 +272,11 @@ def sglang_fit(arch: Architecture, plan: MemoryPlan, gpu: GPU, args: EngineArgs)
     ]
     if kv_note:
         notes.append(kv_note)
+    if vision_weights_skipped(arch, version):
+        notes.append(
+            f"SGLang {version.text} serves it as a text model (no --enable-multimodal): the vision "
+            "tower and projector are neither built nor loaded, so the weights are the text model's"
+        )
     if k_size:
         notes.append(f"K buffer {k_size / GiB:.2f} GB (+ as much V), as SGLang logs it (GB = 2^30 B)")
     swa = swa_split(arch, version, tokens)

@@ -249,7 +249,8 @@ def check_modelopt_start(arch: Architecture, version: Version) -> None:
         key = arch.key("quantization_config") + ".quant_algo"
     raise SlotdiffError(
         arch.name,
-        f"not supported: SGLang {version.text} {why}: pass --engine-version 0.5.17 or earlier",
+        f"not supported: SGLang {version.text} {why}: pass an --engine-version before "
+        f"{start['fp8_exact_from']}",
         key=key,
     )
 

@@ -90,6 +90,17 @@ def multimodal_on(arch: Architecture) -> bool:
     return arch.vision is not None and (arch.config_model_type or arch.model_type) not in off
 
 
+def vision_weights_skipped(arch: Architecture, version: Version) -> bool:
+    """Whether SGLang ``version``, serving ``arch`` as a text model, also leaves its vision
+    tower and projector unbuilt and their weights unloaded (Llama 4 from 0.5.1:
+    ``sglang_multimodal_off.skips_vision_weights``)."""
+    if arch.vision is None or multimodal_on(arch):
+        return False
+    data = load_schema_file("engine_families.json")["sglang_multimodal_off"]
+    since = data.get("skips_vision_weights", {}).get(arch.config_model_type or arch.model_type)
+    return since is not None and version >= tuple(int(x) for x in since.split("."))
+
+
 def check_pool(arch: Architecture, version: Version, kv_dtype: str, dsa: bool) -> None:
     """Refuse, from 0.5.11, a model whose pool the release sizes in a way not modelled here
     (module docstring); ``kv_dtype`` is the cache dtype after SGLang's DSA adjustments."""

@@ -136,7 +136,7 @@ def weight_format(arch: Architecture) -> WeightFormat:
                 fmt,
                 block=b,
                 scale_bits=32,
-                exclude=exclude,
+                exclude=exclude + qr.patterns("ignored_layers"),  # vLLM reads it with blocks too
             )
         # No weight_block_size (AutoFP8's exports): vLLM's Fp8LinearMethod makes the weight scale
         # a PerTensorScaleParameter, one fp32 per checkpoint tensor, and a static scheme adds
@@ -304,15 +304,15 @@ def _compressed_fp8(
     infers (0.20: none stated reads as ``tensor`` without a group_size, ``channel`` with -1):
     ``tensor`` stores a weight_scale of one element, ``channel`` one of (out_features, 1),
     ``block`` one per tile. The scale is kept in the dtype of the weight it was observed on
-    (initialize_qparams: ``scale_dtype = observed_dtype``) unless ``scale_dtype`` says, and a
+    (initialize_qparams: ``scale_dtype = observed_dtype``; the naive float8 compressor stores it
+    as it is, whatever ``scale_dtype`` says: only the fp4 / mxfp8 compressors cast to it), and a
     static input scheme (``input_activations.dynamic`` false) adds a one-element input_scale."""
     group = qr.int(w, ["group_size"], None, -1, MAX_GROUP, at)
     strategy = w.get("strategy")
     if strategy is None:  # a block_structure alone has always been read as block scales here
         found = qr.block(w, "block_structure", at) is not None
         strategy = "block" if found else "tensor" if group is None else "channel" if group == -1 else "group"
-    scale = canonical_dtype(str(w.get("scale_dtype"))) if w.get("scale_dtype") else None
-    scale_bits = dtype_bits(scale or base or "bfloat16")
+    scale_bits = dtype_bits(base or "bfloat16")
     act = _activations(qr.q)
     static = bool(act) and act.get("dynamic") is False
     inputs = ", static input scales" if static else ""

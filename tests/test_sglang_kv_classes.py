@@ -69,31 +69,43 @@ def test_minimax_m3_nvfp4_is_refused_under_auto(tmp_path: Path, capsys: pytest.C
     assert code == 0 and eng["kv_pool_tokens"] == LLAMA_FP8, eng
 
 
-@pytest.mark.parametrize("version", ["0.5.3", "0.5.23"])
-def test_modelopt_fp8_kv_on_rocm_is_refused(
-    tmp_path: Path, capsys: pytest.CaptureFixture[str], version: str
+def test_modelopt_fp8_kv_on_rocm_where_petit_claims_it(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    """hf_quant_config.json with kv_cache_quant_algo FP8: on an H100 taken (699,050 tokens); on an
-    MI300X PetitNvFp4Config may claim it, so refused."""
+    """hf_quant_config.json with kv_cache_quant_algo FP8: on an H100 taken (699,050 tokens). On an
+    MI300X PetitNvFp4Config claims a parsed quant config named exactly 'modelopt': the sidecar
+    keeps that name through 0.5.3 (model_config.py sets {"quant_method": "modelopt"}), so its KV is
+    refused there; from 0.5.4 _parse_modelopt_quant_config names it modelopt_fp8, which petit
+    does not claim, and the MI300X takes the FP8 KV as the H100 does."""
     code, eng = _fit(tmp_path, capsys, LLAMA, FP8_SIDECAR, "0.5.23")
     assert code == 0 and eng["kv_pool_tokens"] == LLAMA_FP8, eng
-    code, err = _fit(tmp_path, capsys, LLAMA, FP8_SIDECAR, version, "--gpu", "mi300x")
+    code, err = _fit(tmp_path, capsys, LLAMA, FP8_SIDECAR, "0.5.3", "--gpu", "mi300x")
     assert code == 2 and len(err.strip().splitlines()) == 1, err
     assert "not supported" in err and "PetitNvFp4Config" in err, err
+    for version in ("0.5.4", "0.5.23"):
+        code, eng = _fit(tmp_path, capsys, LLAMA, FP8_SIDECAR, version, "--gpu", "mi300x")
+        assert code == 0, eng
+        assert (eng["kv_cache_dtype"], eng["kv_pool_tokens"]) == ("float8_e4m3fn", LLAMA_FP8), eng
 
 
 def test_rocm_cases_petit_does_not_claim(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     """On an MI300X: config.json quant_method modelopt_fp8 (not 'modelopt') is taken as on CUDA
     (ModelOptFp8Config from 0.5.4: an 8-bit float kv_cache_scheme → FP8, 699,050 tokens; its
-    weights are not priced by slotdiff, --dtype stands in); a
-    'modelopt' config.json is refused; 0.5.2 reads no KV rule at all (bf16, 349,525); a ModelOpt
-    checkpoint stating no FP8 KV keeps bf16 without refusal."""
+    weights are not priced by slotdiff, --dtype stands in). A config.json quant_method 'modelopt'
+    keeps that name until 0.5.10 routes it by quant_algo: before, petit claims it and its
+    from_config (get_from_keys(config, ['quantization'])) fails on a config.json, so SGLang does
+    not start, whatever the KV flag; from 0.5.10 it is taken as on CUDA. 0.5.2 reads no KV rule
+    at all (bf16, 349,525); a ModelOpt checkpoint stating no FP8 KV keeps bf16 without refusal."""
     explicit = {**LLAMA, "quantization_config": {**FP8_CONFIG_JSON, "quant_method": "modelopt_fp8"}}
     code, eng = _fit(tmp_path, capsys, explicit, None, "0.5.23", "--gpu", "mi300x", *WEIGHTS)
     assert code == 0 and (eng["kv_cache_dtype"], eng["kv_pool_tokens"]) == ("float8_e4m3fn", LLAMA_FP8), eng
     plain = {**LLAMA, "quantization_config": FP8_CONFIG_JSON}
-    code, err = _fit(tmp_path, capsys, plain, None, "0.5.23", "--gpu", "mi300x")
-    assert code == 2 and "PetitNvFp4Config" in err, err
+    for flags in ((), ("--kv-cache-dtype", "bfloat16")):
+        code, err = _fit(tmp_path, capsys, plain, None, "0.5.5", "--gpu", "mi300x", *WEIGHTS, *flags)
+        assert code == 2 and "fails to start" in err and "PetitNvFp4Config" in err, err
+    code, on_h100 = _fit(tmp_path, capsys, plain, None, "0.5.23", *WEIGHTS)
+    code, eng = _fit(tmp_path, capsys, plain, None, "0.5.23", "--gpu", "mi300x", *WEIGHTS)
+    assert code == 0 and eng["kv_pool_tokens"] == on_h100["kv_pool_tokens"] == LLAMA_FP8, eng
     code, eng = _fit(tmp_path, capsys, LLAMA, FP8_SIDECAR, "0.5.2", "--gpu", "mi300x")
     assert code == 0 and (eng["kv_cache_dtype"], eng["kv_pool_tokens"]) == ("bfloat16", LLAMA_BF16), eng
     no_kv = {**FP8_SIDECAR, "quantization": {"quant_algo": "FP8", "exclude_modules": ["lm_head"]}}

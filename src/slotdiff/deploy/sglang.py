@@ -188,7 +188,7 @@ def sglang_fit(arch: Architecture, plan: MemoryPlan, gpu: GPU, args: EngineArgs)
     page = args.block_size or 1
     forced_frac = None
     check_release(arch, version)
-    check_modelopt_start(arch, version)  # a ModelOpt checkpoint the release does not start on
+    check_modelopt_start(arch, version, et.rocm(gpu))  # a ModelOpt checkpoint it does not start on
     kv_flag, kv_note = args.kv_cache_dtype, None
     if kv_flag == "auto":  # a ModelOpt checkpoint's FP8 KV, from 0.5.3 (sglang_kv)
         resolved, kv_note = sglang_auto_kv(arch, version, et.rocm(gpu))

@@ -207,11 +207,29 @@ def _check_ct_start(arch: Architecture, version: Version) -> None:
         )
 
 
-def check_modelopt_start(arch: Architecture, version: Version) -> None:
+def check_modelopt_start(arch: Architecture, version: Version, rocm: bool = False) -> None:
     """Refuse a ModelOpt checkpoint that SGLang ``version`` does not start on, or loads as no
-    ModelOpt scheme (schemas/engine_families.json ``sglang_modelopt_kv.start``), and a
-    compressed-tensors one whose kv_cache_scheme it cannot read."""
+    ModelOpt scheme (schemas/engine_families.json ``sglang_modelopt_kv.start``; ``rocm``: an
+    AMD GPU, where PetitNvFp4Config claims config.json's quant_method 'modelopt' before 0.5.10
+    and fails on it), and a compressed-tensors one whose kv_cache_scheme it cannot read."""
     _check_ct_start(arch, version)
+    q = arch.get("quantization_config")
+    petit, routed = _table()["rocm_petit"], _table()["config_json_modelopt_by_algo_from"]
+    if (
+        rocm
+        and isinstance(q, Mapping)
+        and not isinstance(q.get(FILENAME), Mapping)  # config.json's own, not the sidecar's
+        and str(q.get("quant_method", "")) == "modelopt"
+        and _release(petit["claims_from"]) <= version < _release(routed)
+    ):
+        raise SlotdiffError(
+            arch.name,
+            f"not supported: SGLang {version.text} on an AMD GPU fails to start on this checkpoint: "
+            "petit.py's PetitNvFp4Config claims config.json's quant_method 'modelopt' and reads "
+            "hf_quant_config.json's quantization section, which a config.json has not: pass an "
+            f"--engine-version from {routed}",
+            key=arch.key("quantization_config") + ".quant_method",
+        )
     start = _table()["start"]
     if arch.quant_file is not None and not (arch.quant_file[0] or "").strip():
         if version < _release(start["null_algo_loads_from"]):
@@ -294,7 +312,7 @@ def sglang_auto_kv(arch: Architecture, version: Version, rocm: bool = False) -> 
             if stated
             else None
         )
-    petit = rocm and (side is not None or str(q.get("quant_method", "")).lower() == "modelopt")
+    petit = rocm and side is not None and version < _release(table["rocm_petit"]["sidecar_routed_from"])
     if petit and stated and version >= _release(table["rocm_petit"]["from"]):
         raise _refuse(
             arch,

@@ -71,6 +71,11 @@ class Version:
         return "v1" if self >= (0, 9) else "v1-early"
 
 
+def release(text: str) -> tuple[int, ...]:
+    """``0.5.18`` (a release as the data files write it) → (0, 5, 18), to compare a Version with."""
+    return tuple(int(x) for x in text.split("."))
+
+
 def parse_version(text: str, use_v1: bool | None = None) -> Version:
     """``0.10.1.1`` / ``v0.6.4.post1`` → Version; V1 is vLLM's default from 0.8."""
     m = re.fullmatch(r"v?(\d{1,3})\.(\d{1,3})(?:\.(\d{1,3}))?(?:[.+-].*)?", text.strip())

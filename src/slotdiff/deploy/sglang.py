@@ -53,8 +53,7 @@ def dsa_served(arch: Architecture, version: Version) -> bool:
     """``is_deepseek_nsa`` in ``version``: the config's architecture among those it names."""
     since = load_schema_file("engine_families.json")["sglang_deepseek_nsa"]["since"]
     return any(
-        version >= tuple(int(x) for x in release.split(".")) and arch.model_type in types
-        for release, types in since.items()
+        version >= et.release(release) and arch.model_type in types for release, types in since.items()
     )
 
 

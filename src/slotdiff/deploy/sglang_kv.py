@@ -40,16 +40,12 @@ from ..core.errors import SlotdiffError
 from ..core.resources import load_schema_file
 from ..read.hf_quant import FILENAME
 from ..schema.arch import Architecture
-from .engine_terms import Version
+from .engine_terms import Version, release
 
 FP8_FLAG = "fp8_e4m3"  # what SGLang writes back into server_args.kv_cache_dtype
 FP8_NAMES = ("FP8", "FLOAT8")  # a string kv_cache_scheme read as FP8 (0.5.7+ ModelOptFp4Config)
 FP4_NAMES = ("FP4", "FLOAT4", "NVFP4")
 MODELOPT = ("modelopt", "modelopt_fp8", "modelopt_fp4", "modelopt_mixed")
-
-
-def _release(text: str) -> tuple[int, ...]:
-    return tuple(int(x) for x in text.split("."))
 
 
 def _table() -> Mapping[str, Any]:
@@ -58,7 +54,7 @@ def _table() -> Mapping[str, Any]:
 
 def _row(rows: list[Mapping[str, Any]], version: Version) -> Mapping[str, Any]:
     """The newest row of a class's rules whose release is not after ``version``."""
-    return [r for r in rows if version >= _release(r["from"])][-1]
+    return [r for r in rows if version >= release(r["from"])][-1]
 
 
 def _is_fp8(value: Any) -> bool:
@@ -96,7 +92,7 @@ def _states_fp8(q: Mapping[str, Any], side: Mapping[str, Any] | None) -> bool:
 def _config_class(method: str, algo: str, nested: bool, version: Version) -> str | None:
     """The ModelOpt config class SGLang builds (None: one whose KV rule is not modelled)."""
     start = _table()["start"]
-    if algo in start["other_methods"] and version >= _release(start["fp8_exact_from"]):
+    if algo in start["other_methods"] and version >= release(start["fp8_exact_from"]):
         return None  # 0.5.18+: MXFP8 goes to the native mxfp8 method
     if method == "modelopt_fp4":
         return "ModelOptFp4Config"
@@ -104,7 +100,7 @@ def _config_class(method: str, algo: str, nested: bool, version: Version) -> str
         return "ModelOptFp8Config"
     if method == "modelopt_mixed" or algo == "MIXED_PRECISION":
         return None
-    if not nested and version < _release(_table()["config_json_modelopt_by_algo_from"]):
+    if not nested and version < release(_table()["config_json_modelopt_by_algo_from"]):
         return "ModelOptFp8Config"
     return "ModelOptFp4Config" if "FP4" in algo else "ModelOptFp8Config" if "FP8" in algo else None
 
@@ -139,7 +135,7 @@ def _fp8_method_kv(
     rule = _table()["fp8_method"]
     if not _is_fp8(q.get("kv_cache_quant_algo")):
         return None, None
-    if version < _release(rule["from"]):
+    if version < release(rule["from"]):
         return None, (
             f"SGLang {version.text} keeps the model's dtype for --kv-cache-dtype auto (Fp8Config takes "
             f"config.json's kv_cache_quant_algo from {rule['from']})"
@@ -170,7 +166,7 @@ def _ct_kv(arch: Architecture, q: Mapping[str, Any], version: Version) -> tuple[
         return None, None  # null: no attribute value; another type is refused by check_modelopt_start
     stated = scheme.get("type") == "float" and scheme.get("num_bits") == 8
     takes = _ct_takes(scheme, rule)
-    if version < _release(rule["from"]):
+    if version < release(rule["from"]):
         return None, (
             f"SGLang {version.text} keeps the model's dtype for --kv-cache-dtype auto "
             "(CompressedTensorsConfig takes a static symmetric per-tensor FP8 kv_cache_scheme from "
@@ -198,7 +194,7 @@ def _check_ct_start(arch: Architecture, version: Version) -> None:
     if not isinstance(q, Mapping) or str(q.get("quant_method", "")).lower() not in rule["methods"]:
         return
     scheme = q.get("kv_cache_scheme")
-    if scheme is not None and not isinstance(scheme, Mapping) and version >= _release(rule["from"]):
+    if scheme is not None and not isinstance(scheme, Mapping) and version >= release(rule["from"]):
         raise SlotdiffError(
             arch.name,
             f"not supported: SGLang {version.text} fails to load a compressed-tensors kv_cache_scheme "
@@ -220,7 +216,7 @@ def check_modelopt_start(arch: Architecture, version: Version, rocm: bool = Fals
         and isinstance(q, Mapping)
         and not isinstance(q.get(FILENAME), Mapping)  # config.json's own, not the sidecar's
         and str(q.get("quant_method", "")) == "modelopt"
-        and _release(petit["claims_from"]) <= version < _release(routed)
+        and release(petit["claims_from"]) <= version < release(routed)
     ):
         raise SlotdiffError(
             arch.name,
@@ -232,7 +228,7 @@ def check_modelopt_start(arch: Architecture, version: Version, rocm: bool = Fals
         )
     start = _table()["start"]
     if arch.quant_file is not None and not (arch.quant_file[0] or "").strip():
-        if version < _release(start["null_algo_loads_from"]):
+        if version < release(start["null_algo_loads_from"]):
             raise SlotdiffError(
                 arch.name,
                 f"not supported: SGLang {version.text} fails to start on {FILENAME} with quant_algo null "
@@ -243,7 +239,7 @@ def check_modelopt_start(arch: Architecture, version: Version, rocm: bool = Fals
             )
         return
     q = arch.get("quantization_config")
-    if version < _release(start["fp8_exact_from"]) or not isinstance(q, Mapping):
+    if version < release(start["fp8_exact_from"]) or not isinstance(q, Mapping):
         return
     method = str(q.get("quant_method", "")).lower()
     side = q.get(FILENAME) if isinstance(q.get(FILENAME), Mapping) else None
@@ -277,7 +273,7 @@ def _fixed_kv(arch: Architecture, method: str, version: Version) -> None:
     """Refuse a quant_method whose SGLang class always takes an FP8 KV into a pool of its own
     (``fixed_kv_methods``: MiniMaxM3Nvfp4Config from 0.5.23)."""
     rule = _table()["fixed_kv_methods"].get(method)
-    if rule is not None and version >= _release(rule["from"]):
+    if rule is not None and version >= release(rule["from"]):
         raise _refuse(
             arch,
             version,
@@ -305,15 +301,15 @@ def sglang_auto_kv(arch: Architecture, version: Version, rocm: bool = False) -> 
     side = q.get(FILENAME) if isinstance(q.get(FILENAME), Mapping) else None
     stated = _states_fp8(q, side)
     table = _table()
-    if version < _release(table["auto_from"]):
+    if version < release(table["auto_from"]):
         return None, (
             f"SGLang {version.text} keeps the model's dtype for --kv-cache-dtype auto (the checkpoint's "
             f"FP8 KV is taken from {table['auto_from']})"
             if stated
             else None
         )
-    petit = rocm and side is not None and version < _release(table["rocm_petit"]["sidecar_routed_from"])
-    if petit and stated and version >= _release(table["rocm_petit"]["from"]):
+    petit = rocm and side is not None and version < release(table["rocm_petit"]["sidecar_routed_from"])
+    if petit and stated and version >= release(table["rocm_petit"]["from"]):
         raise _refuse(
             arch,
             version,

@@ -36,7 +36,7 @@ from ..constructs import latent
 from ..core.errors import SlotdiffError
 from ..core.resources import load_schema_file
 from ..schema.arch import Architecture
-from .engine_terms import Version
+from .engine_terms import Version, release
 
 RECENT_FROM = (0, 5, 11)  # the pool configurator (sglang PR #18263)
 READ_THROUGH = (0, 5, 23)  # the newest release read
@@ -78,7 +78,7 @@ def _swa_pool_off(arch: Architecture, version: Version) -> bool:
     if model_type not in plain["model_types"]:
         return False
     opted = plain["opt_in_key"] in arch.unknown_keys + arch.unread_keys
-    return not (opted and version >= tuple(int(x) for x in plain["opt_in_from"].split(".")))
+    return not (opted and version >= release(plain["opt_in_from"]))
 
 
 def multimodal_on(arch: Architecture) -> bool:
@@ -98,7 +98,7 @@ def vision_weights_skipped(arch: Architecture, version: Version) -> bool:
         return False
     data = load_schema_file("engine_families.json")["sglang_multimodal_off"]
     since = data.get("skips_vision_weights", {}).get(arch.config_model_type or arch.model_type)
-    return since is not None and version >= tuple(int(x) for x in since.split("."))
+    return since is not None and version >= release(since)
 
 
 def check_pool(arch: Architecture, version: Version, kv_dtype: str, dsa: bool) -> None:

@@ -210,14 +210,14 @@ def _check_served(arch: Architecture, version: et.Version) -> None:
     added = families["vllm_added"]["model_types"]
     for model_type in (arch.config_model_type, arch.model_type):
         last, first = removed.get(model_type or ""), added.get(model_type or "")
-        if last and version.parts[:2] > tuple(int(x) for x in last.split(".")[:2]):  # its patches too
+        if last and version.parts[:2] > et.release(last)[:2]:  # its patches too
             raise SlotdiffError(
                 arch.name,
                 f"vLLM {version.text} does not serve {model_type} models (served until {last}): "
                 f"pass --engine-version {last.rsplit('.', 1)[0]} or earlier",
                 key=arch.key("model_type"),
             )
-        if first and version.parts[:2] < tuple(int(x) for x in first.split(".")[:2]):
+        if first and version.parts[:2] < et.release(first)[:2]:
             raise SlotdiffError(
                 arch.name,
                 f"vLLM {version.text} does not serve {model_type} models (first served in {first}): "

@@ -43,13 +43,15 @@ from ..schema.arch import Architecture
 from .engine_terms import Version, release
 
 FP8_FLAG = "fp8_e4m3"  # what SGLang writes back into server_args.kv_cache_dtype
-FP8_NAMES = ("FP8", "FLOAT8")  # a string kv_cache_scheme read as FP8 (0.5.7+ ModelOptFp4Config)
-FP4_NAMES = ("FP4", "FLOAT4", "NVFP4")
-MODELOPT = ("modelopt", "modelopt_fp8", "modelopt_fp4", "modelopt_mixed")
 
 
 def _table() -> Mapping[str, Any]:
     return load_schema_file("engine_families.json")["sglang_modelopt_kv"]
+
+
+def _names(kind: str) -> list[str]:
+    """A string kv_cache_scheme's names of ``kind`` (fp8 / fp4), as the table lists them."""
+    return _table()["scheme_names"][kind]
 
 
 def _row(rows: list[Mapping[str, Any]], version: Version) -> Mapping[str, Any]:
@@ -73,7 +75,9 @@ def _flat(q: Mapping[str, Any], row: Mapping[str, Any]) -> Any:
                 return "FP8" if eight else row["fallback"]
             if row["strings"] and isinstance(scheme, str):
                 name = scheme.strip().upper()
-                return "FP8" if name in FP8_NAMES else "NVFP4" if name in FP4_NAMES else row["fallback"]
+                if name in _names("fp8"):
+                    return "FP8"
+                return "NVFP4" if name in _names("fp4") else row["fallback"]
     return row["fallback"]
 
 
@@ -85,7 +89,7 @@ def _states_fp8(q: Mapping[str, Any], side: Mapping[str, Any] | None) -> bool:
     if isinstance(scheme, Mapping):
         return scheme.get("type") == "float" and scheme.get("num_bits") == 8
     return _is_fp8(q.get("kv_cache_quant_algo")) or (
-        isinstance(scheme, str) and scheme.strip().upper() in FP8_NAMES
+        isinstance(scheme, str) and scheme.strip().upper() in _names("fp8")
     )
 
 
@@ -244,7 +248,7 @@ def check_modelopt_start(arch: Architecture, version: Version, rocm: bool = Fals
     method = str(q.get("quant_method", "")).lower()
     side = q.get(FILENAME) if isinstance(q.get(FILENAME), Mapping) else None
     algo = (side or q).get("quant_algo")
-    if method not in ("modelopt", "modelopt_fp8") or not isinstance(algo, str):
+    if method not in _table()["fp8_class_methods"] or not isinstance(algo, str):
         return
     if "FP8" not in algo or "FP4" in algo or algo == "FP8" or algo in start["other_methods"]:
         return
@@ -296,7 +300,7 @@ def sglang_auto_kv(arch: Architecture, version: Version, rocm: bool = False) -> 
         return _fp8_method_kv(arch, q, version)
     if str(q.get("quant_method", "")).lower() in _table()["compressed_tensors"]["methods"]:
         return _ct_kv(arch, q, version)
-    if str(q.get("quant_method", "")).lower() not in MODELOPT:
+    if str(q.get("quant_method", "")).lower() not in _table()["methods"]:
         return None, None
     side = q.get(FILENAME) if isinstance(q.get(FILENAME), Mapping) else None
     stated = _states_fp8(q, side)
@@ -337,7 +341,7 @@ def sglang_auto_kv(arch: Architecture, version: Version, rocm: bool = False) -> 
         if stated:
             keeps = f"SGLang {version.text} keeps the model's dtype for --kv-cache-dtype auto"
             return None, f"{keeps}: {cls} {row['why']}"
-        if isinstance(value, str) and value.upper() in FP4_NAMES:
+        if isinstance(value, str) and value.upper() in _names("fp4"):
             return None, (
                 f"SGLang {version.text} keeps the model's dtype for the checkpoint's NVFP4 KV scheme "
                 "(--kv-cache-dtype auto takes FP8 only)"

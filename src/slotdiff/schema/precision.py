@@ -45,9 +45,9 @@ class WeightFormat:
     # Neither block nor group: one weight scale per tensor (True) or one per output row
     # (False: per-channel, and the int formats' row scales).
     per_tensor: bool = False
-    # fp32 scalars stored once per quantized tensor: a static activation (input) scale, and
-    # NVFP4's second-level weight scale (ModelOpt's weight_scale_2)
-    input_scale_bits: int = 0
+    # Bits of the scalars stored once per quantized tensor: a static input scale, NVFP4's
+    # second-level weight scale (ModelOpt's weight_scale_2, compressed-tensors' global scales)
+    tensor_scalar_bits: int = 0
     exclude: tuple[str, ...] = ()
     supported: bool = True  # False: a scheme slotdiff does not model; bytes are not given
 
@@ -76,7 +76,7 @@ class WeightFormat:
             bits += groups * (self.scale_bits + self.zero_bits)
         else:  # one scale for the whole tensor, or one per output row (per-channel)
             bits += (1 if self.per_tensor else rows) * (self.scale_bits + self.zero_bits)
-        return math.ceil((bits + self.input_scale_bits) / 8)
+        return math.ceil((bits + self.tensor_scalar_bits) / 8)
 
 
 def _base(arch: Architecture) -> str | None:
@@ -149,7 +149,7 @@ def weight_format(arch: Architecture) -> WeightFormat:
             fmt,
             scale_bits=32,
             per_tensor=True,
-            input_scale_bits=32 if static else 0,
+            tensor_scalar_bits=32 if static else 0,
             exclude=exclude + qr.patterns("ignored_layers"),
         )
     if method == "fbgemm_fp8":
@@ -264,7 +264,7 @@ def _compressed_tensors(
             "nvfp4",
             group=16,
             scale_bits=8,
-            input_scale_bits=scalars,
+            tensor_scalar_bits=scalars,
             exclude=exclude,
         )
     if kind == "float" and bits == 8:
@@ -316,7 +316,7 @@ def _compressed_fp8(
     act = _activations(qr.q)
     static = bool(act) and act.get("dynamic") is False
     inputs = ", static input scales" if static else ""
-    common: dict[str, Any] = {"scale_bits": scale_bits, "input_scale_bits": scale_bits if static else 0}
+    common: dict[str, Any] = {"scale_bits": scale_bits, "tensor_scalar_bits": scale_bits if static else 0}
     b = qr.block(w, "block_structure", at) if strategy == "block" else None
     if strategy == "block" and b is not None:
         label = f"fp8 ({name}, {b[0]}×{b[1]} block scales{inputs}){keep}"
@@ -367,7 +367,7 @@ def _modelopt(qr: QuantConfig, base: str | None, exclude: tuple[str, ...], keep:
                 "nvfp4",
                 group=16,
                 scale_bits=8,
-                input_scale_bits=64,
+                tensor_scalar_bits=64,
                 exclude=exclude,
             )
     if algo == "FP8":
@@ -380,7 +380,7 @@ def _modelopt(qr: QuantConfig, base: str | None, exclude: tuple[str, ...], keep:
             "float8_e4m3fn",
             scale_bits=32,
             per_tensor=True,
-            input_scale_bits=32,
+            tensor_scalar_bits=32,
             exclude=exclude,
         )
     return WeightFormat(
